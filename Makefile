@@ -1,0 +1,61 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# mdroute top-level Makefile: a thin front end.
+#   make          build mdroute.ko for the installed Debian kernel, and user space
+#   make check    all test layers (unit, KUnit, VM), ending "N passed, N failed"
+#   make demo     the main job: boot a guest and show mdroute at work
+#   make style    checkpatch on kmod/ and ktests/; make sparse: sparse on kmod/
+# Kernel objects are described in Kbuild.
+
+MDR_RELEASE := 0.1.0
+
+# The Debian kernel to build against: newest /lib/modules/<ver>/build with a
+# /boot/vmlinuz-<ver>, never `uname -r`. Override with KVER=.
+KVER ?= $(shell bash -c '. tools/lib.sh && mdr_kver')
+KDIR ?= /lib/modules/$(KVER)/build
+BUILD ?= build
+CMAKE_FLAGS := -DMDR_RELEASE=$(MDR_RELEASE) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+JOBS ?= $(shell nproc)
+
+.PHONY: all module userspace userspace-release userspace-asan check demo \
+	style sparse install clean help
+
+all: module userspace
+
+module:
+	@test -n "$(KVER)" || { echo "no Debian kernel found: run tools/install-deps" >&2; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(CURDIR) MDR_RELEASE=$(MDR_RELEASE) modules
+
+userspace: userspace-release userspace-asan
+
+userspace-release:
+	cmake -S userspace -B $(BUILD)/userspace $(CMAKE_FLAGS) >/dev/null
+	MAKEFLAGS= cmake --build $(BUILD)/userspace -j $(JOBS) -- --no-print-directory
+
+# The build the tests use: AddressSanitizer and UBSan.
+userspace-asan:
+	cmake -S userspace -B $(BUILD)/userspace-asan $(CMAKE_FLAGS) -DMDR_SANITIZE=ON >/dev/null
+	MAKEFLAGS= cmake --build $(BUILD)/userspace-asan -j $(JOBS) -- --no-print-directory
+
+check:
+	tools/check
+
+demo: all
+	tools/demo
+
+style:
+	tools/style checkpatch
+
+sparse:
+	tools/style sparse
+
+install: all
+	$(MAKE) -C $(KDIR) M=$(CURDIR) MDR_RELEASE=$(MDR_RELEASE) modules_install
+	install -D -m 0755 $(BUILD)/userspace/bin/mdctl $(DESTDIR)/usr/sbin/mdctl
+
+clean:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	rm -rf $(BUILD)
+
+help:
+	@sed -n '3,9p' Makefile | sed 's/^# \{0,1\}//'

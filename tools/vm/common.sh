@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
+#
+# common.sh - helpers for the VM tests under tools/vm/tests/. Source it:
+#   . "$MDR_TOP/tools/vm/common.sh"
+#
+# Conventions (liburing's): exit 0 pass, 1 fail, 77 skip. Register every
+# undo step with mdr_on_exit as soon as the thing exists, so a test cleans
+# up even when it fails halfway.
+
+: "${MDR_TOP:?not in the test guest (run through tools/vm/run)}"
+MDR_BIN=${MDR_BIN:-$MDR_TOP/build/userspace-asan/bin}
+MDR_KO=${MDR_KO:-$MDR_TOP/mdroute.ko}
+MDCTL=${MDCTL:-$MDR_BIN/mdctl}
+MDNODE=${MDNODE:-$MDR_BIN/mdnode}
+MDR_NODE_PORT=${MDR_NODE_PORT:-4791}
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+mdr_skip() { echo "SKIP: $*"; exit 77; }
+mdr_fail() { echo "FAIL: $*" >&2; exit 1; }
+mdr_log() { echo "$(basename "$0"): $*"; }
+
+_mdr_undo=()
+_mdr_run_undo() {
+	local rc=$? i
+	for ((i = ${#_mdr_undo[@]} - 1; i >= 0; i--)); do
+		eval "${_mdr_undo[i]}" || true
+	done
+	return $rc
+}
+trap _mdr_run_undo EXIT
+
+# mdr_on_exit CMD...: run CMD (as one shell line) when the test exits,
+# after the commands registered later.
+mdr_on_exit() { _mdr_undo+=("$*"); }
+
+mdr_require_cmd() {
+	local c
+	for c; do command -v "$c" >/dev/null || mdr_skip "$c not installed"; done
+}
+
+mdr_require_file() {
+	local f
+	for f; do [ -e "$f" ] || mdr_skip "$f missing (run make)"; done
+}
+
+# mdr_expect_eq WHAT GOT WANT
+mdr_expect_eq() {
+	[ "$2" = "$3" ] || mdr_fail "$1: got '$2', want '$3'"
+}
+
+# mdr_expect_rc WANT CMD...: run CMD, fail unless it exits WANT. Its
+# output is kept in $MDR_OUT for further checks.
+mdr_expect_rc() {
+	local want=$1 rc
+	shift
+	MDR_OUT=$("$@" 2>&1) && rc=0 || rc=$?
+	[ "$rc" -eq "$want" ] ||
+		mdr_fail "'$*' exited $rc, want $want; output: $MDR_OUT"
+}
+
+# mdr_wait_for PATH_OR_CMD [SECONDS]: wait until a path exists, or until
+# a command (if it is not a path) succeeds.
+mdr_wait_for() {
+	local what=$1 secs=${2:-10} i
+	for ((i = 0; i < secs * 10; i++)); do
+		if [[ $what == /* ]]; then
+			[ -e "$what" ] && return 0
+		else
+			eval "$what" >/dev/null 2>&1 && return 0
+		fi
+		sleep 0.1
+	done
+	mdr_fail "timed out after ${secs}s waiting for $what"
+}
+
+mdr_module_loaded() { [ -d /sys/module/mdroute ]; }
+
+# mdr_module_load [PARAM=VALUE...]: insmod the built module; unloaded at exit.
+mdr_module_load() {
+	mdr_require_file "$MDR_KO"
+	mdr_module_loaded && mdr_fail "mdroute is already loaded"
+	modprobe -a ib_core rdma_cm >/dev/null 2>&1 || true
+	insmod "$MDR_KO" "$@" || mdr_fail "insmod $MDR_KO failed"
+	mdr_on_exit 'mdr_module_loaded && rmmod mdroute'
+	mdr_wait_for /dev/mdroute-control 5
+}
+
+# Kernel log checks. mdr_kmsg_mark prints a marker to the kernel log and
+# remembers it; mdr_assert_no_splat fails if a splat shows after it.
+mdr_kmsg_mark() {
+	_mdr_mark="mdr-test: mark $$-$RANDOM ${1:-}"
+	echo "$_mdr_mark" >/dev/kmsg
+}
+
+mdr_assert_no_splat() {
+	local since=${1:-${_mdr_mark:-}} s
+	if [ -n "$since" ]; then
+		s=$(dmesg | awk -v m="$since" 'f; index($0, m) { f = 1 }' |
+			"$MDR_TOP/tools/vm/splat")
+	else
+		s=$(dmesg | "$MDR_TOP/tools/vm/splat")
+	fi
+	[ -z "$s" ] || mdr_fail "kernel log shows a splat: $s"
+}
+
+# mdnode: the storage-node responder, on the storage-node end of the veth.
+# mdr_mdnode_start DATA_DIR [mdnode options...]: started in the background,
+# stopped at exit; waits until its rdma_cm listener is up.
+mdr_mdnode_start() {
+	local dir=$1
+	shift
+	mdr_require_file "$MDNODE"
+	mkdir -p "$dir"
+	"$MDNODE" --listen "$MDR_NODE_ADDR:$MDR_NODE_PORT" --data-dir "$dir" \
+		"$@" >"$dir/mdnode.log" 2>&1 &
+	MDR_MDNODE_PID=$!
+	mdr_on_exit "mdr_mdnode_stop"
+	mdr_wait_for "rdma resource show cm_id | grep -q 'LISTEN.*$MDR_NODE_ADDR:$MDR_NODE_PORT'" 15
+}
+
+# mdr_mdnode_stop [SIGNAL]: stop it (TERM by default, KILL to crash it).
+mdr_mdnode_stop() {
+	[ -n "${MDR_MDNODE_PID:-}" ] || return 0
+	kill "-${1:-TERM}" "$MDR_MDNODE_PID" 2>/dev/null
+	wait "$MDR_MDNODE_PID" 2>/dev/null
+	MDR_MDNODE_PID=
+}
