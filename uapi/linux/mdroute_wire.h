@@ -2,9 +2,21 @@
 /*
  * mdroute_wire.h - metadata protocol between mdroute hosts and mdnode.
  *
- * Shared verbatim by the kernel module, mdnode and mdctl. All multi-byte
- * fields on the wire are little-endian. Peers negotiate the version to
- * min(peer, own) when a connection is established.
+ * Shared verbatim by the kernel module, mdnode and mdctl; the protocol is
+ * described in Documentation/wire-protocol.md. Everything here is
+ * little-endian on the wire and fixed-size, with explicit padding.
+ *
+ * Transport: one RDMA RC connection (rdma_cm) per (host, storage node,
+ * tenant), or per admin client. On it:
+ *   - two-sided SEND/RECV messages, each starting with struct mdr_wire_hdr:
+ *     requests from the client, replies from mdnode, pushes from mdnode
+ *     (invalidations) and the client's acks of them;
+ *   - one-sided RDMA READs by hosts of extent entries from a volume's
+ *     table, which mdnode registers for remote READ only.
+ *
+ * A receiver trusts nothing: it checks every message's length against
+ * what it received, its magic, opcode and status, and every entry's
+ * checksum, before using any of it.
  */
 #ifndef _UAPI_LINUX_MDROUTE_WIRE_H
 #define _UAPI_LINUX_MDROUTE_WIRE_H
@@ -13,5 +25,537 @@
 
 /* Highest wire protocol version this header describes. */
 #define MDR_WIRE_VERSION	1
+/* Lowest version a peer built from this header still speaks. */
+#define MDR_WIRE_VERSION_MIN	1
+
+#define MDR_WIRE_CONN_MAGIC	0x5752444dU	/* "MDRW" as LE bytes */
+#define MDR_WIRE_MSG_MAGIC	0x4d6d		/* "mM" as LE bytes */
+
+#define MDR_WIRE_PORT		4791		/* default rdma_cm port */
+
+/* Limits a peer can rely on, and refuse beyond. */
+#define MDR_WIRE_MSG_MIN	256		/* every peer receives this much */
+#define MDR_WIRE_MSG_MAX	65536		/* no message is larger */
+#define MDR_WIRE_NAME_LEN	64		/* volume names, NUL-padded */
+#define MDR_WIRE_SERIAL_LEN	40		/* device serial / WWID */
+#define MDR_WIRE_EXTENT_SHIFT_MIN 16		/* 64 KiB */
+#define MDR_WIRE_EXTENT_SHIFT_MAX 30		/* 1 GiB */
+#define MDR_WIRE_EXTENT_SHIFT_DEFAULT 22	/* 4 MiB */
+#define MDR_WIRE_READ_MAX	4096		/* bytes of entries per READ */
+
+/* ---------------------------------------------------------------------- */
+/* Connection establishment: rdma_cm private data (at most 56 bytes).     */
+
+enum mdr_wire_role {
+	MDR_ROLE_HOST	= 1,	/* a host's kernel: volumes, leases, READs */
+	MDR_ROLE_ADMIN	= 2,	/* mdctl: admin RPCs, after MDR_OP_AUTH */
+};
+
+/**
+ * struct mdr_wire_conn_req - private data of the connect request
+ * @magic:	MDR_WIRE_CONN_MAGIC
+ * @version_min: lowest protocol version the client speaks
+ * @version_max: highest protocol version the client speaks
+ * @role:	enum mdr_wire_role
+ * @flags:	zero (no flags defined)
+ * @tenant:	tenant whose volumes this connection reaches (hosts); 0 for
+ *		admin connections
+ * @host_id:	the host's identity, stable across reboots (hosts); a
+ *		random id for admin connections
+ * @queue_depth: most requests the client has outstanding at once
+ * @recv_depth:	receive buffers the client keeps posted for mdnode's
+ *		replies and pushes (>= queue_depth + push credits)
+ * @max_msg:	largest message the client can receive (bytes, >= 256)
+ * @reserved:	zero
+ */
+struct mdr_wire_conn_req {
+	__le32 magic;
+	__le16 version_min;
+	__le16 version_max;
+	__le16 role;
+	__le16 flags;
+	__le32 tenant;
+	__le64 host_id;
+	__le16 queue_depth;
+	__le16 recv_depth;
+	__le32 max_msg;
+	__u8 reserved[24];
+};
+
+/**
+ * struct mdr_wire_conn_rep - private data of the accept
+ * @magic:	MDR_WIRE_CONN_MAGIC
+ * @version:	negotiated: min(client version_max, mdnode's highest)
+ * @flags:	zero
+ * @queue_depth: requests the client may have outstanding (<= asked)
+ * @push_credits: pushes mdnode has outstanding at once (< recv_depth -
+ *		queue_depth)
+ * @max_msg:	largest message mdnode can receive (bytes, >= 256)
+ * @node_id:	the storage node's identity
+ * @boot_id:	changes every time mdnode starts; a client that sees a new
+ *		one knows that leases and opens were lost
+ * @nonce:	challenge an admin client answers in MDR_OP_AUTH; zero on
+ *		host connections
+ */
+struct mdr_wire_conn_rep {
+	__le32 magic;
+	__le16 version;
+	__le16 flags;
+	__le16 queue_depth;
+	__le16 push_credits;
+	__le32 max_msg;
+	__le64 node_id;
+	__le64 boot_id;
+	__u8 nonce[16];
+};
+
+/**
+ * struct mdr_wire_conn_rej - private data of a reject by mdnode
+ * @magic:	MDR_WIRE_CONN_MAGIC
+ * @version:	mdnode's highest version (on MDR_ST_VERSION)
+ * @status:	enum mdr_wire_status: why
+ */
+struct mdr_wire_conn_rej {
+	__le32 magic;
+	__le16 version;
+	__le16 status;
+};
+
+/* ---------------------------------------------------------------------- */
+/* Messages.                                                              */
+
+enum mdr_wire_opcode {
+	/* host -> mdnode, on host connections */
+	MDR_OP_OPEN		= 0x01,	/* open a volume, take a lease */
+	MDR_OP_CLOSE		= 0x02,	/* close it, drop the lease */
+	MDR_OP_RENEW		= 0x03,	/* renew leases */
+	MDR_OP_ALLOC		= 0x04,	/* allocate an extent (first write) */
+	/* mdnode -> host; the host replies with the same opcode as the ack */
+	MDR_OP_INVALIDATE	= 0x10,	/* drop a range of entries */
+	/* admin -> mdnode, on admin connections */
+	MDR_OP_AUTH		= 0x20,	/* prove the admin key */
+	MDR_OP_VOL_CREATE	= 0x21,
+	MDR_OP_VOL_DELETE	= 0x22,
+	MDR_OP_VOL_LIST		= 0x23,
+	MDR_OP_VOL_INFO		= 0x24,
+	MDR_OP_VOL_RESIZE	= 0x25,
+	MDR_OP_DEV_LIST		= 0x26,
+	MDR_OP_NODE_STATS	= 0x27,
+	/* any connection */
+	MDR_OP_PING		= 0x30,
+};
+
+/*
+ * Status of a reply (and of a rejected connection). Each side translates
+ * them to and from its own errno values; the numbers are the protocol's.
+ */
+enum mdr_wire_status {
+	MDR_ST_OK	= 0,
+	MDR_ST_INVAL	= 1,	/* malformed or out-of-range request */
+	MDR_ST_NOENT	= 2,	/* no such volume / extent / device */
+	MDR_ST_EXIST	= 3,	/* volume name taken */
+	MDR_ST_NOSPC	= 4,	/* no physical space left */
+	MDR_ST_PERM	= 5,	/* not allowed (role, tenant, auth) */
+	MDR_ST_BUSY	= 6,	/* volume open by hosts, device in use */
+	MDR_ST_PROTO	= 7,	/* unknown opcode, bad length */
+	MDR_ST_VERSION	= 8,	/* no common protocol version */
+	MDR_ST_STALE	= 9,	/* lease expired or unknown: open again */
+	MDR_ST_AGAIN	= 10,	/* transient (extent frozen): retry later */
+	MDR_ST_IO	= 11,	/* mdnode could not make the change durable */
+	MDR_ST_NOMEM	= 12,	/* resources exhausted on mdnode */
+	MDR_ST_MAX
+};
+
+#define MDR_WIRE_F_REPLY	0x0001	/* a reply or an ack */
+
+/**
+ * struct mdr_wire_hdr - leads every message
+ * @magic:	MDR_WIRE_MSG_MAGIC
+ * @opcode:	enum mdr_wire_opcode
+ * @flags:	MDR_WIRE_F_*; other bits zero
+ * @status:	replies: enum mdr_wire_status; requests and pushes: 0
+ * @length:	bytes of the whole message, this header included; never more
+ *		than was received, nor than the receiver's max_msg
+ * @reserved:	zero
+ * @req_id:	chosen by the sender of a request or push, echoed in its
+ *		reply; unique among the sender's outstanding ones
+ */
+struct mdr_wire_hdr {
+	__le16 magic;
+	__le16 opcode;
+	__le16 flags;
+	__le16 status;
+	__le32 length;
+	__le32 reserved;
+	__le64 req_id;
+};
+
+/* ---------------------------------------------------------------------- */
+/* Extent entries: what hosts READ from a volume's table.                 */
+
+enum mdr_extent_state {
+	MDR_EXT_UNALLOCATED	= 0,	/* no space yet: reads are zeros */
+	MDR_EXT_MAPPED		= 1,	/* at dev_id, pstart */
+	MDR_EXT_FROZEN		= 2,	/* moving: IO waits for the next gen */
+	MDR_EXT_STATE_MAX
+};
+
+/**
+ * struct mdr_wire_entry - where one extent of one volume lives
+ * @generation:	grows with every change of this entry; starts at 1
+ * @pstart:	first 512-byte sector of the extent on the device
+ * @dev_id:	cluster-wide backing device id (0 when unallocated)
+ * @state:	enum mdr_extent_state
+ * @reserved:	zero
+ * @crc:	CRC-32C (Castagnoli, as iSCSI: initial ~0, final xor ~0) of
+ *		the volume id (__le64), the extent index (__le64) and the 28
+ *		bytes of this entry before @crc, in that order
+ *
+ * Entry i of a volume is at table_addr + i * 32. mdnode writes an entry
+ * as a whole, but a READ racing that write may see a mix: the reader
+ * checks @crc, which also covers where the entry belongs, so a torn,
+ * misaddressed or foreign entry is detected, and retries; an entry whose
+ * @generation is older than one the reader has seen is stale.
+ */
+struct mdr_wire_entry {
+	__le64 generation;
+	__le64 pstart;
+	__le32 dev_id;
+	__u8 state;
+	__u8 reserved[3];
+	__le32 reserved2;
+	__le32 crc;
+};
+
+/* ---------------------------------------------------------------------- */
+/* Host RPCs.                                                             */
+
+#define MDR_OPEN_F_BY_NAME	0x0001	/* look the volume up by @name */
+
+/**
+ * struct mdr_wire_open_req - MDR_OP_OPEN
+ * @volume_id:	the volume (unless MDR_OPEN_F_BY_NAME)
+ * @flags:	MDR_OPEN_F_*
+ * @reserved:	zero
+ * @name:	volume name, NUL-padded (with MDR_OPEN_F_BY_NAME)
+ */
+struct mdr_wire_open_req {
+	struct mdr_wire_hdr hdr;
+	__le64 volume_id;
+	__le32 flags;
+	__le32 reserved;
+	char name[MDR_WIRE_NAME_LEN];
+};
+
+/**
+ * struct mdr_wire_open_rep - reply to MDR_OP_OPEN
+ * @volume_id:	the volume
+ * @size:	bytes; a multiple of 4096
+ * @table_addr:	remote address of entry 0 of the volume's table
+ * @table_len:	bytes of the table: nr_extents * 32
+ * @table_rkey:	rkey of the table (remote READ only)
+ * @extent_shift: log2 of the extent size in bytes
+ * @lease_ms:	the lease just granted lasts this long from when the
+ *		request was sent; renew well before
+ * @flags:	zero
+ * @generation:	volume generation: grows on resize
+ * @name:	volume name, NUL-padded
+ */
+struct mdr_wire_open_rep {
+	struct mdr_wire_hdr hdr;
+	__le64 volume_id;
+	__le64 size;
+	__le64 table_addr;
+	__le64 table_len;
+	__le32 table_rkey;
+	__le32 extent_shift;
+	__le32 lease_ms;
+	__le32 flags;
+	__le64 generation;
+	char name[MDR_WIRE_NAME_LEN];
+};
+
+/**
+ * struct mdr_wire_vol_req - MDR_OP_CLOSE, MDR_OP_RENEW
+ * @volume_id:	the volume; for RENEW, 0 renews every lease of this
+ *		connection
+ */
+struct mdr_wire_vol_req {
+	struct mdr_wire_hdr hdr;
+	__le64 volume_id;
+};
+
+/**
+ * struct mdr_wire_renew_rep - reply to MDR_OP_RENEW
+ * @lease_ms:	the renewed leases last this long from when the request was
+ *		sent; a lease mdnode no longer holds is reported by
+ *		MDR_ST_STALE (the host opens again)
+ * @reserved:	zero
+ */
+struct mdr_wire_renew_rep {
+	struct mdr_wire_hdr hdr;
+	__le32 lease_ms;
+	__le32 reserved;
+};
+
+/**
+ * struct mdr_wire_alloc_req - MDR_OP_ALLOC
+ * @volume_id:	the volume
+ * @index:	extent index
+ *
+ * Idempotent: allocating a mapped extent returns its entry. mdnode replies
+ * once the allocation is durable and every other lease holder of the
+ * volume has acknowledged its invalidation (or lost its lease).
+ */
+struct mdr_wire_alloc_req {
+	struct mdr_wire_hdr hdr;
+	__le64 volume_id;
+	__le64 index;
+};
+
+/**
+ * struct mdr_wire_alloc_rep - reply to MDR_OP_ALLOC
+ * @volume_id:	the volume
+ * @index:	extent index
+ * @entry:	the extent's entry, as the table now holds it
+ */
+struct mdr_wire_alloc_rep {
+	struct mdr_wire_hdr hdr;
+	__le64 volume_id;
+	__le64 index;
+	struct mdr_wire_entry entry;
+};
+
+/* ---------------------------------------------------------------------- */
+/* Pushes from mdnode.                                                    */
+
+enum mdr_inval_reason {
+	MDR_INVAL_ALLOC		= 1,	/* extents were allocated: no drain */
+	MDR_INVAL_MOVE		= 2,	/* extents move: drain before the ack */
+	MDR_INVAL_DELETE	= 3,	/* volume deleted or shrunk */
+};
+
+/**
+ * struct mdr_wire_inval - MDR_OP_INVALIDATE (push), and its ack (reply)
+ * @volume_id:	the volume
+ * @first:	first extent index of the range
+ * @count:	extents in the range (>= 1)
+ * @generation:	the entries of the range will have at least this
+ *		generation; the host never again uses an older one
+ * @reason:	enum mdr_inval_reason
+ * @reserved:	zero
+ *
+ * The host blocks new IO to the range, waits for in-flight IO to it to
+ * complete when @reason asks a drain, drops the entries, and acks with
+ * the same message, MDR_WIRE_F_REPLY set and the push's req_id.
+ */
+struct mdr_wire_inval {
+	struct mdr_wire_hdr hdr;
+	__le64 volume_id;
+	__le64 first;
+	__le64 count;
+	__le64 generation;
+	__le32 reason;
+	__le32 reserved;
+};
+
+/* ---------------------------------------------------------------------- */
+/* Admin RPCs.                                                            */
+
+/**
+ * struct mdr_wire_auth_req - MDR_OP_AUTH
+ * @mac:	HMAC-SHA256 keyed with the node's admin key over the nonce of
+ *		the accept followed by the connect request's host_id (__le64)
+ */
+struct mdr_wire_auth_req {
+	struct mdr_wire_hdr hdr;
+	__u8 mac[32];
+};
+
+/**
+ * struct mdr_wire_volume - a volume, as admin RPCs describe it
+ * @volume_id:	assigned by mdnode at create, never reused
+ * @size:	bytes
+ * @allocated:	extents with physical space
+ * @extent_shift: log2 of the extent size in bytes
+ * @tenant:	owning tenant
+ * @open_count:	hosts that hold a lease on it
+ * @reserved:	zero
+ * @name:	NUL-padded
+ */
+struct mdr_wire_volume {
+	__le64 volume_id;
+	__le64 size;
+	__le64 allocated;
+	__le32 extent_shift;
+	__le32 tenant;
+	__le32 open_count;
+	__le32 reserved;
+	char name[MDR_WIRE_NAME_LEN];
+};
+
+/**
+ * struct mdr_wire_vol_create_req - MDR_OP_VOL_CREATE
+ * @size:	bytes; a multiple of 4096, > 0
+ * @extent_shift: log2 extent size (0: default); MDR_WIRE_EXTENT_SHIFT_*
+ * @tenant:	owning tenant
+ * @name:	NUL-padded; [A-Za-z0-9._-], 1 to 63 characters
+ * Reply: struct mdr_wire_vol_rep.
+ */
+struct mdr_wire_vol_create_req {
+	struct mdr_wire_hdr hdr;
+	__le64 size;
+	__le32 extent_shift;
+	__le32 tenant;
+	char name[MDR_WIRE_NAME_LEN];
+};
+
+/**
+ * struct mdr_wire_vol_name_req - MDR_OP_VOL_DELETE, MDR_OP_VOL_INFO,
+ * MDR_OP_VOL_RESIZE
+ * @size:	RESIZE: the new size in bytes; otherwise zero
+ * @name:	the volume, NUL-padded
+ */
+struct mdr_wire_vol_name_req {
+	struct mdr_wire_hdr hdr;
+	__le64 size;
+	char name[MDR_WIRE_NAME_LEN];
+};
+
+/**
+ * struct mdr_wire_vol_rep - reply to VOL_CREATE, VOL_INFO, VOL_RESIZE
+ * @vol:	the volume as it is now
+ * @nr_devs:	entries in @devs: extents allocated per device
+ * @reserved:	zero
+ * @devs:	(device id, extents) pairs
+ */
+struct mdr_wire_vol_rep {
+	struct mdr_wire_hdr hdr;
+	struct mdr_wire_volume vol;
+	__le32 nr_devs;
+	__le32 reserved;
+	struct {
+		__le32 dev_id;
+		__le32 reserved;
+		__le64 extents;
+	} devs[];
+};
+
+/**
+ * struct mdr_wire_list_req - MDR_OP_VOL_LIST, MDR_OP_DEV_LIST
+ * @cursor:	0 for the first page, then the reply's @next
+ */
+struct mdr_wire_list_req {
+	struct mdr_wire_hdr hdr;
+	__le64 cursor;
+};
+
+/**
+ * struct mdr_wire_vol_list_rep - reply to MDR_OP_VOL_LIST
+ * @next:	cursor of the next page; 0 when this is the last
+ * @count:	volumes in @vols (as many as fit the receiver's max_msg)
+ * @reserved:	zero
+ * @vols:	in volume id order
+ */
+struct mdr_wire_vol_list_rep {
+	struct mdr_wire_hdr hdr;
+	__le64 next;
+	__le32 count;
+	__le32 reserved;
+	struct mdr_wire_volume vols[];
+};
+
+/**
+ * struct mdr_wire_device - a backing device of the storage node
+ * @dev_id:	cluster-wide id
+ * @reserved:	zero
+ * @size:	bytes
+ * @used:	bytes allocated to extents
+ * @serial:	serial number or WWID, NUL-padded
+ */
+struct mdr_wire_device {
+	__le32 dev_id;
+	__le32 reserved;
+	__le64 size;
+	__le64 used;
+	char serial[MDR_WIRE_SERIAL_LEN];
+};
+
+/**
+ * struct mdr_wire_dev_list_rep - reply to MDR_OP_DEV_LIST
+ * @next:	cursor of the next page; 0 when this is the last
+ * @count:	devices in @devs
+ * @reserved:	zero
+ * @devs:	in device id order
+ */
+struct mdr_wire_dev_list_rep {
+	struct mdr_wire_hdr hdr;
+	__le64 next;
+	__le32 count;
+	__le32 reserved;
+	struct mdr_wire_device devs[];
+};
+
+/**
+ * struct mdr_wire_node_stats_rep - reply to MDR_OP_NODE_STATS
+ * Counters since mdnode started, each a __le64; later versions append.
+ */
+struct mdr_wire_node_stats_rep {
+	struct mdr_wire_hdr hdr;
+	__le64 boot_id;
+	__le64 uptime_ms;
+	__le64 connections;	/* open now */
+	__le64 volumes;
+	__le64 requests;	/* RPCs served */
+	__le64 errors;		/* RPCs answered with a non-OK status */
+	__le64 bad_messages;	/* dropped as malformed */
+	__le64 journal_records;
+	__le64 journal_bytes;
+	__le64 journal_syncs;
+	__le64 invalidations;	/* pushes sent */
+	__le64 lease_expiries;
+};
+
+/* ---------------------------------------------------------------------- */
+/* Layout checks: sizes and offsets are the protocol.                     */
+
+#ifdef __cplusplus
+#define MDR_WIRE_ASSERT static_assert
+#else
+#define MDR_WIRE_ASSERT _Static_assert
+#endif
+#define MDR_WIRE_OFF(type, field) __builtin_offsetof(struct type, field)
+
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_conn_req) == 56,
+		"connect private data is at most 56 bytes");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_conn_rep) == 48, "conn_rep");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_conn_rej) == 8, "conn_rej");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_hdr) == 24, "hdr");
+MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_hdr, length) == 8, "hdr.length");
+MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_hdr, req_id) == 16, "hdr.req_id");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_entry) == 32, "entry");
+MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_entry, crc) == 28, "entry.crc");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_open_req) == 104, "open_req");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_open_rep) == 144, "open_rep");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_vol_req) == 32, "vol_req");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_renew_rep) == 32, "renew_rep");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_alloc_req) == 40, "alloc_req");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_alloc_rep) == 72, "alloc_rep");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_inval) == 64, "inval");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_auth_req) == 56, "auth_req");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_volume) == 104, "volume");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_vol_create_req) == 104,
+		"vol_create_req");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_vol_name_req) == 96, "vol_name_req");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_vol_rep) == 136, "vol_rep");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_list_req) == 32, "list_req");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_vol_list_rep) == 40, "vol_list_rep");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_device) == 64, "device");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_dev_list_rep) == 40, "dev_list_rep");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_node_stats_rep) == 24 + 12 * 8,
+		"node_stats_rep");
+
+#undef MDR_WIRE_OFF
+#undef MDR_WIRE_ASSERT
 
 #endif /* _UAPI_LINUX_MDROUTE_WIRE_H */
