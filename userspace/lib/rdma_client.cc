@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// rdma_client.cc - see rdma_client.h.
+#include "lib/rdma_client.h"
+
+#include <netdb.h>
+#include <poll.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <random>
+
+#include <infiniband/verbs.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <rdma/rdma_cma.h>
+
+namespace mdr {
+
+namespace {
+
+constexpr uint16_t kQueueDepth = 1;		// one call at a time
+constexpr uint16_t kRecvSlots = 1 + 16;		// its reply + pushes
+constexpr uint32_t kMsgSize = 16384;		// what we receive
+constexpr uint32_t kReadArea = 65536;		// largest READ
+constexpr uint64_t kSendWr = 1ull << 62, kAckWr = 2ull << 62, kReadWr = 3ull << 62;
+
+Error errno_error(const std::string &what)
+{
+	const int err = errno ? errno : EIO;
+
+	return Error(-err, what + ": " + strerror(err));
+}
+
+} // namespace
+
+RdmaClient::~RdmaClient()
+{
+	if (id_ && id_->qp)
+		rdma_disconnect(id_);
+	if (id_ && id_->qp)
+		rdma_destroy_qp(id_);
+	if (cq_)
+		ibv_destroy_cq(cq_);
+	if (ch_)
+		ibv_destroy_comp_channel(ch_);
+	if (mr_)
+		ibv_dereg_mr(mr_);
+	if (buf_)
+		munmap(buf_, buf_len_);
+	if (pd_)
+		ibv_dealloc_pd(pd_);
+	if (id_)
+		rdma_destroy_id(id_);
+	if (ec_)
+		rdma_destroy_event_channel(ec_);
+}
+
+Result<int> RdmaClient::wait_cm(int expected)
+{
+	pollfd p{ec_->fd, POLLIN, 0};
+	rdma_cm_event *ev;
+
+	int n = ::poll(&p, 1, opts_.timeout_ms);
+	if (n == 0)
+		return Error(-ETIMEDOUT, "no answer from " + opts_.node);
+	if (n < 0 || rdma_get_cm_event(ec_, &ev))
+		return errno_error("rdma_get_cm_event");
+	const int got = ev->event;
+	if (got == RDMA_CM_EVENT_ESTABLISHED) {
+		auto rep = wire::parse_conn_rep(
+			{static_cast<const std::byte *>(ev->param.conn.private_data),
+			 ev->param.conn.private_data_len}, req_);
+		rdma_ack_cm_event(ev);
+		if (!rep.ok())
+			return Error(rep.error(), "bad accept from mdnode: " + rep.message());
+		rep_ = rep.value();
+		return got;
+	}
+	if (got == RDMA_CM_EVENT_REJECTED) {
+		auto rej = wire::parse_conn_rej(
+			{static_cast<const std::byte *>(ev->param.conn.private_data),
+			 ev->param.conn.private_data_len});
+		rdma_ack_cm_event(ev);
+		if (!rej.ok())
+			return Error(-ECONNREFUSED, "connection refused (is mdnode running on " +
+							    opts_.node + "?)");
+		return Error(wire::status_to_errno(rej.value().status),
+			     "mdnode refused the connection: " +
+				     wire::status_name(rej.value().status));
+	}
+	rdma_ack_cm_event(ev);
+	if (got != expected)
+		return Error(got == RDMA_CM_EVENT_ADDR_ERROR || got == RDMA_CM_EVENT_ROUTE_ERROR ||
+					     got == RDMA_CM_EVENT_UNREACHABLE
+				     ? -EHOSTUNREACH
+				     : -ECONNREFUSED,
+			     std::string("connecting to ") + opts_.node + ": " +
+				     rdma_event_str(rdma_cm_event_type(got)));
+	return got;
+}
+
+Result<std::unique_ptr<RdmaClient>> RdmaClient::connect(const ClientOptions &opts)
+{
+	std::unique_ptr<RdmaClient> c(new RdmaClient(opts));
+	auto st = c->setup();
+
+	if (!st.ok())
+		return Error(st.error(), st.message());
+	return c;
+}
+
+Status RdmaClient::setup()
+{
+	addrinfo hints{}, *res;
+	const std::string port = std::to_string(opts_.port);
+
+	if (opts_.host_id == 0) {
+		std::random_device rd;
+		opts_.host_id = (uint64_t(rd()) << 32) ^ rd();
+	}
+	hints.ai_flags = AI_NUMERICSERV;
+	hints.ai_socktype = SOCK_STREAM;
+	if (int ret = getaddrinfo(opts_.node.c_str(), port.c_str(), &hints, &res))
+		return Error(-EINVAL, "address '" + opts_.node + "': " + gai_strerror(ret));
+	std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> ai(res, freeaddrinfo);
+
+	ec_ = rdma_create_event_channel();
+	if (!ec_)
+		return errno_error("rdma_create_event_channel");
+	if (rdma_create_id(ec_, &id_, nullptr, RDMA_PS_TCP))
+		return errno_error("rdma_create_id");
+	if (rdma_resolve_addr(id_, nullptr, ai->ai_addr, opts_.timeout_ms))
+		return errno_error("rdma_resolve_addr " + opts_.node);
+	if (auto r = wait_cm(RDMA_CM_EVENT_ADDR_RESOLVED); !r.ok())
+		return Error(r.error(), r.message());
+	if (rdma_resolve_route(id_, opts_.timeout_ms))
+		return errno_error("rdma_resolve_route");
+	if (auto r = wait_cm(RDMA_CM_EVENT_ROUTE_RESOLVED); !r.ok())
+		return Error(r.error(), r.message());
+
+	pd_ = ibv_alloc_pd(id_->verbs);
+	ch_ = pd_ ? ibv_create_comp_channel(id_->verbs) : nullptr;
+	cq_ = ch_ ? ibv_create_cq(id_->verbs, 64, nullptr, ch_, 0) : nullptr;
+	if (!cq_)
+		return errno_error("verbs setup");
+	buf_len_ = size_t(kRecvSlots + 1) * kMsgSize + kReadArea;
+	void *mem = mmap(nullptr, buf_len_, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		return errno_error("mmap");
+	buf_ = static_cast<std::byte *>(mem);
+	mr_ = ibv_reg_mr(pd_, buf_, buf_len_, IBV_ACCESS_LOCAL_WRITE);
+	if (!mr_)
+		return errno_error("ibv_reg_mr");
+
+	ibv_qp_init_attr qa{};
+	qa.send_cq = cq_;
+	qa.recv_cq = cq_;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = 32;
+	qa.cap.max_recv_wr = kRecvSlots;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	qa.cap.max_inline_data = sizeof(mdr_wire_inval);
+	if (rdma_create_qp(id_, pd_, &qa))
+		return errno_error("rdma_create_qp");
+	for (uint32_t i = 0; i < kRecvSlots; i++)
+		if (auto st = post_recv(i); !st.ok())
+			return st;
+
+	req_ = wire::ConnReq{.role = opts_.role, .tenant = opts_.tenant,
+			     .host_id = opts_.host_id, .queue_depth = kQueueDepth,
+			     .recv_depth = kRecvSlots, .max_msg = kMsgSize};
+	auto pdata = wire::encode_conn_req(req_);
+	if (!pdata.ok())
+		return Error(pdata.error(), pdata.message());
+	rdma_conn_param param{};
+	param.private_data = &pdata.value();
+	param.private_data_len = sizeof(pdata.value());
+	param.initiator_depth = 1;	// our READs of tables
+	param.retry_count = 7;
+	param.rnr_retry_count = 7;
+	if (rdma_connect(id_, &param))
+		return errno_error("rdma_connect");
+	if (auto r = wait_cm(RDMA_CM_EVENT_ESTABLISHED); !r.ok())
+		return Error(r.error(), r.message());
+	if (ibv_req_notify_cq(cq_, 0))
+		return errno_error("ibv_req_notify_cq");
+	return {};
+}
+
+Status RdmaClient::post_recv(uint32_t slot)
+{
+	ibv_sge sge{reinterpret_cast<uintptr_t>(buf_ + size_t(slot) * kMsgSize), kMsgSize,
+		    mr_->lkey};
+	ibv_recv_wr wr{}, *bad;
+
+	wr.wr_id = slot;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	if (int ret = ibv_post_recv(id_->qp, &wr, &bad))
+		return Error(-ret, "ibv_post_recv");
+	return {};
+}
+
+Status RdmaClient::post_send(std::span<const std::byte> msg)
+{
+	std::byte *slot = buf_ + size_t(kRecvSlots) * kMsgSize;
+	ibv_sge sge{reinterpret_cast<uintptr_t>(slot), uint32_t(msg.size()), mr_->lkey};
+	ibv_send_wr wr{}, *bad;
+
+	std::memcpy(slot, msg.data(), msg.size());
+	wr.wr_id = kSendWr;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	send_done_ = false;
+	if (int ret = ibv_post_send(id_->qp, &wr, &bad))
+		return Error(-ret, "ibv_post_send");
+	return {};
+}
+
+void RdmaClient::on_recv(uint32_t slot, uint32_t len)
+{
+	auto m = wire::parse({buf_ + size_t(slot) * kMsgSize, len}, wire::Side::client,
+			     opts_.role);
+
+	if (m.ok() && std::holds_alternative<wire::Invalidate>(m.value().body)) {
+		// Nothing cached here: acknowledge at once, inline (the message
+		// is copied into the work request, so no buffer stays busy).
+		invalidations_++;
+		wire::InvalidateAck ack;
+		static_cast<wire::InvalRange &>(ack) = std::get<wire::Invalidate>(m.value().body);
+		std::byte out[sizeof(mdr_wire_inval)];
+		auto n = wire::encode(out, m.value().hdr.req_id, ack);
+		if (n.ok()) {
+			ibv_sge sge{reinterpret_cast<uintptr_t>(out), uint32_t(n.value()), 0};
+			ibv_send_wr wr{}, *bad;
+			wr.wr_id = kAckWr;
+			wr.sg_list = &sge;
+			wr.num_sge = 1;
+			wr.opcode = IBV_WR_SEND;
+			wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+			ibv_post_send(id_->qp, &wr, &bad);
+		}
+	} else if (!m.ok()) {
+		reply_ = Error(m.error(), "bad message from mdnode: " + m.message());
+	} else if (m.value().hdr.req_id == want_id_) {
+		const auto &h = m.value().hdr;
+		if (h.status != MDR_ST_OK)
+			reply_ = Error(wire::status_to_errno(h.status), wire::status_name(h.status));
+		else
+			reply_ = std::move(m.value());
+	}
+	if (auto st = post_recv(slot); !st.ok())
+		reply_ = Error(st.error(), "cannot repost a receive: " + st.message());
+}
+
+template <typename Pred>
+Status RdmaClient::poll_until(Pred pred, int timeout_ms)
+{
+	const auto deadline = std::chrono::steady_clock::now() +
+			      std::chrono::milliseconds(timeout_ms);
+
+	while (!pred()) {
+		ibv_wc wc[16];
+		int n = ibv_poll_cq(cq_, 16, wc);
+
+		if (n < 0)
+			return Error(-EIO, "ibv_poll_cq");
+		for (int i = 0; i < n; i++) {
+			const bool ok = wc[i].status == IBV_WC_SUCCESS;
+
+			if (wc[i].wr_id == kReadWr) {
+				read_done_ = true;
+				read_status_ = ok ? 0
+					       : wc[i].status == IBV_WC_REM_ACCESS_ERR ? -EACCES
+					       : -EIO;
+			} else if (!ok) {
+				// The QP is in error: the first real error says why,
+				// the flushes after it say nothing more.
+				if (!broken_ && wc[i].status != IBV_WC_WR_FLUSH_ERR)
+					broken_why_ = ibv_wc_status_str(wc[i].status);
+				broken_ = true;
+			} else if (wc[i].wr_id == kSendWr) {
+				send_done_ = true;
+			} else if (wc[i].wr_id < kRecvSlots) {
+				on_recv(uint32_t(wc[i].wr_id), wc[i].byte_len);
+			}
+		}
+		if (pred())
+			break;
+		if (broken_)
+			return Error(-ECONNRESET, "connection to mdnode lost" +
+						  (broken_why_.empty() ? std::string()
+								       : ": " + broken_why_));
+		if (n > 0)
+			continue;
+		// Nothing ready: sleep on the channel until the deadline.
+		const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+			deadline - std::chrono::steady_clock::now()).count();
+		if (left <= 0)
+			return Error(-ETIMEDOUT, "mdnode did not answer in time");
+		pollfd p{ch_->fd, POLLIN, 0};
+		if (::poll(&p, 1, int(left)) > 0) {
+			ibv_cq *cq;
+			void *ctx;
+			if (ibv_get_cq_event(ch_, &cq, &ctx) == 0) {
+				ibv_ack_cq_events(cq, 1);
+				ibv_req_notify_cq(cq_, 0);
+			}
+		}
+	}
+	return {};
+}
+
+Result<wire::Msg> RdmaClient::call(const wire::Body &request)
+{
+	std::vector<std::byte> out(wire::encoded_size(request));
+
+	want_id_ = next_req_++;
+	auto n = wire::encode(out, want_id_, request);
+	if (!n.ok())
+		return Error(n.error(), n.message());
+	reply_.reset();
+	if (auto st = post_send(std::span(out.data(), n.value())); !st.ok())
+		return Error(st.error(), st.message());
+	if (auto st = poll_until([this] { return send_done_ && reply_.has_value(); }, opts_.timeout_ms); !st.ok())
+		return Error(st.error(), st.message());
+	return std::move(*reply_);
+}
+
+Result<std::vector<std::byte>> RdmaClient::read(uint64_t addr, uint32_t rkey, uint32_t len)
+{
+	std::byte *area = buf_ + size_t(kRecvSlots + 1) * kMsgSize;
+
+	if (len == 0 || len > kReadArea)
+		return Error(-EINVAL, "READ length out of range");
+	ibv_sge sge{reinterpret_cast<uintptr_t>(area), len, mr_->lkey};
+	ibv_send_wr wr{}, *bad;
+	wr.wr_id = kReadWr;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = addr;
+	wr.wr.rdma.rkey = rkey;
+	read_done_ = false;
+	read_status_ = 0;
+	if (int ret = ibv_post_send(id_->qp, &wr, &bad))
+		return Error(-ret, "ibv_post_send (READ)");
+	if (auto st = poll_until([this] { return read_done_; }, opts_.timeout_ms); !st.ok())
+		return Error(st.error(), st.error() == -ETIMEDOUT
+						 ? "the RDMA READ did not complete in time"
+						 : st.message());
+	if (read_status_)
+		return Error(read_status_, "RDMA READ failed");
+	return std::vector<std::byte>(area, area + len);
+}
+
+Status RdmaClient::serve_pushes(int ms)
+{
+	auto st = poll_until([] { return false; }, ms);
+
+	if (st.error() == -ETIMEDOUT)
+		return {};
+	return st;
+}
+
+Status RdmaClient::authenticate(std::span<const uint8_t> key)
+{
+	unsigned char msg[16 + 8], mac[EVP_MAX_MD_SIZE];
+	unsigned int mac_len = 0;
+	const uint64_t host_le = htole64(opts_.host_id);
+	wire::AuthReq req;
+
+	std::memcpy(msg, rep_.nonce.data(), 16);
+	std::memcpy(msg + 16, &host_le, 8);
+	if (!HMAC(EVP_sha256(), key.data(), int(key.size()), msg, sizeof(msg), mac, &mac_len) ||
+	    mac_len != req.mac.size())
+		return Error(-EIO, "HMAC-SHA256 failed");
+	std::memcpy(req.mac.data(), mac, mac_len);
+	auto r = call(req);
+	if (!r.ok())
+		return Error(r.error(), "authentication: " + r.message());
+	return {};
+}
+
+} // namespace mdr

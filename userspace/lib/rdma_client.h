@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// rdma_client.h - a blocking client of mdnode for user space: mdctl's admin
+// commands and the test programs. One RC connection; one request at a time;
+// invalidations pushed meanwhile are acknowledged at once and counted (a
+// user-space client caches nothing, so it has nothing to drain).
+//
+//	auto c = RdmaClient::connect({.node = "192.0.2.2", .role = MDR_ROLE_ADMIN});
+//	auto st = c.value()->authenticate(key);
+//	auto rep = c.value()->call(wire::VolListReq{});
+#ifndef MDR_RDMA_CLIENT_H
+#define MDR_RDMA_CLIENT_H
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lib/result.h"
+#include "lib/wire.h"
+
+struct rdma_event_channel;
+struct rdma_cm_id;
+struct ibv_comp_channel;
+struct ibv_cq;
+struct ibv_pd;
+struct ibv_mr;
+
+namespace mdr {
+
+struct ClientOptions {
+	std::string node;		// address of mdnode
+	uint16_t port = MDR_WIRE_PORT;
+	mdr_wire_role role = MDR_ROLE_HOST;
+	uint32_t tenant = 0;
+	uint64_t host_id = 0;		// 0: a random one
+	int timeout_ms = 5000;		// per step: connect, each call, each READ
+};
+
+class RdmaClient {
+public:
+	static Result<std::unique_ptr<RdmaClient>> connect(const ClientOptions &opts);
+	~RdmaClient();
+	RdmaClient(const RdmaClient &) = delete;
+	RdmaClient &operator=(const RdmaClient &) = delete;
+
+	// Proves the admin key (HMAC-SHA256 over the accept's nonce and our
+	// host id).
+	Status authenticate(std::span<const uint8_t> key);
+
+	// Sends one request and waits for its reply. A reply with a status
+	// other than OK comes back as an Error with the status's errno.
+	Result<wire::Msg> call(const wire::Body &request);
+
+	// One-sided READ of len bytes at a remote address with an rkey. A
+	// remote access error (a foreign rkey) is -EACCES.
+	Result<std::vector<std::byte>> read(uint64_t addr, uint32_t rkey, uint32_t len);
+
+	// Acknowledges pushes as they come, for ms milliseconds.
+	Status serve_pushes(int ms);
+
+	const wire::ConnRep &accepted() const { return rep_; }
+	uint64_t host_id() const { return opts_.host_id; }
+	uint64_t invalidations() const { return invalidations_; }
+
+private:
+	explicit RdmaClient(const ClientOptions &opts) : opts_(opts) {}
+	Status setup();
+	Result<int> wait_cm(int expected);
+	Status post_recv(uint32_t slot);
+	Status post_send(std::span<const std::byte> msg);
+	// Polls completions until pred() or the timeout; handles receives.
+	template <typename Pred> Status poll_until(Pred pred, int timeout_ms);
+	void on_recv(uint32_t slot, uint32_t len);
+
+	ClientOptions opts_;
+	rdma_event_channel *ec_ = nullptr;
+	rdma_cm_id *id_ = nullptr;
+	ibv_comp_channel *ch_ = nullptr;
+	ibv_cq *cq_ = nullptr;
+	ibv_pd *pd_ = nullptr;
+	ibv_mr *mr_ = nullptr;
+	std::byte *buf_ = nullptr;	// recv slots, send slot, READ area
+	size_t buf_len_ = 0;
+	wire::ConnRep rep_;
+	wire::ConnReq req_;
+	uint64_t next_req_ = 1;
+	uint64_t invalidations_ = 0;
+	// The reply being waited for.
+	uint64_t want_id_ = 0;
+	std::optional<Result<wire::Msg>> reply_;
+	bool send_done_ = false;
+	bool read_done_ = false;
+	bool broken_ = false;		// the QP went to error
+	std::string broken_why_;
+	int read_status_ = 0;
+};
+
+} // namespace mdr
+
+#endif // MDR_RDMA_CLIENT_H

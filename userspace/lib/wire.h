@@ -1,0 +1,515 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// wire.h - codec of the metadata protocol of <linux/mdroute_wire.h>, shared
+// by mdnode (the responder) and the clients (mdctl, tests).
+//
+//	std::byte buf[MDR_WIRE_MSG_MIN];
+//	auto len = wire::encode(buf, req_id, wire::OpenReq{.volume_id = 7});
+//	...
+//	auto msg = wire::parse(received, wire::Side::node, MDR_ROLE_HOST);
+//	if (!msg.ok())
+//		return count_and_log(msg.error(), msg.message());
+//	std::visit(handler, msg.value().body);
+//
+// The receiver trusts nothing: parse() checks a received message in the
+// order the protocol lists (framing, header, size for the opcode and the
+// direction, then every field of the body) and returns a host-endian copy;
+// it never reads beyond what was received and never keeps a pointer into
+// it. Framing, header and size errors are -EPROTO, bad fields -EINVAL, and
+// a request on a connection of the wrong role is -EPERM: errno_to_status()
+// turns each into the status mdnode replies with. Encoders refuse to write
+// what a receiver would refuse (-EINVAL), or what does not fit the buffer
+// or MDR_WIRE_MSG_MAX (-EMSGSIZE).
+//
+// Where the header is silent, this codec decides, and both sides use it:
+//   - a reply whose status is not MDR_ST_OK is the header alone (ErrorRep);
+//   - messages without a body struct are the header alone: PING both ways,
+//     NODE_STATS requests, and the replies to CLOSE, AUTH and VOL_DELETE;
+//   - volume id 0 names no volume (RENEW uses it for "every lease"), device
+//     id 0 no device (an unallocated entry has it);
+//   - OPEN by id carries an all-zero name, OPEN by name a zero volume id;
+//   - NODE_STATS replies may be longer than version 1's (later versions
+//     append __le64 counters): the extra counters are ignored.
+#ifndef MDR_WIRE_H
+#define MDR_WIRE_H
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <endian.h>
+
+#include <linux/mdroute_wire.h>
+
+#include "lib/result.h"
+
+namespace mdr::wire {
+
+// ---------------------------------------------------------------------------
+// Little-endian fields: read and write them only through these.
+
+inline uint16_t load(const __le16 &field) { return le16toh(field); }
+inline uint32_t load(const __le32 &field) { return le32toh(field); }
+inline uint64_t load(const __le64 &field) { return le64toh(field); }
+inline void store(__le16 &field, uint16_t value) { field = htole16(value); }
+inline void store(__le32 &field, uint32_t value) { field = htole32(value); }
+inline void store(__le64 &field, uint64_t value) { field = htole64(value); }
+
+// ---------------------------------------------------------------------------
+// Status and errno: the only translation, each way.
+
+// 0 for MDR_ST_OK, otherwise -errno (-EPROTO for a status out of range).
+int status_to_errno(uint16_t status);
+// err: 0 or -errno (a positive errno is read as its negation). An errno
+// with no status of its own becomes MDR_ST_IO.
+uint16_t errno_to_status(int err);
+// "MDR_ST_NOSPC"; "MDR_ST_?<n>" for a value out of range.
+std::string status_name(uint16_t status);
+// "MDR_OP_OPEN"; "MDR_OP_?<n>" for an unknown opcode.
+std::string opcode_name(uint16_t opcode);
+
+// [A-Za-z0-9._-], 1 to MDR_WIRE_NAME_LEN - 1 characters.
+bool valid_volume_name(std::string_view name);
+
+// ---------------------------------------------------------------------------
+// Extent entries.
+
+struct Entry {
+	uint64_t generation = 0;	// starts at 1, only grows
+	uint64_t pstart = 0;		// 512-byte sectors
+	uint32_t dev_id = 0;		// 0 when unallocated
+	uint8_t state = MDR_EXT_UNALLOCATED;	// enum mdr_extent_state
+
+	bool operator==(const Entry &) const = default;
+};
+
+// Which rule an entry breaks; verify_entry() checks them in this order.
+enum class EntryCheck {
+	ok,
+	bad_crc,		// torn, misaddressed, foreign or corrupt
+	reserved_nonzero,
+	bad_state,		// >= MDR_EXT_STATE_MAX
+	unallocated_placed,	// unallocated with a dev_id or a pstart
+	zero_generation,
+	no_device,		// mapped or frozen with dev_id 0
+};
+
+// "bad crc", ...
+const char *entry_check_name(EntryCheck check);
+
+// The CRC the entry should carry as entry index of that volume.
+uint32_t entry_crc(const mdr_wire_entry &e, uint64_t volume_id, uint64_t index);
+// Sets e.crc.
+void seal_entry(mdr_wire_entry &e, uint64_t volume_id, uint64_t index);
+EntryCheck verify_entry(const mdr_wire_entry &e, uint64_t volume_id,
+			uint64_t index);
+// Encodes and seals the entry as it is, reserved bytes zero: the caller
+// (mdnode) keeps entries valid; verify_entry() tells whether they are.
+mdr_wire_entry make_entry(const Entry &entry, uint64_t volume_id,
+			  uint64_t index);
+// Host-endian view of an entry; meaningful once verify_entry() said ok.
+Entry decode_entry(const mdr_wire_entry &e);
+
+// ---------------------------------------------------------------------------
+// Connection private data.
+
+struct ConnReq {
+	uint16_t version_min = MDR_WIRE_VERSION_MIN;
+	uint16_t version_max = MDR_WIRE_VERSION;
+	mdr_wire_role role = MDR_ROLE_HOST;
+	uint32_t tenant = 0;		// 0 on admin connections
+	uint64_t host_id = 0;
+	uint16_t queue_depth = 0;	// >= 1
+	uint16_t recv_depth = 0;	// > queue_depth
+	uint32_t max_msg = MDR_WIRE_MSG_MIN;
+
+	bool operator==(const ConnReq &) const = default;
+};
+
+struct ConnRep {
+	uint16_t version = MDR_WIRE_VERSION;
+	uint16_t queue_depth = 0;	// 1 ..= the request's
+	uint16_t push_credits = 0;	// <= recv_depth - queue_depth (granted);
+					// >= 1 on host connections
+	uint32_t max_msg = MDR_WIRE_MSG_MIN;
+	uint64_t node_id = 0;
+	uint64_t boot_id = 0;
+	std::array<uint8_t, 16> nonce{};	// zero on host connections
+
+	bool operator==(const ConnRep &) const = default;
+};
+
+struct ConnRej {
+	uint16_t version = MDR_WIRE_VERSION;	// mdnode's highest
+	uint16_t status = MDR_ST_INVAL;		// never MDR_ST_OK
+
+	bool operator==(const ConnRej &) const = default;
+};
+
+// rdma_cm may deliver more private data than was sent (it pads to the
+// transport's size): every parse_conn_*() accepts any length from the
+// struct's size up, and refuses a shorter one (-EPROTO).
+Result<mdr_wire_conn_req> encode_conn_req(const ConnReq &req);
+Result<ConnReq> parse_conn_req(std::span<const std::byte> private_data);
+
+// The version both this build and a peer speaking [peer_min, peer_max]
+// speak: the highest common one. -EPROTONOSUPPORT (MDR_ST_VERSION) when
+// there is none.
+Result<uint16_t> negotiate_version(uint16_t peer_min, uint16_t peer_max);
+
+// The accept of the connect request req: checked against it.
+Result<mdr_wire_conn_rep> encode_conn_rep(const ConnRep &rep, const ConnReq &req);
+Result<ConnRep> parse_conn_rep(std::span<const std::byte> private_data,
+			       const ConnReq &sent);
+
+Result<mdr_wire_conn_rej> encode_conn_rej(const ConnRej &rej);
+Result<ConnRej> parse_conn_rej(std::span<const std::byte> private_data);
+
+// ---------------------------------------------------------------------------
+// Messages: one struct per message and direction. opcode and reply say
+// which; encode() fills the header from them.
+
+#define MDR_WIRE_MSG(op, is_reply)				\
+	static constexpr uint16_t opcode = (op);		\
+	static constexpr bool reply = (is_reply)
+
+// A volume as admin RPCs describe it (struct mdr_wire_volume).
+struct Volume {
+	uint64_t volume_id = 0;
+	uint64_t size = 0;		// bytes, a multiple of 4096
+	uint64_t allocated = 0;		// extents with physical space
+	uint32_t extent_shift = MDR_WIRE_EXTENT_SHIFT_DEFAULT;
+	uint32_t tenant = 0;
+	uint32_t open_count = 0;
+	std::string name{};
+
+	bool operator==(const Volume &) const = default;
+};
+
+// Extents of a volume on one device (an element of mdr_wire_vol_rep).
+struct DevExtents {
+	uint32_t dev_id = 0;
+	uint64_t extents = 0;
+
+	bool operator==(const DevExtents &) const = default;
+};
+
+// A backing device (struct mdr_wire_device).
+struct Device {
+	uint32_t dev_id = 0;
+	uint64_t size = 0;		// bytes
+	uint64_t used = 0;		// bytes, <= size
+	std::string serial{};		// printable ASCII, may be empty
+
+	bool operator==(const Device &) const = default;
+};
+
+struct OpenReq {
+	MDR_WIRE_MSG(MDR_OP_OPEN, false);
+	uint64_t volume_id = 0;		// 0 with MDR_OPEN_F_BY_NAME
+	uint32_t flags = 0;		// MDR_OPEN_F_*
+	std::string name{};		// empty unless MDR_OPEN_F_BY_NAME
+	bool operator==(const OpenReq &) const = default;
+};
+
+struct OpenRep {
+	MDR_WIRE_MSG(MDR_OP_OPEN, true);
+	uint64_t volume_id = 0;
+	uint64_t size = 0;
+	uint64_t table_addr = 0;
+	uint64_t table_len = 0;		// entries * 32, entries covering size
+	uint32_t table_rkey = 0;
+	uint32_t extent_shift = MDR_WIRE_EXTENT_SHIFT_DEFAULT;
+	uint32_t lease_ms = 0;		// >= 1
+	uint64_t generation = 0;
+	std::string name{};
+	bool operator==(const OpenRep &) const = default;
+};
+
+struct CloseReq {
+	MDR_WIRE_MSG(MDR_OP_CLOSE, false);
+	uint64_t volume_id = 0;
+	bool operator==(const CloseReq &) const = default;
+};
+
+struct CloseRep {
+	MDR_WIRE_MSG(MDR_OP_CLOSE, true);
+	bool operator==(const CloseRep &) const = default;
+};
+
+struct RenewReq {
+	MDR_WIRE_MSG(MDR_OP_RENEW, false);
+	uint64_t volume_id = 0;		// 0: every lease of the connection
+	bool operator==(const RenewReq &) const = default;
+};
+
+struct RenewRep {
+	MDR_WIRE_MSG(MDR_OP_RENEW, true);
+	uint32_t lease_ms = 0;		// >= 1
+	bool operator==(const RenewRep &) const = default;
+};
+
+struct AllocReq {
+	MDR_WIRE_MSG(MDR_OP_ALLOC, false);
+	uint64_t volume_id = 0;
+	uint64_t index = 0;
+	bool operator==(const AllocReq &) const = default;
+};
+
+// The entry is verified against (volume_id, index) and is mapped.
+struct AllocRep {
+	MDR_WIRE_MSG(MDR_OP_ALLOC, true);
+	uint64_t volume_id = 0;
+	uint64_t index = 0;
+	Entry entry{};
+	bool operator==(const AllocRep &) const = default;
+};
+
+struct InvalRange {
+	uint64_t volume_id = 0;
+	uint64_t first = 0;
+	uint64_t count = 0;		// >= 1; first + count fits 64 bits
+	uint64_t generation = 0;	// >= 1
+	uint32_t reason = 0;		// enum mdr_inval_reason
+	bool operator==(const InvalRange &) const = default;
+};
+
+// The push, from mdnode.
+struct Invalidate : InvalRange {
+	MDR_WIRE_MSG(MDR_OP_INVALIDATE, false);
+	bool operator==(const Invalidate &) const = default;
+};
+
+// The host's ack: the push's range and req_id.
+struct InvalidateAck : InvalRange {
+	MDR_WIRE_MSG(MDR_OP_INVALIDATE, true);
+	bool operator==(const InvalidateAck &) const = default;
+};
+
+struct AuthReq {
+	MDR_WIRE_MSG(MDR_OP_AUTH, false);
+	std::array<uint8_t, 32> mac{};
+	bool operator==(const AuthReq &) const = default;
+};
+
+struct AuthRep {
+	MDR_WIRE_MSG(MDR_OP_AUTH, true);
+	bool operator==(const AuthRep &) const = default;
+};
+
+struct VolCreateReq {
+	MDR_WIRE_MSG(MDR_OP_VOL_CREATE, false);
+	uint64_t size = 0;		// > 0, a multiple of 4096
+	uint32_t extent_shift = 0;	// 0: MDR_WIRE_EXTENT_SHIFT_DEFAULT
+	uint32_t tenant = 0;
+	std::string name{};
+	bool operator==(const VolCreateReq &) const = default;
+};
+
+// The body of replies to VOL_CREATE, VOL_INFO and VOL_RESIZE.
+struct VolumeReply {
+	Volume vol{};
+	std::vector<DevExtents> devs{};
+	bool operator==(const VolumeReply &) const = default;
+};
+
+struct VolCreateRep : VolumeReply {
+	MDR_WIRE_MSG(MDR_OP_VOL_CREATE, true);
+	bool operator==(const VolCreateRep &) const = default;
+};
+
+struct VolDeleteReq {
+	MDR_WIRE_MSG(MDR_OP_VOL_DELETE, false);
+	std::string name{};
+	bool operator==(const VolDeleteReq &) const = default;
+};
+
+struct VolDeleteRep {
+	MDR_WIRE_MSG(MDR_OP_VOL_DELETE, true);
+	bool operator==(const VolDeleteRep &) const = default;
+};
+
+struct VolListReq {
+	MDR_WIRE_MSG(MDR_OP_VOL_LIST, false);
+	uint64_t cursor = 0;
+	bool operator==(const VolListReq &) const = default;
+};
+
+struct VolListRep {
+	MDR_WIRE_MSG(MDR_OP_VOL_LIST, true);
+	uint64_t next = 0;		// 0 on the last page
+	std::vector<Volume> vols{};	// ascending volume ids
+	bool operator==(const VolListRep &) const = default;
+};
+
+struct VolInfoReq {
+	MDR_WIRE_MSG(MDR_OP_VOL_INFO, false);
+	std::string name{};
+	bool operator==(const VolInfoReq &) const = default;
+};
+
+struct VolInfoRep : VolumeReply {
+	MDR_WIRE_MSG(MDR_OP_VOL_INFO, true);
+	bool operator==(const VolInfoRep &) const = default;
+};
+
+struct VolResizeReq {
+	MDR_WIRE_MSG(MDR_OP_VOL_RESIZE, false);
+	uint64_t size = 0;		// > 0, a multiple of 4096
+	std::string name{};
+	bool operator==(const VolResizeReq &) const = default;
+};
+
+struct VolResizeRep : VolumeReply {
+	MDR_WIRE_MSG(MDR_OP_VOL_RESIZE, true);
+	bool operator==(const VolResizeRep &) const = default;
+};
+
+struct DevListReq {
+	MDR_WIRE_MSG(MDR_OP_DEV_LIST, false);
+	uint64_t cursor = 0;
+	bool operator==(const DevListReq &) const = default;
+};
+
+struct DevListRep {
+	MDR_WIRE_MSG(MDR_OP_DEV_LIST, true);
+	uint64_t next = 0;		// 0 on the last page
+	std::vector<Device> devs{};	// ascending device ids
+	bool operator==(const DevListRep &) const = default;
+};
+
+struct NodeStatsReq {
+	MDR_WIRE_MSG(MDR_OP_NODE_STATS, false);
+	bool operator==(const NodeStatsReq &) const = default;
+};
+
+// Counters since mdnode started (struct mdr_wire_node_stats_rep).
+struct NodeStatsRep {
+	MDR_WIRE_MSG(MDR_OP_NODE_STATS, true);
+	uint64_t boot_id = 0;
+	uint64_t uptime_ms = 0;
+	uint64_t connections = 0;
+	uint64_t volumes = 0;
+	uint64_t requests = 0;
+	uint64_t errors = 0;
+	uint64_t bad_messages = 0;
+	uint64_t journal_records = 0;
+	uint64_t journal_bytes = 0;
+	uint64_t journal_syncs = 0;
+	uint64_t invalidations = 0;
+	uint64_t lease_expiries = 0;
+	bool operator==(const NodeStatsRep &) const = default;
+};
+
+struct PingReq {
+	MDR_WIRE_MSG(MDR_OP_PING, false);
+	bool operator==(const PingReq &) const = default;
+};
+
+struct PingRep {
+	MDR_WIRE_MSG(MDR_OP_PING, true);
+	bool operator==(const PingRep &) const = default;
+};
+
+// A reply with a status other than MDR_ST_OK, to a request of any opcode
+// (echoed as received, known to this build or not): the header alone.
+struct ErrorRep {
+	uint16_t opcode = 0;
+	uint16_t status = MDR_ST_INVAL;
+	bool operator==(const ErrorRep &) const = default;
+};
+
+#undef MDR_WIRE_MSG
+
+using Body = std::variant<
+	OpenReq, OpenRep, CloseReq, CloseRep, RenewReq, RenewRep,
+	AllocReq, AllocRep, Invalidate, InvalidateAck,
+	AuthReq, AuthRep, VolCreateReq, VolCreateRep, VolDeleteReq, VolDeleteRep,
+	VolListReq, VolListRep, VolInfoReq, VolInfoRep,
+	VolResizeReq, VolResizeRep, DevListReq, DevListRep,
+	NodeStatsReq, NodeStatsRep, PingReq, PingRep, ErrorRep>;
+
+// struct mdr_wire_hdr, host-endian.
+struct Header {
+	uint16_t opcode = 0;	// enum mdr_wire_opcode
+	uint16_t flags = 0;	// MDR_WIRE_F_*
+	uint16_t status = 0;	// enum mdr_wire_status
+	uint32_t length = 0;	// of the whole message
+	uint64_t req_id = 0;
+
+	bool reply() const { return flags & MDR_WIRE_F_REPLY; }
+	bool operator==(const Header &) const = default;
+};
+
+struct Msg {
+	Header hdr{};
+	Body body{};
+	bool operator==(const Msg &) const = default;
+};
+
+// Who parses: mdnode receives requests and acks, clients (hosts, mdctl)
+// receive replies and pushes; PING goes both ways.
+enum class Side { node, client };
+
+// Checks, in order: received >= header; magic; length within received,
+// header size and MDR_WIRE_MSG_MAX; opcode known; flags; status (< MAX,
+// zero in requests and pushes); header reserved zero; direction towards
+// receiver and opcode allowed on a conn_role (MDR_ROLE_HOST or
+// MDR_ROLE_ADMIN) connection; size for the opcode and direction, element
+// counts; then every field of the body. Bytes received beyond the length
+// are ignored.
+Result<Msg> parse(std::span<const std::byte> received, Side receiver,
+		  mdr_wire_role conn_role);
+
+// The header of a message parse() refused, read only if the bytes hold a
+// header with the right magic: what mdnode echoes in an ErrorRep.
+std::optional<Header> peek_header(std::span<const std::byte> received);
+
+// Encoders write the whole message at the start of out and return its
+// length. On error out holds no valid message.
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const OpenReq &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const OpenRep &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const CloseReq &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const CloseRep &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const RenewReq &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const RenewRep &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const AllocReq &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const AllocRep &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const Invalidate &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const InvalidateAck &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const AuthReq &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const AuthRep &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolCreateReq &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolCreateRep &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolDeleteReq &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolDeleteRep &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolListReq &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolListRep &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolInfoReq &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolInfoRep &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolResizeReq &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolResizeRep &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const DevListReq &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const DevListRep &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const NodeStatsReq &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const NodeStatsRep &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const PingReq &m);
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const PingRep &m);
+// status in 1 .. MDR_ST_MAX - 1; opcode as the request carried it.
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const ErrorRep &m);
+// Whichever message body holds.
+Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const Body &body);
+
+// Bytes encode() writes for body (whether or not it is valid); more than
+// MDR_WIRE_MSG_MAX when it has too many elements to be encoded.
+size_t encoded_size(const Body &body);
+
+} // namespace mdr::wire
+
+#endif // MDR_WIRE_H

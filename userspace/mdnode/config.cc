@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// config.cc - see config.h.
+#include "mdnode/config.h"
+
+#include <cerrno>
+#include <charconv>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "lib/args.h"
+
+namespace mdnode {
+
+const char kUsage[] =
+	"Usage: mdnode --listen ADDR[:PORT] --data-dir DIR --device ID=PATH [--device ...]\n"
+	"              [--config FILE] [--admin-key FILE] [--lease-ms N]\n"
+	"              [--max-connections N] [--log-level LEVEL]\n"
+	"\n"
+	"The storage-node metadata responder of mdroute: serves the extent tables\n"
+	"of its volumes to hosts over RDMA, and journals every change in DIR.\n"
+	"\n"
+	"Options:\n"
+	"  -l, --listen ADDR[:PORT]  RDMA address to listen on (port 4791)\n"
+	"  -d, --data-dir DIR        journal, checkpoints and node identity\n"
+	"  -D, --device ID=PATH      a backing device this node owns (repeat)\n"
+	"  -c, --config FILE         read settings from FILE first\n"
+	"      --admin-key FILE      key of admin clients (/etc/mdroute/admin.key)\n"
+	"      --lease-ms N          lease granted to hosts, 1000..60000 (5000)\n"
+	"      --max-connections N   refuse connections beyond N (1024)\n"
+	"      --log-level LEVEL     error, warn, info (default) or debug\n"
+	"  -h, --help                this text\n"
+	"  -V, --version             print the release and exit\n";
+
+namespace {
+
+enum Opt {
+	kListen, kDataDir, kDevice, kConfig, kAdminKey, kLeaseMs, kMaxConn,
+	kLogLevel, kHelp, kVersion,
+};
+
+constexpr mdr::OptionSpec kSpecs[] = {
+	{kListen, "listen", 'l', true},
+	{kDataDir, "data-dir", 'd', true},
+	{kDevice, "device", 'D', true},
+	{kConfig, "config", 'c', true},
+	{kAdminKey, "admin-key", 0, true},
+	{kLeaseMs, "lease-ms", 0, true},
+	{kMaxConn, "max-connections", 0, true},
+	{kLogLevel, "log-level", 0, true},
+	{kHelp, "help", 'h', false},
+	{kVersion, "version", 'V', false},
+};
+
+mdr::Error bad(std::string_view where, std::string_view what)
+{
+	return mdr::Error(-EINVAL, std::string(where) + ": " + std::string(what));
+}
+
+template <typename T>
+bool parse_uint(std::string_view s, T &out, T min, T max)
+{
+	T v;
+	auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+
+	if (ec != std::errc() || p != s.data() + s.size() || v < min || v > max)
+		return false;
+	out = v;
+	return true;
+}
+
+std::string trim(std::string_view s)
+{
+	size_t b = s.find_first_not_of(" \t\r");
+	size_t e = s.find_last_not_of(" \t\r");
+
+	return b == std::string_view::npos ? "" : std::string(s.substr(b, e - b + 1));
+}
+
+// Applies one setting; devices go to *devices so the caller decides
+// whether they add to or replace the file's.
+mdr::Status apply(Config &c, std::vector<DeviceArg> &devices, int opt,
+		  std::string_view value, std::string_view where)
+{
+	switch (opt) {
+	case kListen: {
+		std::string_view addr = value, port;
+		size_t colon = value.rfind(':');
+
+		if (value.starts_with('[')) {	// [v6]:port
+			size_t close = value.find(']');
+			if (close == std::string_view::npos)
+				return bad(where, "listen address '" + std::string(value) + "' lacks ']'");
+			addr = value.substr(1, close - 1);
+			if (close + 1 < value.size()) {
+				if (value[close + 1] != ':')
+					return bad(where, "bad listen address '" + std::string(value) + "'");
+				port = value.substr(close + 2);
+			}
+		} else if (colon != std::string_view::npos) {
+			addr = value.substr(0, colon);
+			port = value.substr(colon + 1);
+		}
+		if (addr.empty())
+			return bad(where, "listen address is empty");
+		if (!port.empty() && !parse_uint<uint16_t>(port, c.port, 1, 65535))
+			return bad(where, "bad port '" + std::string(port) + "'");
+		c.listen_address = std::string(addr);
+		return {};
+	}
+	case kDataDir:
+		if (value.empty())
+			return bad(where, "data directory is empty");
+		c.data_dir = std::string(value);
+		return {};
+	case kDevice: {
+		size_t eq = value.find('=');
+		DeviceArg d;
+
+		if (eq == std::string_view::npos ||
+		    !parse_uint<uint32_t>(value.substr(0, eq), d.id, 1, UINT32_MAX))
+			return bad(where, "device '" + std::string(value) +
+					  "': want ID=PATH with ID from 1 to 4294967295");
+		d.path = std::string(value.substr(eq + 1));
+		if (d.path.empty() || d.path[0] != '/')
+			return bad(where, "device " + std::to_string(d.id) +
+					  ": path must be absolute");
+		devices.push_back(std::move(d));
+		return {};
+	}
+	case kAdminKey:
+		c.admin_key_file = std::string(value);
+		return {};
+	case kLeaseMs:
+		if (!parse_uint<uint32_t>(value, c.lease_ms, 1000, 60000))
+			return bad(where, "lease-ms '" + std::string(value) +
+					  "': want 1000..60000");
+		return {};
+	case kMaxConn:
+		if (!parse_uint<uint32_t>(value, c.max_connections, 1, 65536))
+			return bad(where, "max-connections '" + std::string(value) +
+					  "': want 1..65536");
+		return {};
+	case kLogLevel: {
+		std::string v(value);
+		if (!parse_log_level(v.c_str(), c.log_level))
+			return bad(where, "log-level '" + v + "': want error, warn, info or debug");
+		return {};
+	}
+	}
+	return bad(where, "not allowed here");
+}
+
+mdr::Status apply_file(Config &c, std::vector<DeviceArg> &devices,
+		       const std::string &path, const std::string &text)
+{
+	std::istringstream in(text);
+	std::string line;
+	unsigned n = 0;
+
+	while (std::getline(in, line)) {
+		std::string where = path + ":" + std::to_string(++n);
+		std::string l = trim(line);
+
+		if (l.empty() || l[0] == '#')
+			continue;
+		size_t eq = l.find('=');
+		if (eq == std::string::npos)
+			return bad(where, "want 'key = value'");
+		std::string key = trim(std::string_view(l).substr(0, eq));
+		std::string value = trim(std::string_view(l).substr(eq + 1));
+		const mdr::OptionSpec *spec = nullptr;
+		for (const auto &s : kSpecs)
+			if (s.name == key && s.takes_value && s.id != kConfig)
+				spec = &s;
+		if (!spec)
+			return bad(where, "unknown setting '" + key + "'");
+		auto st = apply(c, devices, spec->id, value, where);
+		if (!st.ok())
+			return st;
+	}
+	return {};
+}
+
+} // namespace
+
+mdr::Result<std::string> read_file(const std::string &path)
+{
+	std::ifstream f(path, std::ios::binary);
+	std::ostringstream s;
+
+	if (!f)
+		return mdr::Error(errno ? -errno : -EIO, path);
+	s << f.rdbuf();
+	if (f.bad())
+		return mdr::Error(-EIO, path);
+	return s.str();
+}
+
+mdr::Result<Config> parse_config(std::span<const std::string_view> args,
+				 const FileReader &reader)
+{
+	auto parsed = mdr::parse_args(args, kSpecs);
+	Config c;
+	std::vector<DeviceArg> file_devices, cli_devices;
+
+	if (!parsed.ok())
+		return mdr::Error(parsed.error(), parsed.message());
+	if (!parsed.value().operands.empty())
+		return bad("command line", "unexpected argument '" +
+				       std::string(parsed.value().operands[0]) + "'");
+	for (const auto &o : parsed.value().options) {
+		if (o.id == kHelp)
+			c.help = true;
+		else if (o.id == kVersion)
+			c.version = true;
+	}
+	if (c.help || c.version)
+		return c;
+
+	// The file first, wherever --config stands, so the command line wins.
+	for (const auto &o : parsed.value().options) {
+		if (o.id != kConfig)
+			continue;
+		std::string path(o.value);
+		auto text = reader(path);
+		if (!text.ok())
+			return mdr::Error(text.error(), "cannot read config file " + path);
+		auto st = apply_file(c, file_devices, path, text.value());
+		if (!st.ok())
+			return mdr::Error(st.error(), st.message());
+	}
+	for (const auto &o : parsed.value().options) {
+		if (o.id == kConfig || o.id == kHelp || o.id == kVersion)
+			continue;
+		std::string where = "--" + std::string(kSpecs[o.id].name);
+		auto st = apply(c, cli_devices, o.id, o.value, where);
+		if (!st.ok())
+			return mdr::Error(st.error(), st.message());
+	}
+	c.devices = cli_devices.empty() ? file_devices : cli_devices;
+
+	if (c.listen_address.empty())
+		return bad("settings", "no listen address (--listen)");
+	if (c.data_dir.empty())
+		return bad("settings", "no data directory (--data-dir)");
+	if (c.devices.empty())
+		return bad("settings", "no device (--device ID=PATH)");
+	std::set<uint32_t> ids;
+	std::set<std::string> paths;
+	for (const auto &d : c.devices) {
+		if (!ids.insert(d.id).second)
+			return bad("settings", "device id " + std::to_string(d.id) +
+					       " given twice");
+		if (!paths.insert(d.path).second)
+			return bad("settings", "device " + d.path + " given twice");
+	}
+	return c;
+}
+
+} // namespace mdnode

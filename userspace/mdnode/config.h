@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// config.h - mdnode's settings, from a config file and the command line.
+//
+// The config file holds the long options without "--", one per line:
+//	# /etc/mdroute/mdnode.conf
+//	listen = 192.0.2.2:4791
+//	data-dir = /var/lib/mdnode
+//	device = 1=/dev/nvme0n1
+//	device = 2=/dev/vda
+// Blank lines and lines starting with '#' are ignored. The command line
+// overrides the file; --device on the command line replaces the file's
+// devices rather than adding to them.
+#ifndef MDNODE_CONFIG_H
+#define MDNODE_CONFIG_H
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/result.h"
+#include "mdnode/log.h"
+
+namespace mdnode {
+
+struct DeviceArg {
+	uint32_t id;		// cluster-wide device id, >= 1
+	std::string path;
+};
+
+struct Config {
+	std::string listen_address;
+	uint16_t port = 4791;
+	std::string data_dir;
+	std::vector<DeviceArg> devices;
+	std::string admin_key_file = "/etc/mdroute/admin.key";
+	uint32_t lease_ms = 5000;
+	uint32_t max_connections = 1024;
+	LogLevel log_level = LogLevel::info;
+	bool help = false;
+	bool version = false;
+};
+
+// Reads a whole file; -errno on failure. A seam for tests.
+using FileReader = std::function<mdr::Result<std::string>(const std::string &path)>;
+mdr::Result<std::string> read_file(const std::string &path);
+
+// Parses the arguments after the program name. Errors are usage errors:
+// -EINVAL with a message naming the option (or file:line) and the value.
+mdr::Result<Config> parse_config(std::span<const std::string_view> args,
+				 const FileReader &reader = read_file);
+
+extern const char kUsage[];
+
+} // namespace mdnode
+
+#endif // MDNODE_CONFIG_H

@@ -1,0 +1,1038 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// journal.cc - the journal: recovery at open, then group-committed batch
+// writes through io_uring. The format is described in journal.h.
+//
+// Durability: every batch write carries RWF_DSYNC. The write completes only
+// once its data, and the file size that makes it reachable, are on stable
+// storage: the kernel commits the file system's journal for the new size
+// and flushes the device cache (or uses FUA where the device has it), or,
+// through the page cache (file systems refusing O_DIRECT), runs the
+// equivalent of fdatasync() on the range. One SQE and one CQE per batch,
+// and each write is durable on its own, so writes in flight together need
+// no ordering between them. A linked fdatasync would cost a second
+// operation per batch and sync whatever else of the file is in flight;
+// O_DSYNC at open would do the same as RWF_DSYNC, less visibly.
+#include "mdnode/journal.h"
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <new>
+#include <string_view>
+#include <utility>
+
+#include <fcntl.h>
+#include <liburing.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "lib/crc32c.h"
+#include "lib/errors.h"
+
+namespace mdnode {
+
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+	      "headers are stored in host order, which must be little-endian");
+
+constexpr uint32_t kBatchMagic = 0x4a52444d;		// "MDRJ"
+constexpr uint32_t kCheckpointMagic = 0x4352444d;	// "MDRC"
+constexpr uint16_t kFormatVersion = 1;
+// Batch alignment: O_DIRECT needs offsets, lengths and buffers aligned to
+// the logical block size, 4096 at most on the devices we run on.
+constexpr size_t kBlock = 4096;
+constexpr size_t kRecordHeader = 6;	// type (2), length (4)
+constexpr unsigned kMaxQueueDepth = 64;
+
+struct BatchHeader {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t reserved0;
+	uint64_t seq;
+	uint64_t durable_seq;
+	uint32_t payload_len;
+	uint32_t records;
+	uint32_t crc;
+	uint32_t reserved1;
+};
+static_assert(sizeof(BatchHeader) == 40 && offsetof(BatchHeader, seq) == 8 &&
+	      offsetof(BatchHeader, durable_seq) == 16 &&
+	      offsetof(BatchHeader, payload_len) == 24 && offsetof(BatchHeader, crc) == 32);
+
+struct CheckpointHeader {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t reserved0;
+	uint64_t seq;
+	uint64_t length;
+	uint32_t crc;
+	uint32_t reserved1;
+};
+static_assert(sizeof(CheckpointHeader) == 32 && offsetof(CheckpointHeader, seq) == 8 &&
+	      offsetof(CheckpointHeader, length) == 16 && offsetof(CheckpointHeader, crc) == 24);
+
+static_assert(Journal::kMinBatchBytes % kBlock == 0 &&
+	      Journal::kMinBatchBytes >=
+		      sizeof(BatchHeader) + kRecordHeader + Journal::kMaxPayload);
+
+uint64_t round_up(uint64_t n)
+{
+	return (n + kBlock - 1) & ~uint64_t{kBlock - 1};
+}
+
+std::string hex(uint64_t v, int width)
+{
+	char buf[24];
+
+	std::snprintf(buf, sizeof(buf), "%0*" PRIx64, width, v);
+	return buf;
+}
+
+constexpr std::string_view kSegmentPrefix = "journal-", kSegmentSuffix = ".log";
+constexpr std::string_view kCheckpointPrefix = "checkpoint-", kCheckpointSuffix = ".ckpt";
+constexpr std::string_view kTempSuffix = ".ckpt.tmp";
+
+std::string segment_name(uint64_t seq)
+{
+	return std::string(kSegmentPrefix) + hex(seq, 16) + std::string(kSegmentSuffix);
+}
+
+std::string checkpoint_name(uint64_t seq)
+{
+	return std::string(kCheckpointPrefix) + hex(seq, 16) + std::string(kCheckpointSuffix);
+}
+
+// The sequence number of "<prefix><16 lowercase hex digits><suffix>".
+std::optional<uint64_t> parse_name(std::string_view name, std::string_view prefix,
+				   std::string_view suffix)
+{
+	if (name.size() != prefix.size() + 16 + suffix.size() || !name.starts_with(prefix) ||
+	    !name.ends_with(suffix))
+		return std::nullopt;
+
+	uint64_t v = 0;
+	for (char c : name.substr(prefix.size(), 16)) {
+		if (c >= '0' && c <= '9')
+			v = v << 4 | static_cast<uint64_t>(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v << 4 | static_cast<uint64_t>(c - 'a' + 10);
+		else
+			return std::nullopt;
+	}
+	return v;
+}
+
+// err is a positive errno.
+mdr::Error sys_error(int err, const std::string &what)
+{
+	return mdr::Error(-err, "journal: " + what + ": " + mdr::describe_errno(err));
+}
+
+mdr::Error corrupt(const std::string &what)
+{
+	return mdr::Error(-EBADMSG, "journal: " + what);
+}
+
+uint32_t batch_crc(const BatchHeader &h, const std::byte *payload)
+{
+	BatchHeader zeroed = h;
+
+	zeroed.crc = 0;
+	uint32_t c = mdr::crc32c_update(mdr::kCrc32cInit, &zeroed, sizeof(zeroed));
+	return mdr::crc32c_finish(mdr::crc32c_update(c, payload, h.payload_len));
+}
+
+struct BatchView {
+	BatchHeader h;
+	const std::byte *payload;
+	uint64_t disk_len;	// header, records and padding
+};
+
+// Checks the batch at data[off]: empty if it is intact, else why not. The
+// version is left to the caller: an intact batch of another version is
+// not a torn write.
+std::string check_batch(std::span<const std::byte> data, uint64_t off, BatchView &v)
+{
+	const uint64_t avail = data.size() - off;
+
+	if (avail < sizeof(BatchHeader))
+		return "short header";
+	std::memcpy(&v.h, data.data() + off, sizeof(v.h));
+	if (v.h.magic != kBatchMagic)
+		return "bad magic";
+	v.disk_len = round_up(sizeof(BatchHeader) + uint64_t{v.h.payload_len});
+	if (v.disk_len > avail)
+		return "short batch (" + std::to_string(avail) + " of " +
+		       std::to_string(v.disk_len) + " bytes)";
+	v.payload = data.data() + off + sizeof(BatchHeader);
+	if (batch_crc(v.h, v.payload) != v.h.crc)
+		return "bad CRC";
+	return {};
+}
+
+// Runs fn over the records of an intact batch, which must fill it exactly.
+// file and off say where the batch is, for messages.
+mdr::Status for_each_record(const BatchView &v, const Journal::RecordFn &fn,
+			    const std::string &file, uint64_t off)
+{
+	const std::byte *p = v.payload, *end = v.payload + v.h.payload_len;
+	auto malformed = [&](const std::string &what) {
+		return corrupt(file + " offset " + std::to_string(off) + ": batch " +
+			       std::to_string(v.h.seq) + " passes its CRC, but " + what);
+	};
+
+	for (uint32_t i = 0; i < v.h.records; i++) {
+		uint16_t type;
+		uint32_t len;
+
+		if (end - p < static_cast<ptrdiff_t>(kRecordHeader))
+			return malformed("record " + std::to_string(i) + " overruns it");
+		std::memcpy(&type, p, 2);
+		std::memcpy(&len, p + 2, 4);
+		p += kRecordHeader;
+		if (len > Journal::kMaxPayload || end - p < static_cast<ptrdiff_t>(len))
+			return malformed("record " + std::to_string(i) + " of " +
+					 std::to_string(len) + " bytes overruns it");
+		mdr::Status st = fn(type, {p, len});
+		if (!st.ok())
+			return st;
+		p += len;
+	}
+	if (p != end)
+		return malformed(std::to_string(end - p) + " bytes follow its last record");
+	return {};
+}
+
+// The journal's directory while open() reads it.
+class Dir {
+public:
+	Dir(int fd, const std::string &path) : fd_(fd), path_(path) {}
+
+	std::string path(const std::string &name) const { return path_ + "/" + name; }
+
+	// The whole of a file, in buf (reused between calls).
+	mdr::Result<std::span<const std::byte>> read(const std::string &name,
+						      std::vector<std::byte> &buf) const
+	{
+		int fd = ::openat(fd_, name.c_str(), O_RDONLY | O_CLOEXEC);
+		struct stat st;
+
+		if (fd < 0)
+			return sys_error(errno, path(name));
+		if (fstat(fd, &st) < 0) {
+			mdr::Error e = sys_error(errno, path(name));
+			::close(fd);
+			return e;
+		}
+		buf.resize(static_cast<size_t>(st.st_size));
+		size_t got = 0;
+		while (got < buf.size()) {
+			ssize_t n = ::pread(fd, buf.data() + got, buf.size() - got,
+					    static_cast<off_t>(got));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				mdr::Error e = sys_error(errno, path(name));
+				::close(fd);
+				return e;
+			}
+			if (n == 0)
+				break;	// shrank meanwhile: what is there is what counts
+			got += static_cast<size_t>(n);
+		}
+		::close(fd);
+		return std::span<const std::byte>(buf.data(), got);
+	}
+
+	mdr::Status remove(const std::string &name) const
+	{
+		if (::unlinkat(fd_, name.c_str(), 0) < 0 && errno != ENOENT)
+			return sys_error(errno, "removing " + path(name));
+		return {};
+	}
+
+	mdr::Status sync() const
+	{
+		if (::fsync(fd_) < 0)
+			return sys_error(errno, "fsync of " + path_);
+		return {};
+	}
+
+private:
+	int fd_;
+	const std::string &path_;
+};
+
+// What is in the directory, each list sorted.
+struct Listing {
+	std::vector<uint64_t> segments;
+	std::vector<uint64_t> checkpoints;
+	std::vector<std::string> temps;
+};
+
+mdr::Result<Listing> list_dir(const std::string &dir)
+{
+	Listing l;
+	std::error_code ec;
+
+	for (auto it = std::filesystem::directory_iterator(dir, ec);
+	     !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+		const std::string name = it->path().filename().string();
+
+		if (auto seq = parse_name(name, kSegmentPrefix, kSegmentSuffix))
+			l.segments.push_back(*seq);
+		else if (auto seq = parse_name(name, kCheckpointPrefix, kCheckpointSuffix))
+			l.checkpoints.push_back(*seq);
+		else if (parse_name(name, kCheckpointPrefix, kTempSuffix))
+			l.temps.push_back(name);
+	}
+	if (ec)
+		return sys_error(ec.value(), "listing " + dir);
+	std::sort(l.segments.begin(), l.segments.end());
+	std::sort(l.checkpoints.begin(), l.checkpoints.end());
+	return l;
+}
+
+mdr::Status load_checkpoint(const Dir &dir, uint64_t seq, const Journal::CheckpointFn &fn)
+{
+	const std::string name = checkpoint_name(seq);
+	std::vector<std::byte> buf;
+	auto data = dir.read(name, buf);
+	if (!data.ok())
+		return mdr::Error(data.error(), data.message());
+
+	auto refuse = [&](const std::string &what) {
+		return corrupt(dir.path(name) + ": " + what +
+			       "; refusing to open: falling back to an older state would lose "
+			       "updates whose journal segments may be deleted");
+	};
+	const std::span<const std::byte> d = data.value();
+	CheckpointHeader h;
+
+	if (d.size() < sizeof(h))
+		return refuse("truncated (" + std::to_string(d.size()) + " bytes)");
+	std::memcpy(&h, d.data(), sizeof(h));
+	if (h.magic != kCheckpointMagic)
+		return refuse("bad magic 0x" + hex(h.magic, 8));
+	if (h.length != d.size() - sizeof(h))
+		return refuse("header says " + std::to_string(h.length) +
+			      " bytes of snapshot, the file holds " +
+			      std::to_string(d.size() - sizeof(h)));
+	const uint32_t stored = h.crc;
+	h.crc = 0;
+	uint32_t c = mdr::crc32c_update(mdr::kCrc32cInit, &h, sizeof(h));
+	c = mdr::crc32c_finish(mdr::crc32c_update(c, d.data() + sizeof(h), h.length));
+	if (c != stored)
+		return refuse("bad CRC (stored 0x" + hex(stored, 8) + ", computed 0x" +
+			      hex(c, 8) + ")");
+	if (h.version != kFormatVersion)
+		return refuse("format version " + std::to_string(h.version) +
+			      ", this build reads " + std::to_string(kFormatVersion));
+	if (h.seq != seq)
+		return refuse("covers batches up to " + std::to_string(h.seq) + ", not " +
+			      std::to_string(seq) + " as its name says");
+	return fn(d.subspan(sizeof(h)));
+}
+
+// Where replay stopped.
+struct LogEnd {
+	size_t seg = 0;			// index of the segment the log ends in
+	uint64_t offset = 0;		// of its next batch
+	uint64_t last_seq = 0;		// of the last intact batch
+	// Why replay stopped short of the data, starting with the file's
+	// name ("journal-...log offset 8192: bad CRC"); empty if it did not.
+	std::string damage;
+};
+
+// Replays the records of the batches after covered, in segs (sorted,
+// non-empty) up to the end of the log.
+mdr::Result<LogEnd> replay(const Dir &dir, std::span<const uint64_t> segs, uint64_t covered,
+			   const Journal::RecordFn &on_record)
+{
+	std::vector<std::byte> buf;
+	LogEnd end;
+	uint64_t expect = segs[0];
+
+	for (size_t i = 0; i < segs.size(); i++) {
+		const std::string name = segment_name(segs[i]);
+
+		if (segs[i] != expect) {
+			end.damage = name + " starts at batch " + std::to_string(segs[i]) +
+				     " where " + std::to_string(expect) + " was due";
+			return end;
+		}
+		auto data = dir.read(name, buf);
+		if (!data.ok())
+			return mdr::Error(data.error(), data.message());
+		const std::span<const std::byte> d = data.value();
+		const std::string file = dir.path(name);
+
+		end = LogEnd{i, 0, expect - 1, {}};
+		while (end.offset < d.size()) {
+			BatchView v;
+
+			end.damage = check_batch(d, end.offset, v);
+			if (end.damage.empty() && v.h.seq != expect)
+				end.damage = "batch " + std::to_string(v.h.seq) + " where " +
+					     std::to_string(expect) + " was due";
+			if (!end.damage.empty()) {
+				end.damage = name + " offset " + std::to_string(end.offset) + ": " +
+					     end.damage;
+				return end;
+			}
+			if (v.h.version != kFormatVersion)
+				return corrupt(file + " offset " + std::to_string(end.offset) +
+					       ": batch of format version " +
+					       std::to_string(v.h.version) + ", this build reads " +
+					       std::to_string(kFormatVersion));
+			if (v.h.seq > covered) {
+				mdr::Status st = for_each_record(v, on_record, file, end.offset);
+				if (!st.ok())
+					return mdr::Error(st.error(), st.message());
+			}
+			end.offset += v.disk_len;
+			end.last_seq = expect++;
+		}
+	}
+	return end;
+}
+
+// Fails if an intact batch at or after where replay stopped says that the
+// batch due there was durable: then the log is damaged, not torn.
+mdr::Status check_torn(const Dir &dir, std::span<const uint64_t> segs, const LogEnd &end)
+{
+	const uint64_t due = end.last_seq + 1;
+	std::vector<std::byte> buf;
+
+	for (size_t i = end.seg; i < segs.size(); i++) {
+		const std::string name = segment_name(segs[i]);
+		auto data = dir.read(name, buf);
+		if (!data.ok())
+			return mdr::Error(data.error(), data.message());
+		const std::span<const std::byte> d = data.value();
+
+		for (uint64_t off = i == end.seg ? end.offset : 0; off < d.size(); off += kBlock) {
+			BatchView v;
+
+			if (check_batch(d, off, v).empty() && v.h.durable_seq >= due)
+				return corrupt(dir.path(end.damage) + ", but batch " +
+					       std::to_string(v.h.seq) + " (" + name + " offset " +
+					       std::to_string(off) + ") was written after batch " +
+					       std::to_string(due) + " was durable; refusing to "
+					       "open: acknowledged updates would be lost");
+		}
+	}
+	return {};
+}
+
+using Buffer = std::unique_ptr<std::byte[], decltype(&std::free)>;
+
+Buffer alloc_buffer(size_t size)
+{
+	void *p = std::aligned_alloc(kBlock, size);
+
+	if (!p)
+		throw std::bad_alloc();
+	return Buffer(static_cast<std::byte *>(p), &std::free);
+}
+
+mdr::Status write_all(int fd, const void *data, size_t len, const std::string &path)
+{
+	const auto *p = static_cast<const std::byte *>(data);
+
+	while (len > 0) {
+		ssize_t n = ::write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return sys_error(errno, "writing " + path);
+		p += n;
+		len -= static_cast<size_t>(n);
+	}
+	return {};
+}
+
+} // namespace
+
+struct Journal::Segment {
+	Segment(uint64_t first_seq, int fd, uint64_t size)
+		: first_seq(first_seq), fd(fd), size(size)
+	{
+	}
+	~Segment() { ::close(fd); }	// after its last write: nothing to report
+	Segment(const Segment &) = delete;
+	Segment &operator=(const Segment &) = delete;
+
+	uint64_t first_seq;
+	int fd;
+	uint64_t size;		// written or being written
+};
+
+struct Journal::Batch {
+	explicit Batch(size_t capacity) : buf(alloc_buffer(capacity)) {}
+
+	Buffer buf;			// kBlock-aligned, for O_DIRECT
+	uint64_t used = sizeof(BatchHeader);	// header and records so far
+	uint32_t records = 0;
+	std::vector<Done> done;		// the non-empty ones, in append order
+	// Set when submitted:
+	uint64_t seq = 0;
+	std::shared_ptr<Segment> seg;
+	uint64_t offset = 0;
+	uint32_t len = 0;		// used, rounded up to kBlock
+	bool completed = false;		// or failed before it was submitted
+	int res = 0;			// 0 or -errno
+};
+
+Journal::Journal(const JournalOptions &opts) : opts_(opts)
+{
+}
+
+Journal::~Journal()
+{
+	if (ring_) {
+		// The kernel reads the buffers of the writes in flight.
+		while (in_flight_ > 0) {
+			io_uring_cqe *cqe;
+			int ret = io_uring_wait_cqe(ring_.get(), &cqe);
+
+			if (ret == -EINTR)
+				continue;
+			if (ret < 0) {
+				// No telling when they end: leave their buffers to them.
+				for (auto &b : batches_)
+					if (!b->completed)
+						static_cast<void>(b->buf.release());
+				break;
+			}
+			reap();
+		}
+		io_uring_queue_exit(ring_.get());
+	}
+	if (event_fd_ >= 0)
+		::close(event_fd_);
+	if (dir_fd_ >= 0)
+		::close(dir_fd_);
+}
+
+std::string Journal::path(const std::string &name) const
+{
+	return opts_.dir + "/" + name;
+}
+
+mdr::Result<std::unique_ptr<Journal>> Journal::open(const JournalOptions &opts,
+						     const CheckpointFn &on_checkpoint,
+						     const RecordFn &on_record)
+{
+	if (opts.dir.empty() || opts.queue_depth < 1 || opts.queue_depth > kMaxQueueDepth ||
+	    opts.max_batch_bytes < kMinBatchBytes || opts.max_batch_bytes > opts.segment_bytes)
+		return mdr::Error(-EINVAL, "journal: options: need a directory, queue_depth 1.." +
+					   std::to_string(kMaxQueueDepth) + " and " +
+					   std::to_string(kMinBatchBytes) +
+					   " <= max_batch_bytes <= segment_bytes");
+
+	std::unique_ptr<Journal> j(new Journal(opts));
+	j->dir_fd_ = ::open(opts.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (j->dir_fd_ < 0)
+		return sys_error(errno, opts.dir);
+	const Dir dir(j->dir_fd_, j->opts_.dir);
+
+	auto listing = list_dir(opts.dir);
+	if (!listing.ok())
+		return mdr::Error(listing.error(), listing.message());
+	const Listing &l = listing.value();
+
+	// Nothing on disk changes until everything has been read and checked.
+	uint64_t covered = 0;
+	if (!l.checkpoints.empty()) {
+		covered = l.checkpoints.back();
+		mdr::Status st = load_checkpoint(dir, covered, on_checkpoint);
+		if (!st.ok())
+			return mdr::Error(st.error(), st.message());
+	}
+
+	// Replay starts in the last segment holding batch covered + 1: the
+	// ones before it hold only covered batches.
+	std::span<const uint64_t> segs = l.segments;
+	while (segs.size() > 1 && segs[1] <= covered + 1)
+		segs = segs.subspan(1);
+	if (!segs.empty() && segs[0] > covered + 1)
+		return corrupt(dir.path(segment_name(segs[0])) + " is the oldest segment, but " +
+			       (l.checkpoints.empty()
+					? std::string("there is no checkpoint")
+					: checkpoint_name(covered) + " covers only up to batch " +
+						  std::to_string(covered)) +
+			       ": batches " + std::to_string(covered + 1) + ".." +
+			       std::to_string(segs[0] - 1) + " are missing");
+
+	LogEnd end{0, 0, covered, {}};
+	if (!segs.empty()) {
+		auto r = replay(dir, segs, covered, on_record);
+		if (!r.ok())
+			return mdr::Error(r.error(), r.message());
+		end = std::move(r).value();
+	}
+	if (!end.damage.empty()) {
+		mdr::Status st = check_torn(dir, segs, end);
+		if (!st.ok())
+			return mdr::Error(st.error(), st.message());
+	}
+
+	mdr::Status st = j->init_ring();
+	if (!st.ok())
+		return mdr::Error(st.error(), st.message());
+
+	// Cut the torn tail: later segments first, so that a crash halfway
+	// leaves a log that reads the same.
+	if (!end.damage.empty()) {
+		for (size_t i = segs.size() - 1; i > end.seg; i--) {
+			st = dir.remove(segment_name(segs[i]));
+			if (!st.ok())
+				return mdr::Error(st.error(), st.message());
+		}
+	}
+	// Segments before segs hold only covered batches.
+	size_t obsolete = static_cast<size_t>(segs.data() - l.segments.data());
+	// Appends continue in the last segment if it ends where they start.
+	// It does not when it ends before the checkpoint: then all it holds is
+	// covered, and a new segment starts after the checkpoint.
+	if (!segs.empty() && end.last_seq >= covered) {
+		st = j->open_tail(segs[end.seg], end.offset);
+		j->next_seq_ = end.last_seq + 1;
+		j->old_segments_.assign(segs.begin(),
+					segs.begin() + static_cast<ptrdiff_t>(end.seg));
+	} else {
+		if (!segs.empty())
+			obsolete += end.seg + 1;
+		st = j->create_segment(covered + 1);
+		j->next_seq_ = covered + 1;
+	}
+	if (st.ok() && !end.damage.empty()) {
+		st = dir.sync();
+		if (st.ok() && opts.log)
+			opts.log("journal: " + dir.path(end.damage) + ": torn tail cut there; " +
+				 std::to_string(segs.size() - 1 - end.seg) +
+				 " later segment(s) removed");
+	}
+	if (!st.ok())
+		return mdr::Error(st.error(), st.message());
+	j->durable_seq_ = j->next_seq_ - 1;
+
+	// What a crash in checkpoint() or in an earlier open() left behind.
+	for (size_t i = 0; st.ok() && i < obsolete; i++)
+		st = dir.remove(segment_name(l.segments[i]));
+	for (size_t i = 0; st.ok() && i + 1 < l.checkpoints.size(); i++)
+		st = dir.remove(checkpoint_name(l.checkpoints[i]));
+	for (size_t i = 0; st.ok() && i < l.temps.size(); i++)
+		st = dir.remove(l.temps[i]);
+	if (!st.ok())
+		return mdr::Error(st.error(), st.message());
+	if (!l.checkpoints.empty())
+		j->checkpoint_seq_ = covered;
+	return j;
+}
+
+mdr::Status Journal::init_ring()
+{
+	ring_ = std::make_unique<io_uring>();
+	int ret = io_uring_queue_init(opts_.queue_depth, ring_.get(), 0);
+	if (ret < 0) {
+		ring_.reset();
+		return sys_error(-ret, "io_uring_queue_init");
+	}
+	event_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (event_fd_ < 0)
+		return sys_error(errno, "eventfd");
+	ret = io_uring_register_eventfd(ring_.get(), event_fd_);
+	if (ret < 0)
+		return sys_error(-ret, "io_uring_register_eventfd");
+	return {};
+}
+
+// Opens a segment for writing, with O_DIRECT unless the file system
+// refused it before. flags hold the access mode and creation flags.
+mdr::Result<int> Journal::open_segment(const std::string &name, int flags)
+{
+	if (direct_io_) {
+		int fd = ::openat(dir_fd_, name.c_str(), flags | O_DIRECT | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			return fd;
+		if (errno != EINVAL)
+			return sys_error(errno, path(name));
+		// Refused after the lookup: O_CREAT | O_EXCL has already
+		// created the file, so open it again without O_EXCL.
+		flags &= ~O_EXCL;
+		direct_io_ = false;
+		if (opts_.log)
+			opts_.log("journal: " + opts_.dir + ": the file system refuses "
+				  "O_DIRECT; writing through the page cache, each write still "
+				  "with RWF_DSYNC");
+	}
+	int fd = ::openat(dir_fd_, name.c_str(), flags | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sys_error(errno, path(name));
+	return fd;
+}
+
+// Opens the last segment for appends at size, cutting what follows.
+mdr::Status Journal::open_tail(uint64_t seq, uint64_t size)
+{
+	const std::string name = segment_name(seq);
+	auto fd = open_segment(name, O_WRONLY);
+	if (!fd.ok())
+		return mdr::Error(fd.error(), fd.message());
+	seg_ = std::make_shared<Segment>(seq, fd.value(), size);
+
+	struct stat st;
+	if (fstat(seg_->fd, &st) < 0)
+		return sys_error(errno, path(name));
+	if (static_cast<uint64_t>(st.st_size) == size)
+		return {};
+	if (ftruncate(seg_->fd, static_cast<off_t>(size)) < 0)
+		return sys_error(errno, "truncating " + path(name));
+	if (fsync(seg_->fd) < 0)
+		return sys_error(errno, "fsync of " + path(name));
+	stats_.syncs++;
+	return {};
+}
+
+// Starts segment seq; appends go there from now on. The directory is
+// synced so that the segment outlives a crash with the batches in it.
+mdr::Status Journal::create_segment(uint64_t seq)
+{
+	const std::string name = segment_name(seq);
+	auto fd = open_segment(name, O_WRONLY | O_CREAT | O_EXCL);
+	if (!fd.ok())
+		return mdr::Error(fd.error(), fd.message());
+	if (seg_)
+		old_segments_.push_back(seg_->first_seq);
+	seg_ = std::make_shared<Segment>(seq, fd.value(), 0);
+	if (fsync(dir_fd_) < 0)
+		return sys_error(errno, "fsync of " + opts_.dir);
+	stats_.segments++;
+	stats_.syncs++;
+	return {};
+}
+
+mdr::Status Journal::remove_segments_before(uint64_t seq)
+{
+	while (!old_segments_.empty() && old_segments_.front() < seq) {
+		const std::string name = segment_name(old_segments_.front());
+
+		if (::unlinkat(dir_fd_, name.c_str(), 0) < 0 && errno != ENOENT)
+			return sys_error(errno, "removing " + path(name));
+		old_segments_.erase(old_segments_.begin());
+	}
+	return {};
+}
+
+Journal::Batch &Journal::filling_batch(size_t record_bytes)
+{
+	if (submitted_ == batches_.size() ||
+	    batches_.back()->used + record_bytes > opts_.max_batch_bytes) {
+		if (spare_.empty()) {
+			const uint64_t capacity = round_up(opts_.max_batch_bytes);
+			batches_.push_back(std::make_unique<Batch>(capacity));
+		} else {
+			batches_.push_back(std::move(spare_.back()));
+			spare_.pop_back();
+		}
+	}
+	return *batches_.back();
+}
+
+mdr::Status Journal::append(uint16_t type, std::span<const std::byte> payload, Done done)
+{
+	if (payload.size() > kMaxPayload)
+		return mdr::Error(-EMSGSIZE, "journal: a record of " +
+					     std::to_string(payload.size()) + " bytes; at most " +
+					     std::to_string(kMaxPayload));
+	if (failed_) {
+		if (done) {
+			refused_.push_back(std::move(done));
+			wake();
+		}
+		return {};
+	}
+
+	Batch &b = filling_batch(kRecordHeader + payload.size());
+	const bool first = b.records == 0;
+	std::byte *p = b.buf.get() + b.used;
+	const auto len = static_cast<uint32_t>(payload.size());
+
+	std::memcpy(p, &type, 2);
+	std::memcpy(p + 2, &len, 4);
+	if (len)
+		std::memcpy(p + kRecordHeader, payload.data(), len);
+	b.used += kRecordHeader + len;
+	b.records++;
+	if (done)
+		b.done.push_back(std::move(done));
+	stats_.records++;
+
+	// The batch is written from the next process_completions(), with
+	// everything else appended until then: at once if a write slot is
+	// free (the loop finishes what it is doing, then finds the event fd
+	// readable), else when a write completes.
+	if (first && !delivering_ && in_flight_ < opts_.queue_depth)
+		wake();
+	return {};
+}
+
+void Journal::submit_pending()
+{
+	while (!failed_ && submitted_ < batches_.size() && in_flight_ < opts_.queue_depth)
+		submit(*batches_[submitted_]);
+}
+
+void Journal::submit(Batch &b)
+{
+	const auto len = static_cast<uint32_t>(round_up(b.used));
+
+	if (seg_->size > 0 && seg_->size + len > opts_.segment_bytes) {
+		mdr::Status st = create_segment(next_seq_);
+		if (!st.ok()) {
+			fail(mdr::Error(st.error(), st.message()));
+			return;
+		}
+	}
+
+	BatchHeader h = {};
+	h.magic = kBatchMagic;
+	h.version = kFormatVersion;
+	h.seq = next_seq_;
+	h.durable_seq = durable_seq_;
+	h.payload_len = static_cast<uint32_t>(b.used - sizeof(h));
+	h.records = b.records;
+	h.crc = batch_crc(h, b.buf.get() + sizeof(h));
+	std::memcpy(b.buf.get(), &h, sizeof(h));
+	std::memset(b.buf.get() + b.used, 0, len - b.used);
+
+	// Never null: at most queue_depth writes are in flight, and the ring
+	// has as many entries, each consumed by the kernel at submission.
+	io_uring_sqe *sqe = io_uring_get_sqe(ring_.get());
+	io_uring_prep_write(sqe, seg_->fd, b.buf.get(), len, seg_->size);
+	sqe->rw_flags = RWF_DSYNC;
+	io_uring_sqe_set_data(sqe, &b);
+	int ret = io_uring_submit(ring_.get());
+	if (ret < 0) {
+		fail(sys_error(-ret, "submitting a write to " +
+					     path(segment_name(seg_->first_seq))));
+		return;
+	}
+
+	b.seq = next_seq_++;
+	b.seg = seg_;
+	b.offset = seg_->size;
+	b.len = len;
+	seg_->size += len;
+	submitted_++;
+	in_flight_++;
+}
+
+void Journal::reap()
+{
+	io_uring_cqe *cqe;
+	unsigned head, n = 0;
+
+	io_uring_for_each_cqe(ring_.get(), head, cqe) {
+		auto &b = *static_cast<Batch *>(io_uring_cqe_get_data(cqe));
+
+		b.completed = true;
+		in_flight_--;
+		n++;
+		if (cqe->res == static_cast<int>(b.len)) {
+			stats_.batches++;
+			stats_.bytes += b.len;
+			stats_.syncs++;
+			continue;
+		}
+		const int err = cqe->res < 0 ? -cqe->res : EIO;
+		std::string what = "write of batch " + std::to_string(b.seq) + " to " +
+				   path(segment_name(b.seg->first_seq)) + " at offset " +
+				   std::to_string(b.offset);
+		if (cqe->res >= 0)
+			what += " stopped after " + std::to_string(cqe->res) + " of " +
+				std::to_string(b.len) + " bytes";
+		b.res = -err;
+		fail(sys_error(err, what));
+	}
+	io_uring_cq_advance(ring_.get(), n);
+}
+
+// Runs the callbacks of the batches at the front that are complete.
+void Journal::deliver()
+{
+	delivering_ = true;
+	while (!batches_.empty() && batches_.front()->completed) {
+		std::unique_ptr<Batch> b = std::move(batches_.front());
+		batches_.pop_front();
+		submitted_--;
+
+		// After a failed batch, none counts as durable: recovery cuts
+		// the log at the hole.
+		const bool ok = b->res == 0 && !error_delivered_;
+		if (ok)
+			durable_seq_ = b->seq;
+		else
+			error_delivered_ = true;
+		const mdr::Status st = ok ? mdr::Status() : mdr::Status(*failed_);
+		for (Done &done : b->done)
+			done(st);
+
+		if (spare_.size() <= opts_.queue_depth) {
+			b->used = sizeof(BatchHeader);
+			b->records = 0;
+			b->done.clear();
+			b->seg.reset();
+			b->completed = false;
+			b->res = 0;
+			spare_.push_back(std::move(b));
+		}
+	}
+	// Records appended after the failure come after all the others; those
+	// appended by these callbacks wait for the next call (see wake()).
+	if (batches_.empty() && !refused_.empty()) {
+		std::vector<Done> refused = std::exchange(refused_, {});
+		const mdr::Status st(*failed_);
+
+		for (Done &done : refused)
+			done(st);
+	}
+	delivering_ = false;
+}
+
+// Read-only from now on: the batches not submitted fail with the writes.
+void Journal::fail(mdr::Error error)
+{
+	if (failed_)
+		return;
+	failed_ = std::move(error);
+	for (size_t i = submitted_; i < batches_.size(); i++) {
+		batches_[i]->completed = true;
+		batches_[i]->res = failed_->code;
+	}
+	submitted_ = batches_.size();
+	wake();
+}
+
+// Makes the event fd readable: a batch to start, or callbacks due
+// without a write.
+void Journal::wake()
+{
+	// Fails only when the counter is about to overflow: readable anyway.
+	static_cast<void>(eventfd_write(event_fd_, 1));
+}
+
+void Journal::process_completions()
+{
+	eventfd_t n;
+
+	if (delivering_)
+		return;
+	// EAGAIN when nothing was signalled; the ring is looked at anyway.
+	static_cast<void>(eventfd_read(event_fd_, &n));
+	reap();
+	deliver();
+	submit_pending();
+}
+
+mdr::Status Journal::flush()
+{
+	if (delivering_)
+		return mdr::Error(-EDEADLK, "journal: flush() from a completion callback");
+	while (!batches_.empty() || !refused_.empty()) {
+		submit_pending();
+		if (in_flight_ > 0) {
+			io_uring_cqe *cqe;
+			int ret;
+
+			do
+				ret = io_uring_wait_cqe(ring_.get(), &cqe);
+			while (ret == -EINTR);
+			if (ret < 0) {
+				fail(sys_error(-ret, "waiting for journal writes"));
+				return *failed_;
+			}
+		}
+		reap();
+		deliver();
+	}
+	if (failed_)
+		return *failed_;
+	return {};
+}
+
+mdr::Status Journal::write_checkpoint(uint64_t seq, std::span<const std::byte> snapshot)
+{
+	const std::string name = checkpoint_name(seq), tmp = name + ".tmp";
+	int fd = ::openat(dir_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sys_error(errno, path(tmp));
+
+	CheckpointHeader h = {};
+	h.magic = kCheckpointMagic;
+	h.version = kFormatVersion;
+	h.seq = seq;
+	h.length = snapshot.size();
+	uint32_t c = mdr::crc32c_update(mdr::kCrc32cInit, &h, sizeof(h));
+	h.crc = mdr::crc32c_finish(mdr::crc32c_update(c, snapshot.data(), snapshot.size()));
+
+	mdr::Status st = write_all(fd, &h, sizeof(h), path(tmp));
+	if (st.ok())
+		st = write_all(fd, snapshot.data(), snapshot.size(), path(tmp));
+	if (st.ok() && ::fsync(fd) < 0)
+		st = sys_error(errno, "fsync of " + path(tmp));
+	::close(fd);	// fsynced, or failed already
+	if (st.ok() && ::renameat(dir_fd_, tmp.c_str(), dir_fd_, name.c_str()) < 0)
+		st = sys_error(errno, "renaming " + path(tmp));
+	if (!st.ok()) {
+		::unlinkat(dir_fd_, tmp.c_str(), 0);	// best effort; open() removes it too
+		return st;
+	}
+	if (::fsync(dir_fd_) < 0)
+		return sys_error(errno, "fsync of " + opts_.dir);
+	stats_.checkpoints++;
+	stats_.syncs += 2;
+	return {};
+}
+
+mdr::Status Journal::checkpoint(std::span<const std::byte> snapshot)
+{
+	if (delivering_)
+		return mdr::Error(-EDEADLK, "journal: checkpoint() from a completion callback");
+	mdr::Status st = flush();
+	if (!st.ok())
+		return st;
+
+	const uint64_t seq = next_seq_ - 1;
+	st = write_checkpoint(seq, snapshot);
+	if (!st.ok())
+		return st;
+	const std::optional<uint64_t> older = std::exchange(checkpoint_seq_, seq);
+	if (older && *older != seq &&
+	    ::unlinkat(dir_fd_, checkpoint_name(*older).c_str(), 0) < 0 && errno != ENOENT)
+		return sys_error(errno, "removing " + path(checkpoint_name(*older)));
+
+	// Every batch so far is covered: the next ones start a segment, and
+	// all the others go.
+	if (seg_->size > 0) {
+		st = create_segment(next_seq_);
+		if (!st.ok()) {
+			fail(mdr::Error(st.error(), st.message()));
+			return st;
+		}
+	}
+	return remove_segments_before(seg_->first_seq);
+}
+
+} // namespace mdnode

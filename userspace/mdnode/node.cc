@@ -1,0 +1,652 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// node.cc - see node.h.
+#include "mdnode/node.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "mdnode/log.h"
+
+namespace mdnode {
+
+namespace {
+
+MDNODE_LOG_SUBSYSTEM("node");
+
+namespace wire = mdr::wire;
+
+// A reply never exceeds what the smallest receiver takes, except lists,
+// which are cut to fit the receiver's max_msg.
+constexpr size_t kReplyBuf = MDR_WIRE_MSG_MAX;
+
+} // namespace
+
+Node::Node(const NodeOptions &opts, Store &store, Journal &journal,
+	   std::function<int64_t()> now_ms)
+	: opts_(opts), store_(store), journal_(journal), now_ms_(std::move(now_ms)),
+	  start_ms_(now_ms_())
+{
+}
+
+uint16_t Node::on_connect(const PeerInfo &peer)
+{
+	if (peer.role == MDR_ROLE_ADMIN && opts_.admin_key.empty()) {
+		log_warn_rl("admin connection from %s refused: no admin key configured",
+			    peer.address.c_str());
+		return MDR_ST_PERM;
+	}
+	return MDR_ST_OK;
+}
+
+void Node::on_established(const PeerInfo &peer)
+{
+	// The session starts here, not at on_connect: a connection that never
+	// completes leaves nothing behind.
+	sessions_[peer.id].peer = peer;
+}
+
+void Node::on_message(ConnId conn, std::span<const std::byte> msg)
+{
+	auto it = sessions_.find(conn);
+	if (it == sessions_.end())
+		return;
+	Session &s = it->second;
+	auto m = wire::parse(msg, wire::Side::node,
+			     static_cast<mdr_wire_role>(s.peer.role));
+
+	if (!m.ok()) {
+		stats_.bad_messages++;
+		log_warn_rl("conn %llu (%s): bad message: %s",
+			    (unsigned long long)conn, s.peer.address.c_str(),
+			    m.message().c_str());
+		// Answer a well-framed request with a bad field or the wrong role;
+		// a peer that cannot frame its messages is cut off.
+		auto hdr = wire::peek_header(msg);
+		if (hdr && !hdr->reply() && (m.error() == -EINVAL || m.error() == -EPERM))
+			reply_error(conn, hdr->req_id, hdr->opcode, m.error());
+		else
+			net_->disconnect(conn);
+		return;
+	}
+	handle(s, m.value());
+}
+
+void Node::on_disconnected(ConnId conn)
+{
+	auto it = sessions_.find(conn);
+	if (it == sessions_.end())
+		return;
+	// Leases outlive the connection; they only stop pointing at it.
+	for (auto &[key, lease] : leases_)
+		if (lease.conn == conn)
+			lease.conn = 0;
+	// Pushes in flight to it will never be acked: the fan-outs wait for the
+	// lease to expire instead (tick()).
+	for (uint64_t push : it->second.pushes)
+		pushes_.erase(push);
+	sessions_.erase(it);
+}
+
+void Node::handle(Session &s, const wire::Msg &m)
+{
+	const uint64_t id = m.hdr.req_id;
+
+	stats_.requests++;
+	std::visit([&](const auto &b) {
+		using T = std::decay_t<decltype(b)>;
+		// Admin operations need a proven key first.
+		if constexpr (std::is_same_v<T, wire::VolCreateReq> ||
+			      std::is_same_v<T, wire::VolDeleteReq> ||
+			      std::is_same_v<T, wire::VolResizeReq> ||
+			      std::is_same_v<T, wire::VolInfoReq> ||
+			      std::is_same_v<T, wire::VolListReq> ||
+			      std::is_same_v<T, wire::DevListReq> ||
+			      std::is_same_v<T, wire::NodeStatsReq>) {
+			if (!s.authenticated)
+				return reply_error(s.peer.id, id, T::opcode, -EPERM);
+		}
+		if constexpr (std::is_same_v<T, wire::OpenReq>)
+			do_open(s, id, b);
+		else if constexpr (std::is_same_v<T, wire::CloseReq>)
+			do_close(s, id, b);
+		else if constexpr (std::is_same_v<T, wire::RenewReq>)
+			do_renew(s, id, b);
+		else if constexpr (std::is_same_v<T, wire::AllocReq>)
+			do_alloc(s, id, b);
+		else if constexpr (std::is_same_v<T, wire::InvalidateAck>)
+			do_ack(s, id, b);
+		else if constexpr (std::is_same_v<T, wire::AuthReq>)
+			do_auth(s, id, b);
+		else if constexpr (std::is_same_v<T, wire::VolCreateReq>)
+			do_create(s, id, b);
+		else if constexpr (std::is_same_v<T, wire::VolDeleteReq>)
+			do_delete(s, id, b);
+		else if constexpr (std::is_same_v<T, wire::VolResizeReq>)
+			do_resize(s, id, b);
+		else if constexpr (std::is_same_v<T, wire::VolInfoReq>)
+			do_info(s, id, b);
+		else if constexpr (std::is_same_v<T, wire::VolListReq>)
+			do_vol_list(s, id, b);
+		else if constexpr (std::is_same_v<T, wire::DevListReq>)
+			do_dev_list(s, id, b);
+		else if constexpr (std::is_same_v<T, wire::NodeStatsReq>)
+			do_stats(s, id);
+		else if constexpr (std::is_same_v<T, wire::PingReq>)
+			reply(s.peer.id, id, wire::PingRep{});
+		else
+			// parse() lets through only what a node receives
+			reply_error(s.peer.id, id, m.hdr.opcode, -EPROTO);
+	}, m.body);
+}
+
+void Node::reply(ConnId conn, uint64_t req_id, const wire::Body &body)
+{
+	std::vector<std::byte> buf(wire::encoded_size(body));
+	auto n = wire::encode(buf, req_id, body);
+
+	if (!n.ok()) {
+		// Our own reply does not encode: a bug, logged, and the client
+		// gets a status rather than silence.
+		log_error("cannot encode a reply: %s", n.message().c_str());
+		return reply_error(conn, req_id, 0, -EIO);
+	}
+	auto st = net_->send(conn, std::span(buf.data(), n.value()));
+	if (!st.ok() && st.error() != -ENOTCONN) {
+		log_warn_rl("conn %llu: reply lost: %s", (unsigned long long)conn,
+			    st.message().c_str());
+		net_->disconnect(conn);
+	}
+}
+
+void Node::reply_error(ConnId conn, uint64_t req_id, uint16_t opcode, int err)
+{
+	stats_.errors++;
+	reply(conn, req_id, wire::ErrorRep{.opcode = opcode,
+					   .status = wire::errno_to_status(err)});
+}
+
+bool Node::lease_valid(uint64_t volume_id, uint64_t host_id) const
+{
+	auto it = leases_.find({volume_id, host_id});
+
+	return it != leases_.end() && it->second.expires_ms > now_ms_();
+}
+
+uint32_t Node::open_count(uint64_t volume_id) const
+{
+	uint32_t n = 0;
+	const int64_t now = now_ms_();
+
+	for (auto it = leases_.lower_bound({volume_id, 0});
+	     it != leases_.end() && it->first.volume_id == volume_id; ++it)
+		if (it->second.expires_ms > now)
+			n++;
+	return n;
+}
+
+void Node::do_open(Session &s, uint64_t req_id, const wire::OpenReq &r)
+{
+	if (s.peer.role != MDR_ROLE_HOST)
+		return reply_error(s.peer.id, req_id, MDR_OP_OPEN, -EPERM);
+	const Volume *v = (r.flags & MDR_OPEN_F_BY_NAME) ? store_.volume(r.name)
+							 : store_.volume(r.volume_id);
+	// Another tenant's volume does not exist, as far as this host can tell.
+	if (!v || v->tenant != s.peer.tenant)
+		return reply_error(s.peer.id, req_id, MDR_OP_OPEN, -ENOENT);
+
+	auto rkey = net_->table_rkey(s.peer.id, v->id, v->table.data(), v->table.bytes());
+	if (!rkey.ok()) {
+		log_error("volume %llu: cannot register its table: %s",
+			  (unsigned long long)v->id, rkey.message().c_str());
+		return reply_error(s.peer.id, req_id, MDR_OP_OPEN, -ENOMEM);
+	}
+	leases_[{v->id, s.peer.host_id}] = Lease{
+		.expires_ms = now_ms_() + opts_.lease_ms + opts_.drift_margin_ms,
+		.conn = s.peer.id,
+	};
+	s.opened.insert(v->id);
+	reply(s.peer.id, req_id, wire::OpenRep{
+		.volume_id = v->id,
+		.size = v->size,
+		.table_addr = reinterpret_cast<uintptr_t>(v->table.data()),
+		.table_len = v->table.bytes(),
+		.table_rkey = rkey.value(),
+		.extent_shift = v->extent_shift,
+		.lease_ms = opts_.lease_ms,
+		.generation = v->generation,
+		.name = v->name,
+	});
+}
+
+void Node::do_close(Session &s, uint64_t req_id, const wire::CloseReq &r)
+{
+	if (s.peer.role != MDR_ROLE_HOST || !s.opened.erase(r.volume_id))
+		return reply_error(s.peer.id, req_id, MDR_OP_CLOSE, -ENOENT);
+	leases_.erase({r.volume_id, s.peer.host_id});
+	reply(s.peer.id, req_id, wire::CloseRep{});
+}
+
+void Node::do_renew(Session &s, uint64_t req_id, const wire::RenewReq &r)
+{
+	const int64_t now = now_ms_();
+	std::vector<uint64_t> vols;
+
+	if (s.peer.role != MDR_ROLE_HOST)
+		return reply_error(s.peer.id, req_id, MDR_OP_RENEW, -EPERM);
+	if (r.volume_id)
+		vols.push_back(r.volume_id);
+	else
+		vols.assign(s.opened.begin(), s.opened.end());
+	// A lease that lapsed may already have let a migration go ahead: the
+	// host must open again and re-read, not just extend.
+	for (uint64_t v : vols)
+		if (!s.opened.count(v) || !lease_valid(v, s.peer.host_id))
+			return reply_error(s.peer.id, req_id, MDR_OP_RENEW, -ESTALE);
+	for (uint64_t v : vols) {
+		Lease &l = leases_[{v, s.peer.host_id}];
+		l.expires_ms = now + opts_.lease_ms + opts_.drift_margin_ms;
+		l.conn = s.peer.id;
+	}
+	reply(s.peer.id, req_id, wire::RenewRep{.lease_ms = opts_.lease_ms});
+}
+
+void Node::do_alloc(Session &s, uint64_t req_id, const wire::AllocReq &r)
+{
+	const ConnId conn = s.peer.id;
+	const uint64_t host = s.peer.host_id;
+
+	if (s.peer.role != MDR_ROLE_HOST)
+		return reply_error(conn, req_id, MDR_OP_ALLOC, -EPERM);
+	if (!s.opened.count(r.volume_id) || !lease_valid(r.volume_id, host))
+		return reply_error(conn, req_id, MDR_OP_ALLOC, -ESTALE);
+
+	auto key = std::make_pair(r.volume_id, r.index);
+	auto waiting = alloc_waiters_.find(key);
+	if (waiting != alloc_waiters_.end()) {
+		// The same extent is being allocated: answer with its result.
+		waiting->second.emplace_back(conn, req_id);
+		return;
+	}
+	auto prep = store_.prepare_alloc(r.volume_id, r.index);
+	if (!prep.ok())
+		return reply_error(conn, req_id, MDR_OP_ALLOC, prep.error());
+	if (auto *entry = std::get_if<mdr_wire_entry>(&prep.value())) {
+		// Already mapped: idempotent.
+		return reply(conn, req_id, wire::AllocRep{.volume_id = r.volume_id,
+							  .index = r.index,
+							  .entry = wire::decode_entry(*entry)});
+	}
+
+	alloc_waiters_[key].emplace_back(conn, req_id);
+	auto finish = [this, key](int err, const mdr_wire_entry &entry) {
+		auto node = alloc_waiters_.extract(key);
+
+		for (auto [c, id] : node.mapped()) {
+			if (err)
+				reply_error(c, id, MDR_OP_ALLOC, err);
+			else
+				reply(c, id, wire::AllocRep{.volume_id = key.first,
+							    .index = key.second,
+							    .entry = wire::decode_entry(entry)});
+		}
+	};
+	change(std::move(std::get<Change>(prep.value())),
+	       [this, key, host, finish](int err, const Applied *applied) {
+		if (err)
+			return finish(err, {});
+		// Other holders may cache this extent as unallocated and would
+		// read zeros where data now is: they hear of it before the
+		// writer gets its answer.
+		const mdr_wire_entry entry = applied->entry;
+		fan_out(key.first, key.second, 1, wire::decode_entry(entry).generation,
+			MDR_INVAL_ALLOC, host, [finish, entry] { finish(0, entry); });
+	});
+}
+
+void Node::do_ack(Session &s, uint64_t req_id, const wire::InvalidateAck &r)
+{
+	(void)r;
+	auto it = pushes_.find(req_id);
+
+	if (it == pushes_.end() || !s.pushes.erase(req_id)) {
+		// Late ack of a push we gave up on, or a host making things up.
+		log_warn_rl("conn %llu: ack of unknown push %llu",
+			    (unsigned long long)s.peer.id, (unsigned long long)req_id);
+		return;
+	}
+	auto [fan_out_id, host] = it->second;
+	pushes_.erase(it);
+	settle(fan_out_id, host);
+}
+
+void Node::fan_out(uint64_t volume_id, uint64_t first, uint64_t count,
+		   uint64_t generation, uint32_t reason, uint64_t except_host,
+		   std::function<void()> done)
+{
+	const uint64_t id = next_fan_out_++;
+	FanOut &f = fan_outs_[id];
+	const int64_t now = now_ms_();
+
+	f.volume_id = volume_id;
+	f.done = std::move(done);
+	for (auto it = leases_.lower_bound({volume_id, 0});
+	     it != leases_.end() && it->first.volume_id == volume_id; ++it) {
+		const uint64_t host = it->first.host_id;
+
+		if (host == except_host || it->second.expires_ms <= now)
+			continue;
+		f.hosts.insert(host);
+		auto sit = sessions_.find(it->second.conn);
+		if (it->second.conn == 0 || sit == sessions_.end())
+			continue;	// not connected: its lease expires
+		const uint64_t push = next_push_++;
+		wire::Invalidate inv;
+		inv.volume_id = volume_id;
+		inv.first = first;
+		inv.count = count;
+		inv.generation = generation;
+		inv.reason = reason;
+		std::vector<std::byte> buf(wire::encoded_size(inv));
+		auto n = wire::encode(buf, push, inv);
+		if (n.ok() && net_->send(sit->first, std::span(buf.data(), n.value())).ok()) {
+			pushes_[push] = {id, host};
+			sit->second.pushes.insert(push);
+			stats_.invalidations++;
+		}
+		// A push that could not be sent is waited out like a silent host.
+	}
+	if (f.hosts.empty()) {
+		auto d = std::move(f.done);
+		fan_outs_.erase(id);
+		d();
+	}
+}
+
+void Node::settle(uint64_t fan_out_id, uint64_t host_id)
+{
+	auto it = fan_outs_.find(fan_out_id);
+
+	if (it == fan_outs_.end())
+		return;
+	it->second.hosts.erase(host_id);
+	if (it->second.hosts.empty()) {
+		auto done = std::move(it->second.done);
+		fan_outs_.erase(it);
+		done();
+	}
+}
+
+void Node::tick()
+{
+	const int64_t now = now_ms_();
+	std::vector<std::pair<uint64_t, uint64_t>> expired;	// (volume, host)
+
+	for (auto it = leases_.begin(); it != leases_.end();) {
+		if (it->second.expires_ms <= now) {
+			expired.emplace_back(it->first.volume_id, it->first.host_id);
+			auto s = sessions_.find(it->second.conn);
+			if (s != sessions_.end())
+				s->second.opened.erase(it->first.volume_id);
+			stats_.lease_expiries++;
+			log_info("lease of host %016llx on volume %llu expired",
+				 (unsigned long long)it->first.host_id,
+				 (unsigned long long)it->first.volume_id);
+			it = leases_.erase(it);
+		} else {
+			++it;
+		}
+	}
+	// A fan-out stops waiting for a host whose lease is gone: that host
+	// sends no more IO to the volume until it opens it again.
+	maybe_checkpoint();
+	for (auto [volume, host] : expired) {
+		std::vector<uint64_t> ids;
+		for (auto &[id, f] : fan_outs_)
+			if (f.volume_id == volume && f.hosts.count(host))
+				ids.push_back(id);
+		for (uint64_t id : ids)
+			settle(id, host);
+	}
+}
+
+void Node::change(Change c, std::function<void(int err, const Applied *applied)> done)
+{
+	auto shared = std::make_shared<Change>(std::move(c));
+
+	auto queued = journal_.append(shared->type, std::as_bytes(std::span(shared->payload)),
+				      [this, shared, done](const mdr::Status &st) {
+		if (!st.ok()) {
+			log_error("journal write failed: %s; change refused",
+				  st.message().c_str());
+			(void)store_.abort(*shared);
+			return done(-EIO, nullptr);
+		}
+		auto applied = store_.commit(*shared);
+		if (!applied.ok()) {
+			// The journal now holds a change the state cannot take: a
+			// bug. Stop, and let recovery rebuild from the journal.
+			log_error("cannot apply a journaled change: %s",
+				  applied.message().c_str());
+			std::abort();
+		}
+		records_since_checkpoint_++;
+		done(0, &applied.value());
+	});
+	if (!queued.ok()) {
+		// The journal is read-only after a write error: fail-stop for
+		// changes, while reads of the tables go on.
+		log_error_rl("journal refuses the change: %s", queued.message().c_str());
+		(void)store_.abort(*shared);
+		done(-EIO, nullptr);
+	}
+}
+
+// From tick(), never from a journal callback (the journal refuses), and
+// only with no change in flight, so the snapshot holds exactly what the
+// journal holds.
+void Node::maybe_checkpoint()
+{
+	if (records_since_checkpoint_ < opts_.checkpoint_records ||
+	    store_.counts().in_flight)
+		return;
+	const std::vector<uint8_t> snap = store_.snapshot();
+	auto st = journal_.checkpoint(std::as_bytes(std::span(snap)));
+	if (!st.ok()) {
+		log_error("checkpoint failed: %s", st.message().c_str());
+		return;
+	}
+	records_since_checkpoint_ = 0;
+}
+
+void Node::do_auth(Session &s, uint64_t req_id, const wire::AuthReq &r)
+{
+	unsigned char mac[EVP_MAX_MD_SIZE];
+	unsigned int mac_len = 0;
+	unsigned char msg[16 + 8];
+	uint64_t host_le = htole64(s.peer.host_id);
+
+	if (s.peer.role != MDR_ROLE_ADMIN)
+		return reply_error(s.peer.id, req_id, MDR_OP_AUTH, -EPERM);
+	std::memcpy(msg, s.peer.nonce.data(), 16);
+	std::memcpy(msg + 16, &host_le, 8);
+	if (!HMAC(EVP_sha256(), opts_.admin_key.data(), int(opts_.admin_key.size()),
+		  msg, sizeof(msg), mac, &mac_len) || mac_len != r.mac.size() ||
+	    CRYPTO_memcmp(mac, r.mac.data(), mac_len) != 0) {
+		stats_.auth_failures++;
+		log_warn_rl("admin %s: authentication failed", s.peer.address.c_str());
+		reply_error(s.peer.id, req_id, MDR_OP_AUTH, -EPERM);
+		net_->disconnect(s.peer.id);
+		return;
+	}
+	s.authenticated = true;
+	reply(s.peer.id, req_id, wire::AuthRep{});
+}
+
+wire::Volume Node::describe(const Volume &v) const
+{
+	return wire::Volume{
+		.volume_id = v.id,
+		.size = v.size,
+		.allocated = v.allocated,
+		.extent_shift = v.extent_shift,
+		.tenant = v.tenant,
+		.open_count = open_count(v.id),
+		.name = v.name,
+	};
+}
+
+wire::VolumeReply Node::volume_reply(const Volume &v) const
+{
+	return wire::VolumeReply{.vol = describe(v), .devs = store_.extents_by_device(v)};
+}
+
+void Node::do_create(Session &s, uint64_t req_id, const wire::VolCreateReq &r)
+{
+	const ConnId conn = s.peer.id;
+	auto prep = store_.prepare_create(r.name, r.size, r.extent_shift, r.tenant);
+
+	if (!prep.ok())
+		return reply_error(conn, req_id, MDR_OP_VOL_CREATE, prep.error());
+	change(std::move(prep.value()), [this, conn, req_id](int err, const Applied *applied) {
+		const Volume *v = err ? nullptr : store_.volume(applied->volume_id);
+		if (!v)
+			return reply_error(conn, req_id, MDR_OP_VOL_CREATE, err ? err : -EIO);
+		log_info("volume %llu '%s' created", (unsigned long long)v->id, v->name.c_str());
+		wire::VolCreateRep rep;
+		static_cast<wire::VolumeReply &>(rep) = volume_reply(*v);
+		reply(conn, req_id, rep);
+	});
+}
+
+void Node::drop_leases(uint64_t volume_id)
+{
+	for (auto it = leases_.lower_bound({volume_id, 0});
+	     it != leases_.end() && it->first.volume_id == volume_id;)
+		it = leases_.erase(it);
+	for (auto &[id, s] : sessions_)
+		s.opened.erase(volume_id);
+}
+
+void Node::do_delete(Session &s, uint64_t req_id, const wire::VolDeleteReq &r)
+{
+	const ConnId conn = s.peer.id;
+	const Volume *v = store_.volume(r.name);
+
+	if (!v)
+		return reply_error(conn, req_id, MDR_OP_VOL_DELETE, -ENOENT);
+	// Hosts may have IO in flight to its extents: they close it first (or
+	// their leases lapse).
+	if (open_count(v->id))
+		return reply_error(conn, req_id, MDR_OP_VOL_DELETE, -EBUSY);
+	const uint64_t id = v->id;
+	auto prep = store_.prepare_delete(id);
+	if (!prep.ok())
+		return reply_error(conn, req_id, MDR_OP_VOL_DELETE, prep.error());
+	// No host may READ the table once its memory goes back.
+	change(std::move(prep.value()), [this, conn, req_id, id](int err, const Applied *) {
+		if (err)
+			return reply_error(conn, req_id, MDR_OP_VOL_DELETE, err);
+		// Nobody READs the old table once it is deregistered; it is
+		// unmapped when the Applied that holds it goes.
+		net_->forget_table(id);
+		drop_leases(id);
+		log_info("volume %llu deleted", (unsigned long long)id);
+		reply(conn, req_id, wire::VolDeleteRep{});
+	});
+}
+
+void Node::do_resize(Session &s, uint64_t req_id, const wire::VolResizeReq &r)
+{
+	const ConnId conn = s.peer.id;
+	const Volume *v = store_.volume(r.name);
+
+	if (!v)
+		return reply_error(conn, req_id, MDR_OP_VOL_RESIZE, -ENOENT);
+	// The table moves with a resize: hosts must reopen. Until online
+	// resize pushes that, refuse while any host holds a lease.
+	if (open_count(v->id))
+		return reply_error(conn, req_id, MDR_OP_VOL_RESIZE, -EBUSY);
+	const uint64_t id = v->id;
+	auto prep = store_.prepare_resize(id, r.size);
+	if (!prep.ok())
+		return reply_error(conn, req_id, MDR_OP_VOL_RESIZE, prep.error());
+	change(std::move(prep.value()), [this, conn, req_id, id](int err, const Applied *) {
+		if (err)
+			return reply_error(conn, req_id, MDR_OP_VOL_RESIZE, err);
+		net_->forget_table(id);
+		wire::VolResizeRep rep;
+		static_cast<wire::VolumeReply &>(rep) = volume_reply(*store_.volume(id));
+		reply(conn, req_id, rep);
+	});
+}
+
+void Node::do_info(Session &s, uint64_t req_id, const wire::VolInfoReq &r)
+{
+	const Volume *v = store_.volume(r.name);
+
+	if (!v)
+		return reply_error(s.peer.id, req_id, MDR_OP_VOL_INFO, -ENOENT);
+	wire::VolInfoRep rep;
+	static_cast<wire::VolumeReply &>(rep) = volume_reply(*v);
+	reply(s.peer.id, req_id, rep);
+}
+
+void Node::do_vol_list(Session &s, uint64_t req_id, const wire::VolListReq &r)
+{
+	// As many as the client receives: header, cursor and count, then 104
+	// bytes a volume.
+	const size_t room = (s.peer.max_msg - sizeof(mdr_wire_vol_list_rep)) /
+			    sizeof(mdr_wire_volume);
+	wire::VolListRep rep;
+
+	VolumePage page = store_.list_volumes(r.cursor, room);
+	for (const Volume *v : page.volumes)
+		rep.vols.push_back(describe(*v));
+	rep.next = page.next;
+	reply(s.peer.id, req_id, rep);
+}
+
+void Node::do_dev_list(Session &s, uint64_t req_id, const wire::DevListReq &r)
+{
+	const size_t room = (s.peer.max_msg - sizeof(mdr_wire_dev_list_rep)) /
+			    sizeof(mdr_wire_device);
+	wire::DevListRep rep;
+
+	for (const wire::Device &d : store_.devices()) {
+		if (d.dev_id < r.cursor)
+			continue;
+		if (rep.devs.size() == room) {
+			rep.next = d.dev_id;
+			break;
+		}
+		rep.devs.push_back(d);
+	}
+	reply(s.peer.id, req_id, rep);
+}
+
+void Node::do_stats(Session &s, uint64_t req_id)
+{
+	const auto &js = journal_.stats();
+
+	reply(s.peer.id, req_id, wire::NodeStatsRep{
+		.boot_id = opts_.boot_id,
+		.uptime_ms = uint64_t(now_ms_() - start_ms_),
+		.connections = sessions_.size(),
+		.volumes = store_.counts().volumes,
+		.requests = stats_.requests,
+		.errors = stats_.errors,
+		.bad_messages = stats_.bad_messages,
+		.journal_records = js.records,
+		.journal_bytes = js.bytes,
+		.journal_syncs = js.syncs,
+		.invalidations = stats_.invalidations,
+		.lease_expiries = stats_.lease_expiries,
+	});
+}
+
+} // namespace mdnode

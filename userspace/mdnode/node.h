@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// node.h - what mdnode does with the messages it receives: sessions,
+// leases, the host and admin RPCs, and invalidation fan-out.
+//
+// Every change follows one path: the store prepares it (validates and
+// reserves), the journal makes it durable, the store commits it (the
+// table that hosts READ changes only now), lease holders are told and
+// acknowledge, and only then does the requester get its reply.
+//
+// Leases belong to (host, volume), not to a connection: a host that
+// disconnects keeps its lease until it expires, because it may still have
+// IO in flight to the locations it cached. mdnode counts a lease from when
+// it received the request, plus a margin for clock drift; the host counts
+// from when it sent it, minus the same margin.
+#ifndef MDNODE_NODE_H
+#define MDNODE_NODE_H
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lib/wire.h"
+#include "mdnode/journal.h"
+#include "mdnode/rdma_server.h"
+#include "mdnode/store.h"
+
+namespace mdnode {
+
+struct NodeOptions {
+	uint32_t lease_ms = 5000;
+	uint32_t drift_margin_ms = 500;		// added to every lease we hold
+	std::vector<uint8_t> admin_key;		// empty: admin connections refused
+	uint64_t boot_id = 0;
+	uint64_t checkpoint_records = 100000;	// checkpoint after this many
+};
+
+struct NodeStats {
+	uint64_t requests = 0, errors = 0, bad_messages = 0;
+	uint64_t invalidations = 0, lease_expiries = 0, auth_failures = 0;
+};
+
+class Node : public ServerHandler {
+public:
+	Node(const NodeOptions &opts, Store &store, Journal &journal,
+	     std::function<int64_t()> now_ms);
+
+	void attach(Net &net) { net_ = &net; }
+
+	uint16_t on_connect(const PeerInfo &peer) override;
+	void on_established(const PeerInfo &peer) override;
+	void on_message(ConnId conn, std::span<const std::byte> msg) override;
+	void on_disconnected(ConnId conn) override;
+
+	// Expires leases and finishes fan-outs that waited for them. Call
+	// every few tens of milliseconds.
+	void tick();
+
+	const NodeStats &stats() const { return stats_; }
+	size_t sessions() const { return sessions_.size(); }
+
+private:
+	struct Session {
+		PeerInfo peer;
+		bool authenticated = false;
+		std::set<uint64_t> opened;	// volume ids
+		std::set<uint64_t> pushes;	// outstanding push ids
+	};
+	// A change waiting for lease holders to acknowledge an invalidation.
+	struct FanOut {
+		uint64_t volume_id;
+		std::set<uint64_t> hosts;	// not yet acked nor expired
+		std::function<void()> done;
+	};
+	struct LeaseKey {
+		uint64_t volume_id, host_id;
+		auto operator<=>(const LeaseKey &) const = default;
+	};
+	struct Lease {
+		int64_t expires_ms;
+		ConnId conn;	// 0 while the host is not connected
+	};
+
+	void handle(Session &s, const mdr::wire::Msg &m);
+	void reply(ConnId conn, uint64_t req_id, const mdr::wire::Body &body);
+	void reply_error(ConnId conn, uint64_t req_id, uint16_t opcode, int err);
+
+	void do_open(Session &s, uint64_t req_id, const mdr::wire::OpenReq &r);
+	void do_close(Session &s, uint64_t req_id, const mdr::wire::CloseReq &r);
+	void do_renew(Session &s, uint64_t req_id, const mdr::wire::RenewReq &r);
+	void do_alloc(Session &s, uint64_t req_id, const mdr::wire::AllocReq &r);
+	void do_ack(Session &s, uint64_t req_id, const mdr::wire::InvalidateAck &r);
+	void do_auth(Session &s, uint64_t req_id, const mdr::wire::AuthReq &r);
+	void do_create(Session &s, uint64_t req_id, const mdr::wire::VolCreateReq &r);
+	void do_delete(Session &s, uint64_t req_id, const mdr::wire::VolDeleteReq &r);
+	void do_resize(Session &s, uint64_t req_id, const mdr::wire::VolResizeReq &r);
+	void do_info(Session &s, uint64_t req_id, const mdr::wire::VolInfoReq &r);
+	void do_vol_list(Session &s, uint64_t req_id, const mdr::wire::VolListReq &r);
+	void do_dev_list(Session &s, uint64_t req_id, const mdr::wire::DevListReq &r);
+	void do_stats(Session &s, uint64_t req_id);
+
+	// Journals the change, commits it, then calls done(status).
+	void change(Change c, std::function<void(int err, const Applied *applied)> done);
+	// Pushes an invalidation of [first, first + count) of a volume to every
+	// lease holder but except_host, then calls done once all have acked
+	// or lost their lease.
+	void fan_out(uint64_t volume_id, uint64_t first, uint64_t count,
+		     uint64_t generation, uint32_t reason, uint64_t except_host,
+		     std::function<void()> done);
+	void settle(uint64_t fan_out_id, uint64_t host_id);
+	bool lease_valid(uint64_t volume_id, uint64_t host_id) const;
+	uint32_t open_count(uint64_t volume_id) const;
+	void drop_leases(uint64_t volume_id);
+	mdr::wire::Volume describe(const Volume &v) const;
+	mdr::wire::VolumeReply volume_reply(const Volume &v) const;
+	void maybe_checkpoint();
+
+	NodeOptions opts_;
+	Store &store_;
+	Journal &journal_;
+	Net *net_ = nullptr;
+	std::function<int64_t()> now_ms_;
+	int64_t start_ms_;
+	std::map<ConnId, Session> sessions_;
+	std::map<LeaseKey, Lease> leases_;
+	std::map<uint64_t, FanOut> fan_outs_;	// by id
+	// Push req_id (sent to one host) -> (fan-out id, host id).
+	std::map<uint64_t, std::pair<uint64_t, uint64_t>> pushes_;
+	uint64_t next_push_ = 1;
+	uint64_t next_fan_out_ = 1;
+	// Requests waiting for an allocation in flight: (volume, index) ->
+	// (conn, req_id).
+	std::map<std::pair<uint64_t, uint64_t>, std::vector<std::pair<ConnId, uint64_t>>>
+		alloc_waiters_;
+	uint64_t records_since_checkpoint_ = 0;
+	NodeStats stats_;
+};
+
+} // namespace mdnode
+
+#endif // MDNODE_NODE_H

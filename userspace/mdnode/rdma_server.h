@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// rdma_server.h - mdnode's RDMA transport: the rdma_cm listener, one RC
+// queue pair per client connection, two-sided messages, and registration
+// of volume tables for the clients' one-sided READs.
+//
+// Single-threaded: everything runs on the event loop's thread. The loop
+// polls the fds of fds() and calls process() when one is readable. What
+// the messages mean is the handler's business; this file only moves bytes
+// and owns the verbs objects.
+//
+// Isolation of tenants: each (RDMA device, tenant) has its own protection
+// domain. A connection's QP and the tables of its tenant's volumes are in
+// that PD, so an rkey of one tenant used on another tenant's QP fails with
+// a remote access error in the HCA (here: in rxe), not by our checking.
+#ifndef MDNODE_RDMA_SERVER_H
+#define MDNODE_RDMA_SERVER_H
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <linux/mdroute_wire.h>
+
+#include "lib/result.h"
+
+struct ibv_context;
+struct ibv_comp_channel;
+struct ibv_pd;
+struct ibv_mr;
+struct rdma_event_channel;
+struct rdma_cm_id;
+struct rdma_cm_event;
+struct ibv_wc;
+
+namespace mdnode {
+
+using ConnId = uint64_t;	// never reused while the process lives
+
+// What a client said about itself when it connected (already validated).
+struct PeerInfo {
+	ConnId id;
+	uint16_t role;		// enum mdr_wire_role
+	uint16_t version;	// negotiated
+	uint32_t tenant;
+	uint64_t host_id;
+	uint16_t queue_depth;	// requests it may have outstanding (granted)
+	uint16_t push_credits;	// pushes we may have outstanding
+	uint32_t max_msg;	// largest message it receives
+	std::string address;	// "192.0.2.1:43210"
+	std::array<uint8_t, 16> nonce;	// admin challenge sent in the accept
+};
+
+class ServerHandler {
+public:
+	virtual ~ServerHandler() = default;
+	// A client asks to connect; its private data passed validation.
+	// Return MDR_ST_OK to accept, or the status to reject it with.
+	virtual uint16_t on_connect(const PeerInfo &peer) = 0;
+	virtual void on_established(const PeerInfo &peer) = 0;
+	// One received message, exactly as many bytes as arrived. The span is
+	// valid only during the call.
+	virtual void on_message(ConnId conn, std::span<const std::byte> msg) = 0;
+	// The connection is gone (either side closed it, or it failed). Called
+	// once for every connection that was established.
+	virtual void on_disconnected(ConnId conn) = 0;
+};
+
+// The transport as the node uses it: RdmaServer, or a fake in tests.
+class Net {
+public:
+	virtual ~Net() = default;
+	virtual mdr::Status send(ConnId conn, std::span<const std::byte> msg) = 0;
+	virtual void disconnect(ConnId conn) = 0;
+	virtual mdr::Result<uint32_t> table_rkey(ConnId conn, uint64_t volume_id,
+						 const void *addr, size_t len) = 0;
+	virtual void forget_table(uint64_t volume_id) = 0;
+};
+
+struct ServerOptions {
+	std::string address;		// listen address, e.g. "192.0.2.2"
+	uint16_t port = MDR_WIRE_PORT;
+	uint32_t max_msg = 4096;	// largest message we receive
+	uint16_t max_queue_depth = 128;	// requests per connection
+	uint16_t push_credits = 16;	// pushes outstanding per connection
+	uint32_t max_connections = 1024;
+	uint64_t node_id = 0;
+	uint64_t boot_id = 0;
+};
+
+struct ServerStats {
+	uint64_t connects = 0, rejects = 0, disconnects = 0;
+	uint64_t bad_private_data = 0, recv_errors = 0, send_errors = 0;
+	uint64_t messages_in = 0, messages_out = 0;
+	uint64_t tables_registered = 0;
+};
+
+class RdmaServer : public Net {
+public:
+	static mdr::Result<std::unique_ptr<RdmaServer>> listen(const ServerOptions &opts,
+								ServerHandler &handler);
+	~RdmaServer();
+	RdmaServer(const RdmaServer &) = delete;
+	RdmaServer &operator=(const RdmaServer &) = delete;
+
+	// The fds the event loop polls for POLLIN; process() one when ready.
+	std::vector<int> fds() const;
+	void process(int fd);
+
+	// Sends one message (copied). Fails with -ENOBUFS when the peer has
+	// no room left (a bug in our flow control, or a peer ignoring its
+	// own), -ENOTCONN when the connection is gone.
+	mdr::Status send(ConnId conn, std::span<const std::byte> msg) override;
+
+	// Starts closing the connection; on_disconnected() follows.
+	void disconnect(ConnId conn) override;
+
+	// The rkey of a volume's table as seen from conn (registered in the
+	// PD of conn's device and tenant on first use, remote READ only).
+	mdr::Result<uint32_t> table_rkey(ConnId conn, uint64_t volume_id,
+					 const void *addr, size_t len) override;
+	// Deregisters every registration of a volume's table (delete, resize).
+	void forget_table(uint64_t volume_id) override;
+
+	size_t connections() const { return conns_.size(); }
+	const ServerStats &stats() const { return stats_; }
+
+private:
+	struct Conn;
+	struct Device;
+
+	RdmaServer(const ServerOptions &opts, ServerHandler &handler);
+	void on_cm_event(rdma_cm_event *ev);
+	void on_connect_request(rdma_cm_event *ev);
+	void on_cq_event(Device &dev);
+	void on_completion(const ibv_wc &wc);
+	mdr::Result<Device *> device_for(ibv_context *ctx);
+	mdr::Result<ibv_pd *> pd_for(Device &dev, uint32_t tenant);
+	mdr::Status post_recv(Conn &c, uint32_t slot);
+	void reject(rdma_cm_id *id, uint16_t status);
+	void close_conn(Conn &c);
+	void destroy_conn(ConnId id);
+	Conn *find(ConnId id);
+
+	ServerOptions opts_;
+	ServerHandler &handler_;
+	rdma_event_channel *ec_ = nullptr;
+	rdma_cm_id *listen_id_ = nullptr;
+	std::vector<std::unique_ptr<Device>> devices_;
+	std::map<ConnId, std::unique_ptr<Conn>> conns_;
+	// (pd, volume id) -> registration of that volume's table
+	std::map<std::pair<ibv_pd *, uint64_t>, ibv_mr *> tables_;
+	ConnId next_id_ = 1;
+	ServerStats stats_;
+};
+
+} // namespace mdnode
+
+#endif // MDNODE_RDMA_SERVER_H

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// node_client.cc - mdr-test-node-client: drives mdnode over RDMA from a VM
+// test, one step per argument, and prints one line per step:
+//
+//	mdr-test-node-client --node 192.0.2.2 --tenant 1 open:db1 alloc:db1:7
+//		read:db1:0:16 renew:db1 close:db1
+//	mdr-test-node-client --node 192.0.2.2 --admin-key FILE create:db1:1G:1
+//		info:db1 list devs stats delete:db1
+//
+// Steps (a volume named by NAME was opened by an earlier open: step):
+//   open:NAME                 OPEN by name: volume_id, size, entries, rkey
+//   alloc:NAME:INDEX          ALLOC: the entry it answers
+//   read:NAME:FIRST:COUNT     one RDMA READ of COUNT entries, each verified
+//   readat:ADDR:RKEY          READ 32 bytes at any address and rkey (forgery)
+//   idle:MS                   acknowledge pushes for MS milliseconds
+//   renew:NAME, close:NAME, ping
+//   create:NAME:SIZE:TENANT, delete:NAME, info:NAME, resize:NAME:SIZE,
+//   list, devs, stats         (admin, after --admin-key)
+// A step that fails prints "NAME: error: ..." and the program exits 1 at
+// the end of the steps (--keep-going) or at once.
+#include <charconv>
+#include <initializer_list>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/errors.h"
+#include "lib/rdma_client.h"
+#include "lib/wire.h"
+
+namespace {
+
+namespace wire = mdr::wire;
+
+struct Opened {
+	wire::OpenRep rep;
+};
+
+std::vector<std::string> split(std::string_view s)
+{
+	std::vector<std::string> out;
+	size_t pos;
+
+	while ((pos = s.find(':')) != std::string_view::npos) {
+		out.emplace_back(s.substr(0, pos));
+		s.remove_prefix(pos + 1);
+	}
+	out.emplace_back(s);
+	return out;
+}
+
+// Decimal or 0x hex, with an optional K/M/G/T (binary) suffix.
+bool parse_u64(const std::string &s, uint64_t &v)
+{
+	std::string_view d = s;
+	uint64_t mult = 1;
+	int base = 10;
+
+	if (!d.empty() && strchr("KMGT", d.back())) {
+		mult = 1ull << (10 * (strchr("KMGT", d.back()) - "KMGT" + 1));
+		d.remove_suffix(1);
+	}
+	if (d.starts_with("0x")) {
+		d.remove_prefix(2);
+		base = 16;
+	}
+	auto [p, ec] = std::from_chars(d.data(), d.data() + d.size(), v, base);
+	if (ec != std::errc() || p != d.data() + d.size() || d.empty())
+		return false;
+	v *= mult;
+	return true;
+}
+
+void print_entry(const char *what, uint64_t index, const wire::Entry &e)
+{
+	printf("%s: index=%" PRIu64 " state=%u dev=%u pstart=%" PRIu64 " gen=%" PRIu64 "\n",
+	       what, index, e.state, e.dev_id, e.pstart, e.generation);
+}
+
+void print_volume(const char *what, const wire::Volume &v)
+{
+	printf("%s: volume_id=%" PRIu64 " name=%s size=%" PRIu64 " extent_shift=%u tenant=%u "
+	       "allocated=%" PRIu64 " open_count=%u\n",
+	       what, v.volume_id, v.name.c_str(), v.size, v.extent_shift, v.tenant,
+	       v.allocated, v.open_count);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	mdr::ClientOptions opts;
+	std::string key_file;
+	bool keep_going = false;
+	int i = 1;
+
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		std::string_view a = argv[i];
+		uint64_t v;
+
+		if (a == "--keep-going") {
+			keep_going = true;
+			continue;
+		}
+		if (i + 1 >= argc) {
+			fprintf(stderr, "usage: see the top of node_client.cc\n");
+			return 2;
+		}
+		std::string val = argv[++i];
+		if (a == "--node")
+			opts.node = val;
+		else if (a == "--port" && parse_u64(val, v))
+			opts.port = uint16_t(v);
+		else if (a == "--tenant" && parse_u64(val, v))
+			opts.tenant = uint32_t(v);
+		else if (a == "--host-id" && parse_u64(val, v))
+			opts.host_id = v;
+		else if (a == "--admin-key") {
+			key_file = val;
+			opts.role = MDR_ROLE_ADMIN;
+		} else {
+			fprintf(stderr, "bad option %s %s\n", argv[i - 1], val.c_str());
+			return 2;
+		}
+	}
+
+	auto c = mdr::RdmaClient::connect(opts);
+	if (!c.ok()) {
+		printf("connect: error: %s (%s)\n", c.message().c_str(),
+		       mdr::errno_name(-c.error()).c_str());
+		return 1;
+	}
+	mdr::RdmaClient &cl = *c.value();
+	printf("connect: version=%u queue_depth=%u push_credits=%u\n", cl.accepted().version,
+	       cl.accepted().queue_depth, cl.accepted().push_credits);
+	if (!key_file.empty()) {
+		FILE *f = fopen(key_file.c_str(), "re");
+		char buf[256];
+		size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0;
+		if (f)
+			fclose(f);
+		while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+			n--;
+		auto st = cl.authenticate({reinterpret_cast<uint8_t *>(buf), n});
+		if (!st.ok()) {
+			printf("auth: error: %s (%s)\n", st.message().c_str(),
+			       mdr::errno_name(-st.error()).c_str());
+			return 1;
+		}
+		printf("auth: ok\n");
+	}
+
+	std::map<std::string, Opened> opened;
+	int failures = 0;
+	for (; i < argc && (keep_going || failures == 0); i++) {
+		auto w = split(argv[i]);
+		const std::string &op = w[0];
+		auto fail = [&](const std::string &msg, int err) {
+			printf("%s: error: %s (%s)\n", op.c_str(), msg.c_str(),
+			       mdr::errno_name(-err).c_str());
+			failures++;
+		};
+		// The step has n - 1 arguments, those at nums being numbers.
+		auto need = [&](size_t n, std::initializer_list<std::pair<size_t, uint64_t *>> nums = {}) {
+			if (w.size() != n) {
+				fail("wants " + std::to_string(n - 1) + " arguments", -EINVAL);
+				return false;
+			}
+			for (auto [k, out] : nums)
+				if (!parse_u64(w[k], *out)) {
+					fail("'" + w[k] + "' is not a number", -EINVAL);
+					return false;
+				}
+			return true;
+		};
+		auto vol = [&]() -> Opened * {
+			auto it = opened.find(w[1]);
+			if (it == opened.end()) {
+				fail(w[1] + " was not opened", -EINVAL);
+				return nullptr;
+			}
+			return &it->second;
+		};
+		uint64_t a = 0, b = 0;
+
+		if (op == "ping") {
+			if (!need(1))
+				continue;
+			auto r = cl.call(wire::PingReq{});
+			r.ok() ? (void)printf("ping: ok\n") : fail(r.message(), r.error());
+		} else if (op == "open") {
+			if (!need(2))
+				continue;
+			auto r = cl.call(wire::OpenReq{.flags = MDR_OPEN_F_BY_NAME, .name = w[1]});
+			if (!r.ok()) {
+				fail(r.message(), r.error());
+			} else {
+				const auto &o = std::get<wire::OpenRep>(r.value().body);
+				opened[w[1]] = {o};
+				printf("open: volume_id=%" PRIu64 " size=%" PRIu64 " entries=%" PRIu64
+				       " extent_shift=%u addr=0x%" PRIx64 " rkey=0x%x lease_ms=%u\n",
+				       o.volume_id, o.size, o.table_len / sizeof(mdr_wire_entry),
+				       o.extent_shift, o.table_addr, o.table_rkey, o.lease_ms);
+			}
+		} else if (op == "alloc") {
+			if (!need(3, {{2, &a}}))
+				continue;
+			if (Opened *v = vol()) {
+				auto r = cl.call(wire::AllocReq{.volume_id = v->rep.volume_id, .index = a});
+				if (r.ok())
+					print_entry("alloc", a, std::get<wire::AllocRep>(r.value().body).entry);
+				else
+					fail(r.message(), r.error());
+			}
+		} else if (op == "read") {
+			if (!need(4, {{2, &a}, {3, &b}}))
+				continue;
+			Opened *v = vol();
+			if (v && b > 0 && (a + b) * 32 <= v->rep.table_len) {
+				auto r = cl.read(v->rep.table_addr + a * 32, v->rep.table_rkey,
+						 uint32_t(b * 32));
+				if (!r.ok()) {
+					fail(r.message(), r.error());
+				} else {
+					for (uint64_t k = 0; k < b; k++) {
+						mdr_wire_entry e;
+						std::memcpy(&e, r.value().data() + k * 32, 32);
+						auto chk = wire::verify_entry(e, v->rep.volume_id, a + k);
+						if (chk != wire::EntryCheck::ok)
+							fail("entry " + std::to_string(a + k) + ": " +
+								     wire::entry_check_name(chk), -EBADMSG);
+						else
+							print_entry("read", a + k, wire::decode_entry(e));
+					}
+				}
+			} else if (v) {
+				fail("range beyond the table", -EINVAL);
+			}
+		} else if (op == "readat") {
+			if (!need(3, {{1, &a}, {2, &b}}))
+				continue;
+			auto r = cl.read(a, uint32_t(b), 32);
+			r.ok() ? (void)printf("readat: ok\n") : fail(r.message(), r.error());
+		} else if (op == "idle") {
+			if (!need(2, {{1, &a}}))
+				continue;
+			auto st = cl.serve_pushes(int(a));
+			st.ok() ? (void)printf("idle: invalidations=%" PRIu64 "\n", cl.invalidations())
+				: fail(st.message(), st.error());
+		} else if (op == "renew" || op == "close") {
+			if (!need(2))
+				continue;
+			if (Opened *v = vol()) {
+				auto r = op == "renew"
+						 ? cl.call(wire::RenewReq{.volume_id = v->rep.volume_id})
+						 : cl.call(wire::CloseReq{.volume_id = v->rep.volume_id});
+				r.ok() ? (void)printf("%s: ok\n", op.c_str()) : fail(r.message(), r.error());
+			}
+		} else if (op == "create") {
+			if (!need(4, {{2, &a}, {3, &b}}))
+				continue;
+			auto r = cl.call(wire::VolCreateReq{.size = a, .tenant = uint32_t(b), .name = w[1]});
+			if (r.ok())
+				print_volume("create", std::get<wire::VolCreateRep>(r.value().body).vol);
+			else
+				fail(r.message(), r.error());
+		} else if (op == "resize") {
+			if (!need(3, {{2, &a}}))
+				continue;
+			auto r = cl.call(wire::VolResizeReq{.size = a, .name = w[1]});
+			if (r.ok())
+				print_volume("resize", std::get<wire::VolResizeRep>(r.value().body).vol);
+			else
+				fail(r.message(), r.error());
+		} else if (op == "delete") {
+			if (!need(2))
+				continue;
+			auto r = cl.call(wire::VolDeleteReq{.name = w[1]});
+			r.ok() ? (void)printf("delete: ok\n") : fail(r.message(), r.error());
+		} else if (op == "info") {
+			if (!need(2))
+				continue;
+			auto r = cl.call(wire::VolInfoReq{.name = w[1]});
+			if (r.ok()) {
+				const auto &rep = std::get<wire::VolInfoRep>(r.value().body);
+				print_volume("info", rep.vol);
+				for (const auto &d : rep.devs)
+					printf("info: dev=%u extents=%" PRIu64 "\n", d.dev_id, d.extents);
+			} else {
+				fail(r.message(), r.error());
+			}
+		} else if (op == "list") {
+			if (!need(1))
+				continue;
+			uint64_t cursor = 0;
+			do {
+				auto r = cl.call(wire::VolListReq{.cursor = cursor});
+				if (!r.ok()) {
+					fail(r.message(), r.error());
+					break;
+				}
+				const auto &rep = std::get<wire::VolListRep>(r.value().body);
+				for (const auto &v : rep.vols)
+					print_volume("list", v);
+				cursor = rep.next;
+			} while (cursor);
+		} else if (op == "devs") {
+			if (!need(1))
+				continue;
+			auto r = cl.call(wire::DevListReq{});
+			if (r.ok())
+				for (const auto &d : std::get<wire::DevListRep>(r.value().body).devs)
+					printf("devs: dev=%u size=%" PRIu64 " used=%" PRIu64 " serial=%s\n",
+					       d.dev_id, d.size, d.used, d.serial.c_str());
+			else
+				fail(r.message(), r.error());
+		} else if (op == "stats") {
+			if (!need(1))
+				continue;
+			auto r = cl.call(wire::NodeStatsReq{});
+			if (r.ok()) {
+				const auto &s = std::get<wire::NodeStatsRep>(r.value().body);
+				printf("stats: volumes=%" PRIu64 " requests=%" PRIu64 " errors=%" PRIu64
+				       " bad_messages=%" PRIu64 " journal_records=%" PRIu64
+				       " invalidations=%" PRIu64 "\n",
+				       s.volumes, s.requests, s.errors, s.bad_messages,
+				       s.journal_records, s.invalidations);
+			} else {
+				fail(r.message(), r.error());
+			}
+		} else {
+			fail("unknown step or bad number in '" + std::string(argv[i]) + "'", -EINVAL);
+		}
+		fflush(stdout);
+	}
+	printf("invalidations: %" PRIu64 "\n", cl.invalidations());
+	return failures ? 1 : 0;
+}
