@@ -423,22 +423,30 @@ struct mdr_wire_vol_name_req {
 };
 
 /**
+ * struct mdr_wire_dev_extents - extents of a volume on one device
+ * @dev_id:	the device
+ * @reserved:	zero
+ * @extents:	extents of the volume allocated on it
+ */
+struct mdr_wire_dev_extents {
+	__le32 dev_id;
+	__le32 reserved;
+	__le64 extents;
+};
+
+/**
  * struct mdr_wire_vol_rep - reply to VOL_CREATE, VOL_INFO, VOL_RESIZE
  * @vol:	the volume as it is now
  * @nr_devs:	entries in @devs: extents allocated per device
  * @reserved:	zero
- * @devs:	(device id, extents) pairs
+ * @devs:	extents per device
  */
 struct mdr_wire_vol_rep {
 	struct mdr_wire_hdr hdr;
 	struct mdr_wire_volume vol;
 	__le32 nr_devs;
 	__le32 reserved;
-	struct {
-		__le32 dev_id;
-		__le32 reserved;
-		__le64 extents;
-	} devs[];
+	struct mdr_wire_dev_extents devs[];
 };
 
 /**
@@ -547,11 +555,15 @@ MDR_WIRE_ASSERT(sizeof(struct mdr_wire_volume) == 104, "volume");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_vol_create_req) == 104,
 		"vol_create_req");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_vol_name_req) == 96, "vol_name_req");
-MDR_WIRE_ASSERT(sizeof(struct mdr_wire_vol_rep) == 136, "vol_rep");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_dev_extents) == 16, "dev_extents");
+/* Messages ending in an array: the array's offset is the fixed part. */
+MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_vol_rep, devs) == 136, "vol_rep");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_list_req) == 32, "list_req");
-MDR_WIRE_ASSERT(sizeof(struct mdr_wire_vol_list_rep) == 40, "vol_list_rep");
+MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_vol_list_rep, vols) == 40,
+		"vol_list_rep");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_device) == 64, "device");
-MDR_WIRE_ASSERT(sizeof(struct mdr_wire_dev_list_rep) == 40, "dev_list_rep");
+MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_dev_list_rep, devs) == 40,
+		"dev_list_rep");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_node_stats_rep) == 24 + 12 * 8,
 		"node_stats_rep");
 

@@ -26,10 +26,7 @@ using Bytes = std::span<const std::byte>;
 constexpr size_t kHdrSize = sizeof(mdr_wire_hdr);
 constexpr uint64_t kSizeAlign = 4096;	// volume sizes are multiples of it
 
-// An element of mdr_wire_vol_rep::devs (the header leaves its type unnamed).
-using DevExt = std::remove_reference_t<
-	decltype(std::declval<mdr_wire_vol_rep &>().devs[0])>;
-static_assert(sizeof(DevExt) == 16, "vol_rep.devs[]");
+using DevExt = mdr_wire_dev_extents;
 static_assert(offsetof(mdr_wire_vol_rep, devs) == sizeof(mdr_wire_vol_rep));
 static_assert(offsetof(mdr_wire_vol_list_rep, vols) == sizeof(mdr_wire_vol_list_rep));
 static_assert(offsetof(mdr_wire_dev_list_rep, devs) == sizeof(mdr_wire_dev_list_rep));
