@@ -150,10 +150,13 @@ void Node::reply(ConnId conn, uint64_t req_id, const wire::Body &body)
 	auto n = wire::encode(buf, req_id, body);
 
 	if (!n.ok()) {
-		// Our own reply does not encode: a bug, logged, and the client
-		// gets a status rather than silence.
-		log_error("cannot encode a reply: %s", n.message().c_str());
-		return reply_error(conn, req_id, 0, -EIO);
+		// Our own reply does not encode: a bug. Cut the connection (the
+		// client retries on a new one) rather than answer with another
+		// message that might not encode either.
+		log_error_rl("conn %llu: cannot encode a reply: %s",
+			     (unsigned long long)conn, n.message().c_str());
+		net_->disconnect(conn);
+		return;
 	}
 	auto st = net_->send(conn, std::span(buf.data(), n.value()));
 	if (!st.ok() && st.error() != -ENOTCONN) {
