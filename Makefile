@@ -52,6 +52,9 @@ sparse:
 install: all
 	$(MAKE) -C $(KDIR) M=$(CURDIR) MDR_RELEASE=$(MDR_RELEASE) modules_install
 	install -D -m 0755 $(BUILD)/userspace/bin/mdctl $(DESTDIR)/usr/sbin/mdctl
+	install -D -m 0755 $(BUILD)/userspace/bin/mdnode $(DESTDIR)/usr/sbin/mdnode
+	install -D -m 0644 userspace/mdnode/mdnode.service $(DESTDIR)/lib/systemd/system/mdnode.service
+	install -D -m 0644 userspace/mdnode/mdnode.conf.example $(DESTDIR)/etc/mdroute/mdnode.conf.example
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean

@@ -88,8 +88,9 @@ struct mdr_wire_conn_req {
  * @version:	negotiated: min(client version_max, mdnode's highest)
  * @flags:	zero
  * @queue_depth: requests the client may have outstanding (<= asked)
- * @push_credits: pushes mdnode has outstanding at once (< recv_depth -
- *		queue_depth)
+ * @push_credits: pushes mdnode has outstanding at once; <= recv_depth -
+ *		queue_depth (the granted one), so recv_depth == queue_depth +
+ *		push_credits is enough; >= 1 on host connections
  * @max_msg:	largest message mdnode can receive (bytes, >= 256)
  * @node_id:	the storage node's identity
  * @boot_id:	changes every time mdnode starts; a client that sees a new
@@ -179,6 +180,9 @@ enum mdr_wire_status {
  * @reserved:	zero
  * @req_id:	chosen by the sender of a request or push, echoed in its
  *		reply; unique among the sender's outstanding ones
+ *
+ * A reply whose status is not MDR_ST_OK is this header alone (length 24),
+ * whatever the opcode; it echoes the request's opcode and req_id.
  */
 struct mdr_wire_hdr {
 	__le16 magic;
@@ -277,8 +281,15 @@ struct mdr_wire_open_rep {
 
 /**
  * struct mdr_wire_vol_req - MDR_OP_CLOSE, MDR_OP_RENEW
- * @volume_id:	the volume; for RENEW, 0 renews every lease of this
- *		connection
+ * @volume_id:	the volume; for RENEW, 0 renews every lease of the volumes
+ *		opened on this connection, all or none
+ *
+ * RENEW of one volume answers MDR_ST_STALE when that volume's lease is
+ * lost. RENEW of volume 0 answers MDR_ST_STALE when at least one lease is
+ * lost, without saying which, and renews none: renew them one by one to
+ * find out. An OK to RENEW of volume 0 does not prove every lease alive
+ * (one mdnode already expired is no longer counted): a host keeps its own
+ * clock of each lease.
  */
 struct mdr_wire_vol_req {
 	struct mdr_wire_hdr hdr;

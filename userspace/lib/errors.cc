@@ -116,4 +116,11 @@ std::string describe_errno(int err)
 	       errno_name(err) + ")";
 }
 
+Error errno_error(std::string_view what)
+{
+	const int err = errno ? errno : EIO;
+
+	return Error(-err, std::string(what));
+}
+
 } // namespace mdr

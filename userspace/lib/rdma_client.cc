@@ -17,6 +17,8 @@
 #include <openssl/hmac.h>
 #include <rdma/rdma_cma.h>
 
+#include "lib/errors.h"
+
 namespace mdr {
 
 namespace {
@@ -26,13 +28,6 @@ constexpr uint16_t kRecvSlots = 1 + 16;		// its reply + pushes
 constexpr uint32_t kMsgSize = 16384;		// what we receive
 constexpr uint32_t kReadArea = 65536;		// largest READ
 constexpr uint64_t kSendWr = 1ull << 62, kAckWr = 2ull << 62, kReadWr = 3ull << 62;
-
-Error errno_error(const std::string &what)
-{
-	const int err = errno ? errno : EIO;
-
-	return Error(-err, what + ": " + strerror(err));
-}
 
 } // namespace
 
@@ -233,6 +228,8 @@ void RdmaClient::on_recv(uint32_t slot, uint32_t len)
 		// Nothing cached here: acknowledge at once, inline (the message
 		// is copied into the work request, so no buffer stays busy).
 		invalidations_++;
+		if (on_push_)
+			on_push_(m.value().hdr.req_id, std::get<wire::Invalidate>(m.value().body));
 		wire::InvalidateAck ack;
 		static_cast<wire::InvalRange &>(ack) = std::get<wire::Invalidate>(m.value().body);
 		std::byte out[sizeof(mdr_wire_inval)];

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -61,6 +62,13 @@ public:
 	// Acknowledges pushes as they come, for ms milliseconds.
 	Status serve_pushes(int ms);
 
+	// Called with every invalidation pushed (and its push id), just before
+	// it is acknowledged: what a test prints to show it was received.
+	void on_push(std::function<void(uint64_t push_id, const wire::Invalidate &)> fn)
+	{
+		on_push_ = std::move(fn);
+	}
+
 	const wire::ConnRep &accepted() const { return rep_; }
 	uint64_t host_id() const { return opts_.host_id; }
 	uint64_t invalidations() const { return invalidations_; }
@@ -88,6 +96,7 @@ private:
 	wire::ConnReq req_;
 	uint64_t next_req_ = 1;
 	uint64_t invalidations_ = 0;
+	std::function<void(uint64_t, const wire::Invalidate &)> on_push_;
 	// The reply being waited for.
 	uint64_t want_id_ = 0;
 	std::optional<Result<wire::Msg>> reply_;

@@ -696,6 +696,70 @@ std::optional<Error> get_volume(std::string_view w, const mdr_wire_volume &v,
 	return std::nullopt;
 }
 
+std::optional<Error> put_volume(std::string_view w, mdr_wire_volume &v,
+				const Volume &o)
+{
+	store(v.volume_id, o.volume_id);
+	store(v.size, o.size);
+	store(v.allocated, o.allocated);
+	store(v.extent_shift, o.extent_shift);
+	store(v.tenant, o.tenant);
+	store(v.open_count, o.open_count);
+	return put_string(w, "name", v.name, o.name);
+}
+
+std::optional<Error> get_device(std::string_view w, const mdr_wire_device &d,
+				Device &o)
+{
+	o.dev_id = load(d.dev_id);
+	o.size = load(d.size);
+	o.used = load(d.used);
+	if (load(d.reserved))
+		return fail(EINVAL, w, "reserved not zero");
+	if (auto e = get_serial(w, d.serial, o.serial))
+		return e;
+	if (!o.dev_id)
+		return fail(EINVAL, w, "dev_id zero");
+	if (o.used > o.size)
+		return fail(EINVAL, w, "used ", o.used, " exceeds size ", o.size);
+	return std::nullopt;
+}
+
+std::optional<Error> put_device(std::string_view w, mdr_wire_device &d,
+				const Device &o)
+{
+	store(d.dev_id, o.dev_id);
+	store(d.size, o.size);
+	store(d.used, o.used);
+	return put_string(w, "serial", d.serial, o.serial);
+}
+
+// The paged lists, replies to VOL_LIST and DEV_LIST: a cursor, a count and
+// that many elements in ascending id order. What differs between them:
+struct VolList {
+	using Msg = VolListRep;
+	using Wire = mdr_wire_vol_list_rep;
+	using Elem = mdr_wire_volume;
+	static constexpr const char *array = "vols", *noun = " volumes)";
+	static constexpr const char *id_name = "volume_id ";
+	static auto &items(auto &m) { return m.vols; }
+	static uint64_t id(const Volume &v) { return v.volume_id; }
+	static constexpr auto get = get_volume;
+	static constexpr auto put = put_volume;
+};
+
+struct DevList {
+	using Msg = DevListRep;
+	using Wire = mdr_wire_dev_list_rep;
+	using Elem = mdr_wire_device;
+	static constexpr const char *array = "devs", *noun = " devices)";
+	static constexpr const char *id_name = "dev_id ";
+	static auto &items(auto &m) { return m.devs; }
+	static uint64_t id(const Device &d) { return d.dev_id; }
+	static constexpr auto get = get_device;
+	static constexpr auto put = put_device;
+};
+
 std::string element(std::string_view w, const char *array, size_t i)
 {
 	std::string s(w);
@@ -735,67 +799,31 @@ Result<Body> dec_vol_rep(std::string_view w, Bytes m)
 	return Body{std::move(o)};
 }
 
-Result<Body> dec_vol_list_rep(std::string_view w, Bytes m)
+template <typename L>
+Result<Body> dec_list_rep(std::string_view w, Bytes m)
 {
-	const auto r = read<mdr_wire_vol_list_rep>(m);
-	const size_t n = (m.size() - sizeof(r)) / sizeof(mdr_wire_volume);
-	VolListRep o;
+	using Elem = typename L::Elem;
+	const auto r = read<typename L::Wire>(m);
+	const size_t n = (m.size() - sizeof(r)) / sizeof(Elem);
+	typename L::Msg o;
+	auto &items = L::items(o);
 
 	o.next = load(r.next);
 	if (load(r.count) != n)
 		return fail(EPROTO, w, "count ", load(r.count),
-			    " disagrees with the length (", n, " volumes)");
+			    " disagrees with the length (", n, L::noun);
 	if (load(r.reserved))
 		return fail(EINVAL, w, "reserved not zero");
-	o.vols.resize(n);
+	items.resize(n);
 	for (size_t i = 0; i < n; i++) {
-		const auto v = read<mdr_wire_volume>(
-			m, sizeof(r) + i * sizeof(mdr_wire_volume));
-		const std::string at = element(w, "vols", i);
+		const auto el = read<Elem>(m, sizeof(r) + i * sizeof(Elem));
+		const std::string at = element(w, L::array, i);
 
-		if (auto e = get_volume(at, v, o.vols[i]))
+		if (auto e = L::get(at, el, items[i]))
 			return *e;
-		if (i && o.vols[i].volume_id <= o.vols[i - 1].volume_id)
-			return fail(EINVAL, at, "volume_id ", o.vols[i].volume_id,
+		if (i && L::id(items[i]) <= L::id(items[i - 1]))
+			return fail(EINVAL, at, L::id_name, L::id(items[i]),
 				    " not in ascending order");
-	}
-	return Body{std::move(o)};
-}
-
-Result<Body> dec_dev_list_rep(std::string_view w, Bytes m)
-{
-	const auto r = read<mdr_wire_dev_list_rep>(m);
-	const size_t n = (m.size() - sizeof(r)) / sizeof(mdr_wire_device);
-	DevListRep o;
-
-	o.next = load(r.next);
-	if (load(r.count) != n)
-		return fail(EPROTO, w, "count ", load(r.count),
-			    " disagrees with the length (", n, " devices)");
-	if (load(r.reserved))
-		return fail(EINVAL, w, "reserved not zero");
-	o.devs.resize(n);
-	for (size_t i = 0; i < n; i++) {
-		const auto d = read<mdr_wire_device>(
-			m, sizeof(r) + i * sizeof(mdr_wire_device));
-		const std::string at = element(w, "devs", i);
-		Device &dev = o.devs[i];
-
-		dev.dev_id = load(d.dev_id);
-		dev.size = load(d.size);
-		dev.used = load(d.used);
-		if (load(d.reserved))
-			return fail(EINVAL, at, "reserved not zero");
-		if (auto e = get_serial(at, d.serial, dev.serial))
-			return *e;
-		if (!dev.dev_id)
-			return fail(EINVAL, at, "dev_id zero");
-		if (i && dev.dev_id <= o.devs[i - 1].dev_id)
-			return fail(EINVAL, at, "dev_id ", dev.dev_id,
-				    " not in ascending order");
-		if (dev.used > dev.size)
-			return fail(EINVAL, at, "used ", dev.used,
-				    " exceeds size ", dev.size);
 	}
 	return Body{std::move(o)};
 }
@@ -836,10 +864,10 @@ constexpr Decoders kDecoders[] = {
 	{MDR_OP_VOL_CREATE, dec_vol_create_req, dec_vol_rep<VolCreateRep>},
 	{MDR_OP_VOL_DELETE, dec_vol_name_req<VolDeleteReq>,
 	 dec_header_only<VolDeleteRep>},
-	{MDR_OP_VOL_LIST, dec_list_req<VolListReq>, dec_vol_list_rep},
+	{MDR_OP_VOL_LIST, dec_list_req<VolListReq>, dec_list_rep<VolList>},
 	{MDR_OP_VOL_INFO, dec_vol_name_req<VolInfoReq>, dec_vol_rep<VolInfoRep>},
 	{MDR_OP_VOL_RESIZE, dec_vol_resize_req, dec_vol_rep<VolResizeRep>},
-	{MDR_OP_DEV_LIST, dec_list_req<DevListReq>, dec_dev_list_rep},
+	{MDR_OP_DEV_LIST, dec_list_req<DevListReq>, dec_list_rep<DevList>},
 	{MDR_OP_NODE_STATS, dec_header_only<NodeStatsReq>, dec_node_stats_rep},
 	{MDR_OP_PING, dec_header_only<PingReq>, dec_header_only<PingRep>},
 };
@@ -921,16 +949,31 @@ size_t variable_len(size_t size, size_t elem, size_t n)
 	return size + n * elem;
 }
 
-std::optional<Error> put_volume(std::string_view w, mdr_wire_volume &v,
-				const Volume &o)
+template <typename L>
+Result<size_t> encode_list_rep(std::span<std::byte> out, uint64_t req_id,
+			       const typename L::Msg &m)
 {
-	store(v.volume_id, o.volume_id);
-	store(v.size, o.size);
-	store(v.allocated, o.allocated);
-	store(v.extent_shift, o.extent_shift);
-	store(v.tenant, o.tenant);
-	store(v.open_count, o.open_count);
-	return put_string(w, "name", v.name, o.name);
+	using M = typename L::Msg;
+	const char *w = name_of<M>();
+	const auto &items = L::items(m);
+	const size_t len = variable_len(sizeof(typename L::Wire),
+					sizeof(typename L::Elem), items.size());
+
+	if (auto e = room(w, out, len))
+		return *e;
+	auto r = zeroed<typename L::Wire>();
+	r.hdr = make_hdr(M::opcode, M::reply, MDR_ST_OK, len, req_id);
+	store(r.next, m.next);
+	store(r.count, static_cast<uint32_t>(items.size()));
+	write(out, 0, r);
+	for (size_t i = 0; i < items.size(); i++) {
+		auto el = zeroed<typename L::Elem>();
+
+		if (auto e = L::put(element(w, L::array, i), el, items[i]))
+			return *e;
+		write(out, sizeof(r) + i * sizeof(el), el);
+	}
+	return self_check(out, len);
 }
 
 template <typename M>
@@ -1267,9 +1310,7 @@ Result<ConnRep> parse_conn_rep(std::span<const std::byte> private_data,
 		return fail(EINVAL, w, "queue_depth ", a.queue_depth,
 			    " outside [1, ", sent.queue_depth, "]");
 	// The client's buffers hold a reply per request and a push per
-	// credit: recv_depth >= queue_depth + push_credits, as the connect
-	// request's documentation puts it (the accept's says "<", one less;
-	// the looser reading is the one both sides can meet).
+	// credit: recv_depth >= queue_depth + push_credits.
 	if (a.push_credits > sent.recv_depth - a.queue_depth)
 		return fail(EINVAL, w, "push_credits ", a.push_credits,
 			    " exceed recv_depth ", sent.recv_depth,
@@ -1365,7 +1406,13 @@ std::optional<Header> peek_header(std::span<const std::byte> received)
 	return header_of(raw);
 }
 
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const OpenReq &m)
+namespace {
+
+// Messages with fields of their own have an encoder each; the others
+// share one by the shape of their wire struct (see encode()).
+
+Result<size_t> encode_one(std::span<std::byte> out, uint64_t req_id,
+			  const OpenReq &m)
 {
 	auto w = zeroed<mdr_wire_open_req>();
 
@@ -1376,7 +1423,8 @@ Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const OpenReq &
 	return emit<OpenReq>(out, req_id, w);
 }
 
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const OpenRep &m)
+Result<size_t> encode_one(std::span<std::byte> out, uint64_t req_id,
+			  const OpenRep &m)
 {
 	auto w = zeroed<mdr_wire_open_rep>();
 
@@ -1393,28 +1441,8 @@ Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const OpenRep &
 	return emit<OpenRep>(out, req_id, w);
 }
 
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const CloseReq &m)
-{
-	auto w = zeroed<mdr_wire_vol_req>();
-
-	store(w.volume_id, m.volume_id);
-	return emit<CloseReq>(out, req_id, w);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const CloseRep &)
-{
-	return emit_header_only<CloseRep>(out, req_id);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const RenewReq &m)
-{
-	auto w = zeroed<mdr_wire_vol_req>();
-
-	store(w.volume_id, m.volume_id);
-	return emit<RenewReq>(out, req_id, w);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const RenewRep &m)
+Result<size_t> encode_one(std::span<std::byte> out, uint64_t req_id,
+			  const RenewRep &m)
 {
 	auto w = zeroed<mdr_wire_renew_rep>();
 
@@ -1422,7 +1450,8 @@ Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const RenewRep 
 	return emit<RenewRep>(out, req_id, w);
 }
 
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const AllocReq &m)
+Result<size_t> encode_one(std::span<std::byte> out, uint64_t req_id,
+			  const AllocReq &m)
 {
 	auto w = zeroed<mdr_wire_alloc_req>();
 
@@ -1431,7 +1460,8 @@ Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const AllocReq 
 	return emit<AllocReq>(out, req_id, w);
 }
 
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const AllocRep &m)
+Result<size_t> encode_one(std::span<std::byte> out, uint64_t req_id,
+			  const AllocRep &m)
 {
 	auto w = zeroed<mdr_wire_alloc_rep>();
 
@@ -1441,7 +1471,74 @@ Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const AllocRep 
 	return emit<AllocRep>(out, req_id, w);
 }
 
-namespace {
+Result<size_t> encode_one(std::span<std::byte> out, uint64_t req_id,
+			  const AuthReq &m)
+{
+	auto w = zeroed<mdr_wire_auth_req>();
+
+	std::memcpy(w.mac, m.mac.data(), sizeof(w.mac));
+	return emit<AuthReq>(out, req_id, w);
+}
+
+Result<size_t> encode_one(std::span<std::byte> out, uint64_t req_id,
+			  const VolCreateReq &m)
+{
+	auto w = zeroed<mdr_wire_vol_create_req>();
+
+	store(w.size, m.size);
+	store(w.extent_shift, m.extent_shift);
+	store(w.tenant, m.tenant);
+	if (auto e = put_string(name_of<VolCreateReq>(), "name", w.name, m.name))
+		return *e;
+	return emit<VolCreateReq>(out, req_id, w);
+}
+
+Result<size_t> encode_one(std::span<std::byte> out, uint64_t req_id,
+			  const NodeStatsRep &m)
+{
+	auto w = zeroed<mdr_wire_node_stats_rep>();
+
+	store(w.boot_id, m.boot_id);
+	store(w.uptime_ms, m.uptime_ms);
+	store(w.connections, m.connections);
+	store(w.volumes, m.volumes);
+	store(w.requests, m.requests);
+	store(w.errors, m.errors);
+	store(w.bad_messages, m.bad_messages);
+	store(w.journal_records, m.journal_records);
+	store(w.journal_bytes, m.journal_bytes);
+	store(w.journal_syncs, m.journal_syncs);
+	store(w.invalidations, m.invalidations);
+	store(w.lease_expiries, m.lease_expiries);
+	return emit<NodeStatsRep>(out, req_id, w);
+}
+
+Result<size_t> encode_one(std::span<std::byte> out, uint64_t req_id,
+			  const ErrorRep &m)
+{
+	// The opcode is echoed even when this build does not know it.
+	const OpInfo *op = find_op(m.opcode);
+	const std::string w = op ? op->rep : "error_rep";
+
+	if (m.status == MDR_ST_OK || m.status >= MDR_ST_MAX)
+		return fail(EINVAL, w, "status ", m.status,
+			    " is not an error reply's");
+	if (auto e = room(w, out, kHdrSize))
+		return *e;
+	write(out, 0, make_hdr(m.opcode, true, m.status, kHdrSize, req_id));
+	return kHdrSize;
+}
+
+// CLOSE and RENEW.
+template <typename M>
+Result<size_t> encode_vol_req(std::span<std::byte> out, uint64_t req_id,
+			      const M &m)
+{
+	auto w = zeroed<mdr_wire_vol_req>();
+
+	store(w.volume_id, m.volume_id);
+	return emit<M>(out, req_id, w);
+}
 
 template <typename M>
 Result<size_t> encode_inval(std::span<std::byte> out, uint64_t req_id,
@@ -1467,6 +1564,7 @@ Result<size_t> encode_list_req(std::span<std::byte> out, uint64_t req_id,
 	return emit<M>(out, req_id, w);
 }
 
+// VOL_DELETE, VOL_INFO (size zero) and VOL_RESIZE.
 template <typename M>
 Result<size_t> encode_vol_name_req(std::span<std::byte> out, uint64_t req_id,
 				   uint64_t size, const std::string &name)
@@ -1481,191 +1579,35 @@ Result<size_t> encode_vol_name_req(std::span<std::byte> out, uint64_t req_id,
 
 } // namespace
 
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const Invalidate &m)
-{
-	return encode_inval(out, req_id, m);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const InvalidateAck &m)
-{
-	return encode_inval(out, req_id, m);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const AuthReq &m)
-{
-	auto w = zeroed<mdr_wire_auth_req>();
-
-	std::memcpy(w.mac, m.mac.data(), sizeof(w.mac));
-	return emit<AuthReq>(out, req_id, w);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const AuthRep &)
-{
-	return emit_header_only<AuthRep>(out, req_id);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolCreateReq &m)
-{
-	auto w = zeroed<mdr_wire_vol_create_req>();
-
-	store(w.size, m.size);
-	store(w.extent_shift, m.extent_shift);
-	store(w.tenant, m.tenant);
-	if (auto e = put_string(name_of<VolCreateReq>(), "name", w.name, m.name))
-		return *e;
-	return emit<VolCreateReq>(out, req_id, w);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolCreateRep &m)
-{
-	return encode_vol_rep(out, req_id, m);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolDeleteReq &m)
-{
-	return encode_vol_name_req<VolDeleteReq>(out, req_id, 0, m.name);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolDeleteRep &)
-{
-	return emit_header_only<VolDeleteRep>(out, req_id);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolListReq &m)
-{
-	return encode_list_req(out, req_id, m);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolListRep &m)
-{
-	const char *w = name_of<VolListRep>();
-	const size_t len = variable_len(sizeof(mdr_wire_vol_list_rep),
-					sizeof(mdr_wire_volume), m.vols.size());
-
-	if (auto e = room(w, out, len))
-		return *e;
-	auto r = zeroed<mdr_wire_vol_list_rep>();
-	r.hdr = make_hdr(VolListRep::opcode, VolListRep::reply, MDR_ST_OK, len,
-			 req_id);
-	store(r.next, m.next);
-	store(r.count, static_cast<uint32_t>(m.vols.size()));
-	write(out, 0, r);
-	for (size_t i = 0; i < m.vols.size(); i++) {
-		auto v = zeroed<mdr_wire_volume>();
-
-		if (auto e = put_volume(element(w, "vols", i), v, m.vols[i]))
-			return *e;
-		write(out, sizeof(r) + i * sizeof(v), v);
-	}
-	return self_check(out, len);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolInfoReq &m)
-{
-	return encode_vol_name_req<VolInfoReq>(out, req_id, 0, m.name);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolInfoRep &m)
-{
-	return encode_vol_rep(out, req_id, m);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolResizeReq &m)
-{
-	return encode_vol_name_req<VolResizeReq>(out, req_id, m.size, m.name);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolResizeRep &m)
-{
-	return encode_vol_rep(out, req_id, m);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const DevListReq &m)
-{
-	return encode_list_req(out, req_id, m);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const DevListRep &m)
-{
-	const char *w = name_of<DevListRep>();
-	const size_t len = variable_len(sizeof(mdr_wire_dev_list_rep),
-					sizeof(mdr_wire_device), m.devs.size());
-
-	if (auto e = room(w, out, len))
-		return *e;
-	auto r = zeroed<mdr_wire_dev_list_rep>();
-	r.hdr = make_hdr(DevListRep::opcode, DevListRep::reply, MDR_ST_OK, len,
-			 req_id);
-	store(r.next, m.next);
-	store(r.count, static_cast<uint32_t>(m.devs.size()));
-	write(out, 0, r);
-	for (size_t i = 0; i < m.devs.size(); i++) {
-		auto d = zeroed<mdr_wire_device>();
-
-		store(d.dev_id, m.devs[i].dev_id);
-		store(d.size, m.devs[i].size);
-		store(d.used, m.devs[i].used);
-		if (auto e = put_string(element(w, "devs", i), "serial", d.serial,
-					m.devs[i].serial))
-			return *e;
-		write(out, sizeof(r) + i * sizeof(d), d);
-	}
-	return self_check(out, len);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const NodeStatsReq &)
-{
-	return emit_header_only<NodeStatsReq>(out, req_id);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const NodeStatsRep &m)
-{
-	auto w = zeroed<mdr_wire_node_stats_rep>();
-
-	store(w.boot_id, m.boot_id);
-	store(w.uptime_ms, m.uptime_ms);
-	store(w.connections, m.connections);
-	store(w.volumes, m.volumes);
-	store(w.requests, m.requests);
-	store(w.errors, m.errors);
-	store(w.bad_messages, m.bad_messages);
-	store(w.journal_records, m.journal_records);
-	store(w.journal_bytes, m.journal_bytes);
-	store(w.journal_syncs, m.journal_syncs);
-	store(w.invalidations, m.invalidations);
-	store(w.lease_expiries, m.lease_expiries);
-	return emit<NodeStatsRep>(out, req_id, w);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const PingReq &)
-{
-	return emit_header_only<PingReq>(out, req_id);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const PingRep &)
-{
-	return emit_header_only<PingRep>(out, req_id);
-}
-
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const ErrorRep &m)
-{
-	// The opcode is echoed even when this build does not know it.
-	const OpInfo *op = find_op(m.opcode);
-	const std::string w = op ? op->rep : "error_rep";
-
-	if (m.status == MDR_ST_OK || m.status >= MDR_ST_MAX)
-		return fail(EINVAL, w, "status ", m.status,
-			    " is not an error reply's");
-	if (auto e = room(w, out, kHdrSize))
-		return *e;
-	write(out, 0, make_hdr(m.opcode, true, m.status, kHdrSize, req_id));
-	return kHdrSize;
-}
-
 Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const Body &body)
 {
-	return std::visit([&](const auto &m) { return encode(out, req_id, m); },
-			  body);
+	return std::visit([&](const auto &m) -> Result<size_t> {
+		using T = std::decay_t<decltype(m)>;
+
+		// No fields: PING, NODE_STATS requests, OK replies to CLOSE,
+		// AUTH and VOL_DELETE are the header alone.
+		if constexpr (std::is_empty_v<T>)
+			return emit_header_only<T>(out, req_id);
+		else if constexpr (std::is_same_v<T, CloseReq> || std::is_same_v<T, RenewReq>)
+			return encode_vol_req(out, req_id, m);
+		else if constexpr (std::is_base_of_v<InvalRange, T>)
+			return encode_inval(out, req_id, m);
+		else if constexpr (std::is_same_v<T, VolDeleteReq> ||
+				   std::is_same_v<T, VolInfoReq>)
+			return encode_vol_name_req<T>(out, req_id, 0, m.name);
+		else if constexpr (std::is_same_v<T, VolResizeReq>)
+			return encode_vol_name_req<T>(out, req_id, m.size, m.name);
+		else if constexpr (std::is_same_v<T, VolListReq> || std::is_same_v<T, DevListReq>)
+			return encode_list_req(out, req_id, m);
+		else if constexpr (std::is_base_of_v<VolumeReply, T>)
+			return encode_vol_rep(out, req_id, m);
+		else if constexpr (std::is_same_v<T, VolListRep>)
+			return encode_list_rep<VolList>(out, req_id, m);
+		else if constexpr (std::is_same_v<T, DevListRep>)
+			return encode_list_rep<DevList>(out, req_id, m);
+		else
+			return encode_one(out, req_id, m);
+	}, body);
 }
 
 size_t encoded_size(const Body &body)

@@ -471,39 +471,10 @@ Result<Msg> parse(std::span<const std::byte> received, Side receiver,
 // header with the right magic: what mdnode echoes in an ErrorRep.
 std::optional<Header> peek_header(std::span<const std::byte> received);
 
-// Encoders write the whole message at the start of out and return its
-// length. On error out holds no valid message.
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const OpenReq &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const OpenRep &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const CloseReq &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const CloseRep &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const RenewReq &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const RenewRep &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const AllocReq &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const AllocRep &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const Invalidate &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const InvalidateAck &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const AuthReq &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const AuthRep &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolCreateReq &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolCreateRep &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolDeleteReq &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolDeleteRep &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolListReq &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolListRep &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolInfoReq &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolInfoRep &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolResizeReq &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const VolResizeRep &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const DevListReq &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const DevListRep &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const NodeStatsReq &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const NodeStatsRep &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const PingReq &m);
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const PingRep &m);
-// status in 1 .. MDR_ST_MAX - 1; opcode as the request carried it.
-Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const ErrorRep &m);
-// Whichever message body holds.
+// Writes the whole message at the start of out and returns its length; on
+// error out holds no valid message. Any message converts to a Body:
+// encode(out, req_id, wire::PingReq{}). An ErrorRep carries a status in
+// 1 .. MDR_ST_MAX - 1 and the opcode as the request carried it.
 Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const Body &body);
 
 // Bytes encode() writes for body (whether or not it is valid); more than

@@ -8,6 +8,13 @@
 // for its callback and appending the next. The loop polls the journal's
 // event fd and appends for the clients acknowledged, as mdnode's loop
 // replies from the callbacks and receives the next requests afterwards.
+//
+// First, in the same directory, the disk's own price of durability: 4 KiB
+// writes appended one at a time to a new file with O_DIRECT|O_DSYNC (as
+// the journal's RWF_DSYNC batches, each also commits the new file size).
+// The journal's figures are then given as ratios to it: the ack p99 over
+// one durable write's p99, and updates/s over durable writes/s.
+//
 // Prints one line per figure, then the same as one JSON line.
 #include <algorithm>
 #include <chrono>
@@ -19,7 +26,9 @@
 #include <string_view>
 #include <vector>
 
+#include <fcntl.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include "lib/args.h"
 #include "lib/errors.h"
@@ -39,6 +48,7 @@ struct Options {
 	uint32_t payload = 48;
 	unsigned queue_depth = 4;
 	uint64_t segment_mib = 64;
+	uint64_t baseline_writes = 4096;
 	bool keep = false;
 };
 
@@ -55,10 +65,14 @@ const char kUsage[] =
 	"  -p, --payload BYTES    payload of each record (default 48)\n"
 	"  -q, --queue-depth N    batch writes in flight at most (default 4)\n"
 	"  -s, --segment-mib N    segment size limit (default 64)\n"
+	"  -b, --baseline-writes N  4 KiB O_DIRECT|O_DSYNC writes that measure the\n"
+	"                         disk first (default 4096; 0: none)\n"
 	"  -k, --keep             keep the journal directory\n"
 	"  -h, --help             this text\n";
 
-enum OptId { kDir, kRecords, kClients, kPayload, kQueueDepth, kSegment, kKeep, kHelp };
+enum OptId {
+	kDir, kRecords, kClients, kPayload, kQueueDepth, kSegment, kBaseline, kKeep, kHelp
+};
 
 bool parse_number(std::string_view s, uint64_t min, uint64_t max, uint64_t &out)
 {
@@ -80,6 +94,7 @@ int parse_options(int argc, char **argv, Options &o, bool &help)
 		{kDir, "dir", 'd', true},		{kRecords, "records", 'n', true},
 		{kClients, "clients", 'c', true},	{kPayload, "payload", 'p', true},
 		{kQueueDepth, "queue-depth", 'q', true}, {kSegment, "segment-mib", 's', true},
+		{kBaseline, "baseline-writes", 'b', true},
 		{kKeep, "keep", 'k', false},		{kHelp, "help", 'h', false},
 	};
 	std::vector<std::string_view> args(argv + 1, argv + argc);
@@ -120,6 +135,9 @@ int parse_options(int argc, char **argv, Options &o, bool &help)
 			break;
 		case kSegment:
 			ok = parse_number(opt.value, 1, 1 << 20, o.segment_mib);
+			break;
+		case kBaseline:
+			ok = parse_number(opt.value, 0, 1 << 20, o.baseline_writes);
 			break;
 		case kKeep:
 			o.keep = true;
@@ -230,8 +248,80 @@ double seconds(Clock::duration d)
 	return std::chrono::duration<double>(d).count();
 }
 
+uint64_t pct(double ratio)
+{
+	return static_cast<uint64_t>(ratio * 100 + 0.5);
+}
+
+// The disk's durable-write latency, one write at a time.
+struct Baseline {
+	uint64_t writes = 0;
+	bool direct = false;
+	uint64_t p50 = 0, p99 = 0;	// ns
+	uint64_t per_s = 0;		// writes/s
+};
+
+mdr::Result<Baseline> measure_baseline(const std::string &dir, uint64_t writes)
+{
+	constexpr size_t kWrite = 4096;
+	const std::string path = dir + "/dsync-baseline";
+	Baseline b{.writes = writes};
+
+	int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_DIRECT | O_DSYNC | O_CLOEXEC,
+		      0600);
+	if (fd >= 0) {
+		b.direct = true;
+	} else if (errno == EINVAL) {	// no O_DIRECT here: as the journal, go without
+		fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_DSYNC | O_CLOEXEC, 0600);
+	}
+	if (fd < 0)
+		return mdr::Error(-errno, "cannot create " + path);
+
+	void *buf = nullptr;
+	if (posix_memalign(&buf, kWrite, kWrite)) {
+		close(fd);
+		unlink(path.c_str());
+		return mdr::Error(-ENOMEM, "buffer");
+	}
+	std::memset(buf, 0x5a, kWrite);
+
+	std::vector<uint32_t> lat(writes);
+	mdr::Status st;
+	const Clock::time_point t0 = Clock::now();
+	for (uint64_t i = 0; i < writes && st.ok(); i++) {
+		const Clock::time_point w0 = Clock::now();
+
+		if (pwrite(fd, buf, kWrite, static_cast<off_t>(i * kWrite)) !=
+		    static_cast<ssize_t>(kWrite))
+			st = mdr::Error(errno ? -errno : -EIO, "pwrite to " + path);
+		lat[i] = static_cast<uint32_t>(std::min<int64_t>(
+			UINT32_MAX, std::chrono::duration_cast<std::chrono::nanoseconds>(
+					    Clock::now() - w0).count()));
+	}
+	const double total_s = seconds(Clock::now() - t0);
+	std::free(buf);
+	close(fd);
+	unlink(path.c_str());
+	if (!st.ok())
+		return mdr::Error(st.error(), st.message());
+
+	std::sort(lat.begin(), lat.end());
+	b.p50 = percentile(lat, 0.50);
+	b.p99 = percentile(lat, 0.99);
+	b.per_s = static_cast<uint64_t>(static_cast<double>(writes) / total_s);
+	return b;
+}
+
 int bench(const Options &o)
 {
+	Baseline base;
+	if (o.baseline_writes) {
+		auto b = measure_baseline(o.dir, o.baseline_writes);
+		if (!b.ok())
+			return fail("baseline", mdr::Status(mdr::Error(b.error(), b.message())));
+		base = b.value();
+	}
+
 	mdnode::JournalOptions jo;
 	jo.dir = o.dir;
 	jo.segment_bytes = o.segment_mib << 20;
@@ -312,6 +402,22 @@ int bench(const Options &o)
 	std::printf("recovery: %llu records in %.3f s (%llu records/s)\n",
 		    static_cast<unsigned long long>(replayed), replay_s,
 		    static_cast<unsigned long long>(replay_rate));
+	// Ratios to the disk: how much group commit buys over durable writes
+	// one at a time, and what an ack costs over one such write.
+	double p99_ratio = 0, rate_ratio = 0;
+	if (base.writes) {
+		p99_ratio = static_cast<double>(p99) / static_cast<double>(base.p99);
+		rate_ratio = static_cast<double>(rate) / static_cast<double>(base.per_s);
+		std::printf("baseline: %llu x 4 KiB %s|O_DSYNC appending writes, one at a time: "
+			    "p50 %.1f us, p99 %.1f us, %llu writes/s\n",
+			    static_cast<unsigned long long>(base.writes),
+			    base.direct ? "O_DIRECT" : "buffered",
+			    static_cast<double>(base.p50) / 1e3,
+			    static_cast<double>(base.p99) / 1e3,
+			    static_cast<unsigned long long>(base.per_s));
+		std::printf("ack p99 / write p99: %.2f\n", p99_ratio);
+		std::printf("updates/s / writes/s: %.1f\n", rate_ratio);
+	}
 
 	mdr::JsonWriter w;
 	w.begin_object()
@@ -330,8 +436,17 @@ int bench(const Options &o)
 		.key("syncs").value(stats.syncs)
 		.key("segments").value(stats.segments)
 		.key("recovery_ms").value(static_cast<uint64_t>(replay_s * 1e3))
-		.key("recovery_records_per_s").value(replay_rate)
-		.end_object();
+		.key("recovery_records_per_s").value(replay_rate);
+	if (base.writes)
+		w.key("baseline_writes").value(base.writes)
+			.key("baseline_direct_io").value(base.direct)
+			.key("baseline_write_p50_ns").value(base.p50)
+			.key("baseline_write_p99_ns").value(base.p99)
+			.key("baseline_writes_per_s").value(base.per_s)
+			// ratios in percent: the writer takes integers only
+			.key("ack_p99_over_write_p99_pct").value(pct(p99_ratio))
+			.key("updates_over_writes_per_s_pct").value(pct(rate_ratio));
+	w.end_object();
 	std::printf("%s\n", w.str().c_str());
 	return 0;
 }

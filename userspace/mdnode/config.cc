@@ -86,6 +86,7 @@ mdr::Status apply(Config &c, std::vector<DeviceArg> &devices, int opt,
 	switch (opt) {
 	case kListen: {
 		std::string_view addr = value, port;
+		bool has_port = false;
 		size_t colon = value.rfind(':');
 
 		if (value.starts_with('[')) {	// [v6]:port
@@ -97,14 +98,20 @@ mdr::Status apply(Config &c, std::vector<DeviceArg> &devices, int opt,
 				if (value[close + 1] != ':')
 					return bad(where, "bad listen address '" + std::string(value) + "'");
 				port = value.substr(close + 2);
+				has_port = true;
 			}
 		} else if (colon != std::string_view::npos) {
+			// "fe80::1:4791" would lose its last group to the port.
+			if (value.find(':') != colon)
+				return bad(where, "listen address '" + std::string(value) +
+						  "': an IPv6 address goes in brackets, [ADDR]:PORT");
 			addr = value.substr(0, colon);
 			port = value.substr(colon + 1);
+			has_port = true;
 		}
 		if (addr.empty())
 			return bad(where, "listen address is empty");
-		if (!port.empty() && !parse_uint<uint16_t>(port, c.port, 1, 65535))
+		if (has_port && !parse_uint<uint16_t>(port, c.port, 1, 65535))
 			return bad(where, "bad port '" + std::string(port) + "'");
 		c.listen_address = std::string(addr);
 		return {};

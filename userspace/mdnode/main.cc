@@ -238,6 +238,7 @@ int run(const Config &cfg)
 	sd_notify("READY=1");
 
 	bool stop = false;
+	int rc = 0;
 	while (!stop) {
 		std::vector<pollfd> pfds;
 		for (int fd : srv.fds())
@@ -270,6 +271,14 @@ int run(const Config &cfg)
 				srv.process(p.fd);
 			}
 		}
+		if (srv.device_lost()) {
+			// Hold nothing on a removed device: its removal waits for
+			// every verbs object to go, and so would every other user.
+			log_error("stopping: the RDMA device was removed; start mdnode "
+				  "again when %s is on an RDMA device", cfg.listen_address.c_str());
+			stop = true;
+			rc = 1;
+		}
 	}
 
 	sd_notify("STOPPING=1");
@@ -282,8 +291,8 @@ int run(const Config &cfg)
 		log_error("shutdown: %s", st.message().c_str());
 		return 1;
 	}
-	log_info("stopped cleanly");
-	return 0;
+	log_info("stopped cleanly%s", rc ? " after the loss of the RDMA device" : "");
+	return rc;
 }
 
 } // namespace

@@ -535,28 +535,45 @@ void Node::drop_leases(uint64_t volume_id)
 		s.opened.erase(volume_id);
 }
 
-void Node::do_delete(Session &s, uint64_t req_id, const wire::VolDeleteReq &r)
+// Delete and resize replace or free the volume's table and its extents:
+// refused while any host holds a lease, since hosts may have IO in flight
+// to the extents and READ the table. done(id) runs once the change is
+// durable and applied, and the table is no longer registered.
+void Node::change_unopened(ConnId conn, uint64_t req_id, uint16_t opcode,
+			   const std::string &name,
+			   const std::function<mdr::Result<Change>(uint64_t id)> &prepare,
+			   std::function<void(uint64_t id)> done)
 {
-	const ConnId conn = s.peer.id;
-	const Volume *v = store_.volume(r.name);
+	const Volume *v = store_.volume(name);
 
 	if (!v)
-		return reply_error(conn, req_id, MDR_OP_VOL_DELETE, -ENOENT);
-	// Hosts may have IO in flight to its extents: they close it first (or
-	// their leases lapse).
+		return reply_error(conn, req_id, opcode, -ENOENT);
+	// Until online delete and resize push the change to hosts, they close
+	// the volume first (or their leases lapse).
 	if (open_count(v->id))
-		return reply_error(conn, req_id, MDR_OP_VOL_DELETE, -EBUSY);
+		return reply_error(conn, req_id, opcode, -EBUSY);
 	const uint64_t id = v->id;
-	auto prep = store_.prepare_delete(id);
+	auto prep = prepare(id);
 	if (!prep.ok())
-		return reply_error(conn, req_id, MDR_OP_VOL_DELETE, prep.error());
-	// No host may READ the table once its memory goes back.
-	change(std::move(prep.value()), [this, conn, req_id, id](int err, const Applied *) {
+		return reply_error(conn, req_id, opcode, prep.error());
+	change(std::move(prep.value()),
+	       [this, conn, req_id, opcode, id, done = std::move(done)](int err, const Applied *) {
 		if (err)
-			return reply_error(conn, req_id, MDR_OP_VOL_DELETE, err);
+			return reply_error(conn, req_id, opcode, err);
 		// Nobody READs the old table once it is deregistered; it is
 		// unmapped when the Applied that holds it goes.
 		net_->forget_table(id);
+		done(id);
+	});
+}
+
+void Node::do_delete(Session &s, uint64_t req_id, const wire::VolDeleteReq &r)
+{
+	const ConnId conn = s.peer.id;
+
+	change_unopened(conn, req_id, MDR_OP_VOL_DELETE, r.name,
+			[this](uint64_t id) { return store_.prepare_delete(id); },
+			[this, conn, req_id](uint64_t id) {
 		drop_leases(id);
 		log_info("volume %llu deleted", (unsigned long long)id);
 		reply(conn, req_id, wire::VolDeleteRep{});
@@ -566,22 +583,10 @@ void Node::do_delete(Session &s, uint64_t req_id, const wire::VolDeleteReq &r)
 void Node::do_resize(Session &s, uint64_t req_id, const wire::VolResizeReq &r)
 {
 	const ConnId conn = s.peer.id;
-	const Volume *v = store_.volume(r.name);
 
-	if (!v)
-		return reply_error(conn, req_id, MDR_OP_VOL_RESIZE, -ENOENT);
-	// The table moves with a resize: hosts must reopen. Until online
-	// resize pushes that, refuse while any host holds a lease.
-	if (open_count(v->id))
-		return reply_error(conn, req_id, MDR_OP_VOL_RESIZE, -EBUSY);
-	const uint64_t id = v->id;
-	auto prep = store_.prepare_resize(id, r.size);
-	if (!prep.ok())
-		return reply_error(conn, req_id, MDR_OP_VOL_RESIZE, prep.error());
-	change(std::move(prep.value()), [this, conn, req_id, id](int err, const Applied *) {
-		if (err)
-			return reply_error(conn, req_id, MDR_OP_VOL_RESIZE, err);
-		net_->forget_table(id);
+	change_unopened(conn, req_id, MDR_OP_VOL_RESIZE, r.name,
+			[this, &r](uint64_t id) { return store_.prepare_resize(id, r.size); },
+			[this, conn, req_id](uint64_t id) {
 		wire::VolResizeRep rep;
 		static_cast<wire::VolumeReply &>(rep) = volume_reply(*store_.volume(id));
 		reply(conn, req_id, rep);

@@ -55,6 +55,7 @@ public:
 	uint16_t on_connect(const PeerInfo &peer) override;
 	void on_established(const PeerInfo &peer) override;
 	void on_message(ConnId conn, std::span<const std::byte> msg) override;
+	void on_bad_receive(ConnId) override { stats_.bad_messages++; }
 	void on_disconnected(ConnId conn) override;
 
 	// Expires leases and finishes fan-outs that waited for them. Call
@@ -106,6 +107,12 @@ private:
 
 	// Journals the change, commits it, then calls done(status).
 	void change(Change c, std::function<void(int err, const Applied *applied)> done);
+	// Looks a volume up by name and changes it as a whole (delete, resize)
+	// if no host holds a lease on it; replies to errors itself.
+	void change_unopened(ConnId conn, uint64_t req_id, uint16_t opcode,
+			     const std::string &name,
+			     const std::function<mdr::Result<Change>(uint64_t id)> &prepare,
+			     std::function<void(uint64_t id)> done);
 	// Pushes an invalidation of [first, first + count) of a volume to every
 	// lease holder but except_host, then calls done once all have acked
 	// or lost their lease.

@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 
 #include <cerrno>
@@ -22,6 +23,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "lib/errors.h"
 #include "lib/wire.h"
 #include "mdnode/log.h"
 
@@ -56,14 +58,21 @@ std::string peer_address(rdma_cm_id *id)
 	return std::string(host) + ':' + serv;
 }
 
-mdr::Error errno_error(const char *what)
+// The event loop polls all our fds, then handles the ready ones in turn:
+// handling one may destroy what made another ready (a DISCONNECTED event
+// destroys a CQ whose completion event was waiting, and the kernel drops
+// that event). A blocking read of the other would then wait forever, with
+// the whole loop. So every fd we hand out reads non-blocking.
+bool set_nonblock(int fd)
 {
-	int err = errno ? errno : EIO;
+	const int fl = fcntl(fd, F_GETFL);
 
-	return mdr::Error(-err, what);
+	return fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0;
 }
 
 } // namespace
+
+using mdr::errno_error;
 
 struct RdmaServer::Device {
 	ibv_context *ctx = nullptr;
@@ -154,6 +163,8 @@ mdr::Result<std::unique_ptr<RdmaServer>> RdmaServer::listen(const ServerOptions 
 	s->ec_ = rdma_create_event_channel();
 	if (!s->ec_)
 		return errno_error("rdma_create_event_channel");
+	if (!set_nonblock(s->ec_->fd))
+		return errno_error("fcntl of the rdma_cm event channel");
 	if (rdma_create_id(s->ec_, &s->listen_id_, nullptr, RDMA_PS_TCP))
 		return errno_error("rdma_create_id");
 	if (rdma_bind_addr(s->listen_id_, ai->ai_addr))
@@ -184,7 +195,7 @@ void RdmaServer::process(int fd)
 	if (fd == ec_->fd) {
 		rdma_cm_event *ev;
 
-		// The channel fd is blocking: one event per readiness.
+		// Non-blocking: one event per readiness, none if it went away.
 		if (rdma_get_cm_event(ec_, &ev) == 0)
 			on_cm_event(ev);
 		return;
@@ -205,6 +216,8 @@ mdr::Result<RdmaServer::Device *> RdmaServer::device_for(ibv_context *ctx)
 	dev->channel = ibv_create_comp_channel(ctx);
 	if (!dev->channel)
 		return errno_error("ibv_create_comp_channel");
+	if (!set_nonblock(dev->channel->fd))
+		return errno_error("fcntl of the completion channel");
 	ibv_device_attr attr;
 	if (ibv_query_device(ctx, &attr))
 		return errno_error("ibv_query_device");
@@ -252,15 +265,8 @@ void RdmaServer::on_cm_event(rdma_cm_event *ev)
 
 	switch (type) {
 	case RDMA_CM_EVENT_ESTABLISHED:
-		if (Conn *c = find(conn)) {
-			c->established = true;
-			stats_.connects++;
-			log_info("conn %llu: %s established (role %u, tenant %u, host %016llx)",
-				 (unsigned long long)c->id, c->peer.address.c_str(),
-				 c->peer.role, c->peer.tenant,
-				 (unsigned long long)c->peer.host_id);
-			handler_.on_established(c->peer);
-		}
+		if (Conn *c = find(conn))
+			establish(*c);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
@@ -272,7 +278,9 @@ void RdmaServer::on_cm_event(rdma_cm_event *ev)
 		break;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		if (id == listen_id_) {
-			log_error("the RDMA device of the listener was removed");
+			log_error("the RDMA device %s of the listener was removed",
+				  id->verbs ? ibv_get_device_name(id->verbs->device) : "?");
+			device_lost_ = true;
 			break;
 		}
 		if (conn)
@@ -281,6 +289,21 @@ void RdmaServer::on_cm_event(rdma_cm_event *ev)
 	default:
 		break;
 	}
+}
+
+// Once per connection: at its ESTABLISHED event, or at its first receive
+// if that comes first (the client may send as soon as it has our accept,
+// and its message can complete here before our ESTABLISHED is read).
+void RdmaServer::establish(Conn &c)
+{
+	if (c.established || c.closing)
+		return;
+	c.established = true;
+	stats_.connects++;
+	log_info("conn %llu: %s established (role %u, tenant %u, host %016llx)",
+		 (unsigned long long)c.id, c.peer.address.c_str(), c.peer.role,
+		 c.peer.tenant, (unsigned long long)c.peer.host_id);
+	handler_.on_established(c.peer);
 }
 
 void RdmaServer::on_connect_request(rdma_cm_event *ev)
@@ -519,6 +542,10 @@ void RdmaServer::on_completion(const ibv_wc &wc)
 				    wr_is_recv(wc.wr_id) ? "recv" : "send",
 				    ibv_wc_status_str(wc.status));
 		}
+		// A receive fails for what arrived (more than we receive): the
+		// peer sent a malformed message.
+		if (wr_is_recv(wc.wr_id) && wc.status != IBV_WC_WR_FLUSH_ERR && c->established)
+			handler_.on_bad_receive(c->id);
 		close_conn(*c);
 		return;
 	}
@@ -527,6 +554,8 @@ void RdmaServer::on_completion(const ibv_wc &wc)
 		return;
 	}
 	stats_.messages_in++;
+	// A receive proves the client has our accept and its QP is up.
+	establish(*c);
 	if (!c->closing && c->established)
 		handler_.on_message(c->id, std::span<const std::byte>(c->recv_buf(slot),
 								       wc.byte_len));

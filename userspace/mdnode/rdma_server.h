@@ -66,6 +66,11 @@ public:
 	// One received message, exactly as many bytes as arrived. The span is
 	// valid only during the call.
 	virtual void on_message(ConnId conn, std::span<const std::byte> msg) = 0;
+	// A message arrived that could not be received (longer than the
+	// max_msg we announced: rxe reports a local QP operation error, other
+	// providers a local length error): it is lost, and the connection is
+	// being closed. Only to be counted.
+	virtual void on_bad_receive(ConnId conn) { (void)conn; }
 	// The connection is gone (either side closed it, or it failed). Called
 	// once for every connection that was established.
 	virtual void on_disconnected(ConnId conn) = 0;
@@ -128,6 +133,12 @@ public:
 	void forget_table(uint64_t volume_id) override;
 
 	size_t connections() const { return conns_.size(); }
+	// The RDMA device of the listener was removed: nothing more can be
+	// served, and the kernel waits for every object on that device to be
+	// released before the removal completes. The owner stops and releases
+	// this server (a supervisor starts mdnode again once the device is
+	// back).
+	bool device_lost() const { return device_lost_; }
 	const ServerStats &stats() const { return stats_; }
 
 private:
@@ -137,6 +148,7 @@ private:
 	RdmaServer(const ServerOptions &opts, ServerHandler &handler);
 	void on_cm_event(rdma_cm_event *ev);
 	void on_connect_request(rdma_cm_event *ev);
+	void establish(Conn &c);
 	void on_cq_event(Device &dev);
 	void on_completion(const ibv_wc &wc);
 	mdr::Result<Device *> device_for(ibv_context *ctx);
@@ -157,6 +169,7 @@ private:
 	std::map<std::pair<ibv_pd *, uint64_t>, ibv_mr *> tables_;
 	ConnId next_id_ = 1;
 	ServerStats stats_;
+	bool device_lost_ = false;
 };
 
 } // namespace mdnode

@@ -53,6 +53,18 @@ static void test_describe_unknown(void **)
 	assert_string_equal(describe_errno(4095).c_str(), "Unknown error 4095 (E?4095)");
 }
 
+static void test_errno_error(void **)
+{
+	errno = ENODEV;
+	mdr::Error e = mdr::errno_error("rdma_create_event_channel");
+	assert_int_equal(e.code, -ENODEV);
+	assert_string_equal(e.message.c_str(), "rdma_create_event_channel");
+
+	// A failed call that left errno 0 still fails.
+	errno = 0;
+	assert_int_equal(mdr::errno_error("x").code, -EIO);
+}
+
 int main()
 {
 	const struct CMUnitTest tests[] = {
@@ -61,6 +73,7 @@ int main()
 		cmocka_unit_test(test_name_fallback),
 		cmocka_unit_test(test_describe_format),
 		cmocka_unit_test(test_describe_unknown),
+		cmocka_unit_test(test_errno_error),
 	};
 
 	return cmocka_run_group_tests(tests, nullptr, nullptr);

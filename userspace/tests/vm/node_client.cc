@@ -13,13 +13,27 @@
 //   alloc:NAME:INDEX          ALLOC: the entry it answers
 //   read:NAME:FIRST:COUNT     one RDMA READ of COUNT entries, each verified
 //   readat:ADDR:RKEY          READ 32 bytes at any address and rkey (forgery)
-//   idle:MS                   acknowledge pushes for MS milliseconds
-//   renew:NAME, close:NAME, ping
+//   allocs:NAME:FIRST:COUNT   ALLOC of COUNT extents from FIRST, one at a
+//                             time; each acknowledged entry is printed
+//                             (and flushed) as soon as it is answered
+//   idle:MS[:RENEW_MS]        acknowledge pushes for MS milliseconds; with
+//                             RENEW_MS, renew the lease of every opened
+//                             volume (one RENEW each) that often, as a
+//                             host's background does, and fail on the
+//                             first renewal refused
+//   renew:NAME, renewall (RENEW of volume 0), close:NAME, ping
+//   churn:N                   N more connections, one after the other: each
+//                             connects, pings and disconnects
 //   create:NAME:SIZE:TENANT, delete:NAME, info:NAME, resize:NAME:SIZE,
 //   list, devs, stats         (admin, after --admin-key)
 // A step that fails prints "NAME: error: ..." and the program exits 1 at
-// the end of the steps (--keep-going) or at once.
+// the end of the steps (--keep-going) or at once. Every invalidation pushed
+// is printed as it arrives ("push: ..."), before it is acknowledged; with
+// --time, every step is followed by "time: STEP ms=N" (its duration).
+// --timeout MS: how long to wait for each connect step, reply and READ
+// (5000).
 #include <charconv>
+#include <chrono>
 #include <initializer_list>
 #include <cinttypes>
 #include <cstdio>
@@ -97,6 +111,7 @@ int main(int argc, char **argv)
 	mdr::ClientOptions opts;
 	std::string key_file;
 	bool keep_going = false;
+	bool timing = false;
 	int i = 1;
 
 	for (; i < argc && argv[i][0] == '-'; i++) {
@@ -105,6 +120,10 @@ int main(int argc, char **argv)
 
 		if (a == "--keep-going") {
 			keep_going = true;
+			continue;
+		}
+		if (a == "--time") {
+			timing = true;
 			continue;
 		}
 		if (i + 1 >= argc) {
@@ -120,6 +139,8 @@ int main(int argc, char **argv)
 			opts.tenant = uint32_t(v);
 		else if (a == "--host-id" && parse_u64(val, v))
 			opts.host_id = v;
+		else if (a == "--timeout" && parse_u64(val, v))
+			opts.timeout_ms = int(v);
 		else if (a == "--admin-key") {
 			key_file = val;
 			opts.role = MDR_ROLE_ADMIN;
@@ -136,6 +157,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	mdr::RdmaClient &cl = *c.value();
+	cl.on_push([](uint64_t id, const wire::Invalidate &inv) {
+		printf("push: id=%" PRIu64 " volume_id=%" PRIu64 " first=%" PRIu64
+		       " count=%" PRIu64 " gen=%" PRIu64 " reason=%u\n",
+		       id, inv.volume_id, inv.first, inv.count, inv.generation, inv.reason);
+		fflush(stdout);
+	});
 	printf("connect: version=%u queue_depth=%u push_credits=%u\n", cl.accepted().version,
 	       cl.accepted().queue_depth, cl.accepted().push_credits);
 	if (!key_file.empty()) {
@@ -186,7 +213,8 @@ int main(int argc, char **argv)
 			}
 			return &it->second;
 		};
-		uint64_t a = 0, b = 0;
+		uint64_t a = 0, b = 0, n = 0;
+		const auto t0 = std::chrono::steady_clock::now();
 
 		if (op == "ping") {
 			if (!need(1))
@@ -216,6 +244,22 @@ int main(int argc, char **argv)
 					print_entry("alloc", a, std::get<wire::AllocRep>(r.value().body).entry);
 				else
 					fail(r.message(), r.error());
+			}
+		} else if (op == "allocs") {
+			if (!need(4, {{2, &a}, {3, &n}}))
+				continue;
+			if (Opened *v = vol()) {
+				for (uint64_t k = a; k < a + n; k++) {
+					auto r = cl.call(wire::AllocReq{.volume_id = v->rep.volume_id,
+									.index = k});
+					if (!r.ok()) {
+						fail(r.message(), r.error());
+						break;
+					}
+					print_entry("alloc", k,
+						    std::get<wire::AllocRep>(r.value().body).entry);
+					fflush(stdout);
+				}
 			}
 		} else if (op == "read") {
 			if (!need(4, {{2, &a}, {3, &b}}))
@@ -247,11 +291,56 @@ int main(int argc, char **argv)
 			auto r = cl.read(a, uint32_t(b), 32);
 			r.ok() ? (void)printf("readat: ok\n") : fail(r.message(), r.error());
 		} else if (op == "idle") {
-			if (!need(2, {{1, &a}}))
+			if (!(w.size() == 3 ? need(3, {{1, &a}, {2, &b}}) : need(2, {{1, &a}})))
 				continue;
-			auto st = cl.serve_pushes(int(a));
+			// b: how often to renew every lease (0: never).
+			const auto end = t0 + std::chrono::milliseconds(a);
+			mdr::Status st;
+			for (;;) {
+				auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+					end - std::chrono::steady_clock::now()).count();
+				if (left <= 0)
+					break;
+				st = cl.serve_pushes(int(b ? std::min<int64_t>(left, b) : left));
+				if (!st.ok() || !b)
+					break;
+				for (const auto &[name, o] : opened) {
+					auto r = cl.call(wire::RenewReq{.volume_id = o.rep.volume_id});
+					if (!r.ok()) {
+						st = mdr::Error(r.error(), "renewal of " + name +
+									   " refused: " + r.message());
+						break;
+					}
+				}
+				if (!st.ok())
+					break;
+			}
 			st.ok() ? (void)printf("idle: invalidations=%" PRIu64 "\n", cl.invalidations())
 				: fail(st.message(), st.error());
+		} else if (op == "renewall") {
+			if (!need(1))
+				continue;
+			auto r = cl.call(wire::RenewReq{.volume_id = 0});
+			r.ok() ? (void)printf("renewall: ok\n") : fail(r.message(), r.error());
+		} else if (op == "churn") {
+			if (!need(2, {{1, &n}}))
+				continue;
+			uint64_t k = 0;
+			for (; k < n; k++) {
+				auto cc = mdr::RdmaClient::connect(opts);
+				if (!cc.ok()) {
+					fail("connection " + std::to_string(k) + ": " + cc.message(),
+					     cc.error());
+					break;
+				}
+				if (auto r = cc.value()->call(wire::PingReq{}); !r.ok()) {
+					fail("ping on connection " + std::to_string(k) + ": " +
+						     r.message(), r.error());
+					break;
+				}
+			}
+			if (k == n)
+				printf("churn: connections=%" PRIu64 " ok\n", n);
 		} else if (op == "renew" || op == "close") {
 			if (!need(2))
 				continue;
@@ -327,15 +416,21 @@ int main(int argc, char **argv)
 				const auto &s = std::get<wire::NodeStatsRep>(r.value().body);
 				printf("stats: volumes=%" PRIu64 " requests=%" PRIu64 " errors=%" PRIu64
 				       " bad_messages=%" PRIu64 " journal_records=%" PRIu64
-				       " invalidations=%" PRIu64 "\n",
+				       " invalidations=%" PRIu64 " connections=%" PRIu64
+				       " lease_expiries=%" PRIu64 "\n",
 				       s.volumes, s.requests, s.errors, s.bad_messages,
-				       s.journal_records, s.invalidations);
+				       s.journal_records, s.invalidations, s.connections,
+				       s.lease_expiries);
 			} else {
 				fail(r.message(), r.error());
 			}
 		} else {
 			fail("unknown step or bad number in '" + std::string(argv[i]) + "'", -EINVAL);
 		}
+		if (timing)
+			printf("time: %s ms=%lld\n", op.c_str(),
+			       (long long)std::chrono::duration_cast<std::chrono::milliseconds>(
+				       std::chrono::steady_clock::now() - t0).count());
 		fflush(stdout);
 	}
 	printf("invalidations: %" PRIu64 "\n", cl.invalidations());

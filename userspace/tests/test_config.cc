@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// test_config.cc - mdnode's settings: the config file, the command line,
+// and every error they can hold. Config files are real temporary files,
+// read by the real read_file().
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <linux/mdroute_wire.h>
+
+#include "mdnode/config.h"
+
+#include "tests/common/cmocka_cxx.h"
+
+using mdnode::Config;
+using mdnode::parse_config;
+using mdr::Result;
+
+namespace {
+
+// A file with the given text, removed when the test is done with it.
+class TempFile {
+public:
+	explicit TempFile(std::string_view text)
+	{
+		const char *dir = std::getenv("TMPDIR");
+		std::string tmpl = std::string(dir && *dir ? dir : "/tmp") +
+				   "/mdr-config.XXXXXX";
+		int fd = mkstemp(tmpl.data());
+
+		assert_true(fd >= 0);
+		path = tmpl;
+		assert_int_equal(write(fd, text.data(), text.size()),
+				 static_cast<ssize_t>(text.size()));
+		assert_int_equal(close(fd), 0);
+	}
+	~TempFile() { unlink(path.c_str()); }
+	TempFile(const TempFile &) = delete;
+	TempFile &operator=(const TempFile &) = delete;
+
+	std::string path;
+};
+
+Result<Config> parse(std::initializer_list<std::string_view> args)
+{
+	const std::vector<std::string_view> v(args);
+
+	return parse_config(v);
+}
+
+void assert_fails(const Result<Config> &r, const std::string &message)
+{
+	assert_false(r.ok());
+	assert_int_equal(r.error(), -EINVAL);
+	assert_string_equal(r.message().c_str(), message.c_str());
+}
+
+// The required settings, for tests about the others.
+constexpr std::string_view kRequired =
+	"listen = 192.0.2.2\n"
+	"data-dir = /var/lib/mdnode\n"
+	"device = 1=/dev/vda\n";
+
+Result<Config> parse_file(const TempFile &f)
+{
+	return parse({"--config", f.path});
+}
+
+void test_config_valid_file(void **)
+{
+	TempFile f("# mdnode settings\n"
+		   "\n"
+		   "listen = 192.0.2.2:5000\n"
+		   "   data-dir=/srv/mdnode   \n"
+		   "\t# indented comment\n"
+		   "device = 1=/dev/nvme0n1\n"
+		   "device = 7=/dev/vda\r\n"
+		   "admin-key = /etc/mdroute/other.key\n"
+		   "lease-ms = 60000\n"
+		   "max-connections = 8\n"
+		   "log-level = debug\n");
+	Result<Config> r = parse_file(f);
+
+	assert_true(r.ok());
+	const Config &c = r.value();
+	assert_string_equal(c.listen_address.c_str(), "192.0.2.2");
+	assert_int_equal(c.port, 5000);
+	assert_string_equal(c.data_dir.c_str(), "/srv/mdnode");
+	assert_int_equal(c.devices.size(), 2);
+	assert_int_equal(c.devices[0].id, 1);
+	assert_string_equal(c.devices[0].path.c_str(), "/dev/nvme0n1");
+	assert_int_equal(c.devices[1].id, 7);
+	assert_string_equal(c.devices[1].path.c_str(), "/dev/vda");
+	assert_string_equal(c.admin_key_file.c_str(), "/etc/mdroute/other.key");
+	assert_int_equal(c.lease_ms, 60000);
+	assert_int_equal(c.max_connections, 8);
+	assert_int_equal(c.log_level, mdnode::LogLevel::debug);
+	assert_false(c.help);
+	assert_false(c.version);
+}
+
+void test_config_defaults(void **)
+{
+	TempFile f(kRequired);
+	Result<Config> r = parse_file(f);
+
+	assert_true(r.ok());
+	assert_int_equal(r.value().port, MDR_WIRE_PORT);
+	assert_string_equal(r.value().admin_key_file.c_str(), "/etc/mdroute/admin.key");
+	assert_int_equal(r.value().lease_ms, 5000);
+	assert_int_equal(r.value().max_connections, 1024);
+	assert_int_equal(r.value().log_level, mdnode::LogLevel::info);
+}
+
+// The example shipped with the systemd unit parses as it is.
+void test_config_example_file(void **)
+{
+	Result<Config> r = parse({"--config", MDR_EXAMPLE_CONF});
+
+	assert_true(r.ok());
+	assert_string_equal(r.value().listen_address.c_str(), "192.0.2.2");
+	assert_int_equal(r.value().port, 4791);
+	assert_string_equal(r.value().data_dir.c_str(), "/var/lib/mdnode");
+	assert_int_equal(r.value().devices.size(), 2);
+}
+
+void test_config_listen_forms(void **)
+{
+	struct {
+		const char *value;
+		const char *address;
+		uint16_t port;
+	} cases[] = {
+		{"192.0.2.2", "192.0.2.2", 4791},
+		{"192.0.2.2:1", "192.0.2.2", 1},
+		{"192.0.2.2:65535", "192.0.2.2", 65535},
+		{"[fe80::1]", "fe80::1", 4791},
+		{"[fe80::1]:5000", "fe80::1", 5000},
+		{"node-a:4000", "node-a", 4000},
+	};
+
+	for (const auto &c : cases) {
+		Result<Config> r = parse({"--listen", c.value, "-d", "/d", "-D", "1=/dev/a"});
+
+		assert_true(r.ok());
+		assert_string_equal(r.value().listen_address.c_str(), c.address);
+		assert_int_equal(r.value().port, c.port);
+	}
+}
+
+void test_config_bad_listen(void **)
+{
+	struct {
+		const char *value;
+		const char *message;
+	} cases[] = {
+		{"[fe80::1", "--listen: listen address '[fe80::1' lacks ']'"},
+		{"[fe80::1]5000", "--listen: bad listen address '[fe80::1]5000'"},
+		{"fe80::1", "--listen: listen address 'fe80::1': an IPv6 address goes "
+			    "in brackets, [ADDR]:PORT"},
+		{":4791", "--listen: listen address is empty"},
+		{"", "--listen: listen address is empty"},
+		{"[]:4791", "--listen: listen address is empty"},
+		{"192.0.2.2:", "--listen: bad port ''"},
+		{"[fe80::1]:", "--listen: bad port ''"},
+		{"192.0.2.2:0", "--listen: bad port '0'"},
+		{"192.0.2.2:65536", "--listen: bad port '65536'"},
+		{"192.0.2.2:47x", "--listen: bad port '47x'"},
+		{"192.0.2.2:-1", "--listen: bad port '-1'"},
+	};
+
+	for (const auto &c : cases)
+		assert_fails(parse({"--listen", c.value, "-d", "/d", "-D", "1=/dev/a"}),
+			     c.message);
+}
+
+void test_config_bad_listen_in_file(void **)
+{
+	TempFile f("data-dir = /d\nlisten = 192.0.2.2:99999\n");
+
+	assert_fails(parse_file(f), f.path + ":2: bad port '99999'");
+}
+
+void test_config_duplicate_device_id(void **)
+{
+	TempFile f("listen = a\ndata-dir = /d\ndevice = 3=/dev/a\ndevice = 3=/dev/b\n");
+
+	assert_fails(parse_file(f), "settings: device id 3 given twice");
+}
+
+void test_config_duplicate_device_path(void **)
+{
+	assert_fails(parse({"-l", "a", "-d", "/d", "-D", "1=/dev/a", "-D", "2=/dev/a"}),
+		     "settings: device /dev/a given twice");
+}
+
+void test_config_bad_device(void **)
+{
+	const char *want = "': want ID=PATH with ID from 1 to 4294967295";
+
+	for (const char *v : {"/dev/a", "0=/dev/a", "x=/dev/a", "=/dev/a",
+			      "4294967296=/dev/a", "-1=/dev/a"})
+		assert_fails(parse({"-l", "a", "-d", "/d", "-D", v}),
+			     std::string("--device: device '") + v + want);
+	assert_fails(parse({"-l", "a", "-d", "/d", "-D", "2=dev/a"}),
+		     "--device: device 2: path must be absolute");
+	assert_fails(parse({"-l", "a", "-d", "/d", "-D", "2="}),
+		     "--device: device 2: path must be absolute");
+}
+
+void test_config_unknown_key_names_file_line(void **)
+{
+	TempFile f("# comment\n"
+		   "\n"
+		   "listen = a\n"
+		   "lease_ms = 3000\n");
+
+	assert_fails(parse_file(f), f.path + ":4: unknown setting 'lease_ms'");
+}
+
+// Only settings with a value belong in a file; --config does not nest.
+void test_config_file_refuses_flags_and_config(void **)
+{
+	for (const char *line : {"help = 1\n", "version = yes\n", "config = /x\n"}) {
+		TempFile f(line);
+		const std::string key(line, std::string_view(line).find(' '));
+
+		assert_fails(parse_file(f), f.path + ":1: unknown setting '" + key + "'");
+	}
+}
+
+void test_config_line_without_equals(void **)
+{
+	TempFile f("listen = a\nlisten 192.0.2.2\n");
+
+	assert_fails(parse_file(f), f.path + ":2: want 'key = value'");
+}
+
+void test_config_lease_ms_range(void **)
+{
+	for (const char *v : {"999", "60001", "0", "abc", "", "5000ms", "-5000"}) {
+		TempFile f(std::string(kRequired) + "lease-ms = " + v + "\n");
+
+		assert_fails(parse_file(f), f.path + ":4: lease-ms '" + v +
+						    "': want 1000..60000");
+	}
+	for (const char *v : {"1000", "60000"}) {
+		Result<Config> r = parse({"-l", "a", "-d", "/d", "-D", "1=/a", "--lease-ms", v});
+
+		assert_true(r.ok());
+		assert_int_equal(r.value().lease_ms, std::stoul(v));
+	}
+}
+
+void test_config_other_bad_values(void **)
+{
+	assert_fails(parse({"-l", "a", "-d", "/d", "-D", "1=/a", "--max-connections", "0"}),
+		     "--max-connections: max-connections '0': want 1..65536");
+	assert_fails(parse({"-l", "a", "-d", "/d", "-D", "1=/a", "--max-connections",
+			    "65537"}),
+		     "--max-connections: max-connections '65537': want 1..65536");
+	assert_fails(parse({"-l", "a", "-d", "/d", "-D", "1=/a", "--log-level", "trace"}),
+		     "--log-level: log-level 'trace': want error, warn, info or debug");
+	assert_fails(parse({"-l", "a", "-d", "", "-D", "1=/a"}),
+		     "--data-dir: data directory is empty");
+}
+
+void test_config_missing_required(void **)
+{
+	assert_fails(parse({"-d", "/d", "-D", "1=/a"}),
+		     "settings: no listen address (--listen)");
+	assert_fails(parse({"-l", "a", "-D", "1=/a"}),
+		     "settings: no data directory (--data-dir)");
+	assert_fails(parse({"-l", "a", "-d", "/d"}),
+		     "settings: no device (--device ID=PATH)");
+	assert_fails(parse({}), "settings: no listen address (--listen)");
+
+	TempFile empty("# nothing set\n\n");
+	assert_fails(parse_file(empty), "settings: no listen address (--listen)");
+}
+
+void test_config_missing_file(void **)
+{
+	TempFile f("");
+	const std::string gone = f.path + ".gone";
+	Result<Config> r = parse({"--config", gone});
+
+	assert_false(r.ok());
+	assert_int_equal(r.error(), -ENOENT);
+	assert_string_equal(r.message().c_str(), ("cannot read config file " + gone).c_str());
+}
+
+// The file is read first wherever --config stands; the command line wins.
+void test_config_cli_overrides_file(void **)
+{
+	TempFile f("listen = 192.0.2.2:5000\n"
+		   "data-dir = /file\n"
+		   "device = 1=/dev/a\n"
+		   "device = 2=/dev/b\n"
+		   "lease-ms = 2000\n"
+		   "log-level = warn\n");
+	Result<Config> r = parse({"--lease-ms", "3000", "--config", f.path, "-l",
+				  "[fe80::2]:6000", "--log-level=error"});
+
+	assert_true(r.ok());
+	assert_string_equal(r.value().listen_address.c_str(), "fe80::2");
+	assert_int_equal(r.value().port, 6000);
+	assert_int_equal(r.value().lease_ms, 3000);
+	assert_int_equal(r.value().log_level, mdnode::LogLevel::error);
+	// Untouched by the command line: the file's.
+	assert_string_equal(r.value().data_dir.c_str(), "/file");
+	assert_int_equal(r.value().devices.size(), 2);
+}
+
+// --device on the command line replaces the file's devices, and
+// duplicates are checked on the devices in effect.
+void test_config_cli_devices_replace_file(void **)
+{
+	TempFile f("listen = a\ndata-dir = /d\ndevice = 1=/dev/a\ndevice = 2=/dev/b\n");
+	Result<Config> r = parse({"-c", f.path, "-D", "2=/dev/a"});
+
+	assert_true(r.ok());
+	assert_int_equal(r.value().devices.size(), 1);
+	assert_int_equal(r.value().devices[0].id, 2);
+	assert_string_equal(r.value().devices[0].path.c_str(), "/dev/a");
+}
+
+// A listen address without a port keeps the port the file set.
+void test_config_cli_address_keeps_file_port(void **)
+{
+	TempFile f(std::string(kRequired) + "listen = 192.0.2.2:5000\n");
+	Result<Config> r = parse({"-c", f.path, "-l", "192.0.2.9"});
+
+	assert_true(r.ok());
+	assert_string_equal(r.value().listen_address.c_str(), "192.0.2.9");
+	assert_int_equal(r.value().port, 5000);
+}
+
+void test_config_help_skips_the_rest(void **)
+{
+	Result<Config> r = parse({"--config", "/nonexistent", "--help"});
+
+	assert_true(r.ok());
+	assert_true(r.value().help);
+	assert_fails(parse({"stray"}), "command line: unexpected argument 'stray'");
+}
+
+} // namespace
+
+int main()
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_config_valid_file),
+		cmocka_unit_test(test_config_defaults),
+		cmocka_unit_test(test_config_example_file),
+		cmocka_unit_test(test_config_listen_forms),
+		cmocka_unit_test(test_config_bad_listen),
+		cmocka_unit_test(test_config_bad_listen_in_file),
+		cmocka_unit_test(test_config_duplicate_device_id),
+		cmocka_unit_test(test_config_duplicate_device_path),
+		cmocka_unit_test(test_config_bad_device),
+		cmocka_unit_test(test_config_unknown_key_names_file_line),
+		cmocka_unit_test(test_config_file_refuses_flags_and_config),
+		cmocka_unit_test(test_config_line_without_equals),
+		cmocka_unit_test(test_config_lease_ms_range),
+		cmocka_unit_test(test_config_other_bad_values),
+		cmocka_unit_test(test_config_missing_required),
+		cmocka_unit_test(test_config_missing_file),
+		cmocka_unit_test(test_config_cli_overrides_file),
+		cmocka_unit_test(test_config_cli_devices_replace_file),
+		cmocka_unit_test(test_config_cli_address_keeps_file_port),
+		cmocka_unit_test(test_config_help_skips_the_rest),
+	};
+
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}

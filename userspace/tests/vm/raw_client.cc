@@ -1,0 +1,456 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// raw_client.cc - mdr-test-raw-client: connects to mdnode with rdma_cm and
+// sends what a well-behaved client never would, for the VM tests of
+// mdnode's handling of bad input. One line of output per step:
+//
+//	mdr-test-raw-client --node 192.0.2.2 --pdata version:2:3
+//		-> "connect: rejected status=8 (...) version=1"
+//	mdr-test-raw-client --node 192.0.2.2 --tenant 1 magic ping
+//		-> "connect: ok", "magic: disconnected"
+//	mdr-test-raw-client --node 192.0.2.2 --role admin role ping
+//		-> "role: reply opcode=0x1 status=5 (...)", "ping: reply ... status=0"
+//
+// Options: --node ADDR, --port N, --tenant N, --host-id N, --role host|admin,
+// --wait MS (how long to wait for an answer to each message, 2000), and
+// --pdata KIND, the connect request's private data:
+//   good (default), magic (bad magic), none (no private data),
+//   short:N (the first N bytes of a good one), version:MIN:MAX
+// Messages (each sent once the previous one was answered):
+//   ping          a well-formed PING
+//   short         10 bytes: less than a header
+//   overlength    a PING whose header claims more bytes than are sent
+//   badsize       a PING of 32 bytes (a PING is 24)
+//   opcode        an unknown opcode
+//   magic         a wrong magic
+//   flags         an unknown header flag
+//   reserved      the header's reserved field not zero
+//   status        a request with a non-zero status
+//   reply         an OPEN reply sent to mdnode
+//   role          an admin request (VOL_LIST) on a host connection, a host
+//                 request (OPEN) on an admin connection
+//   bodyreserved  an OPEN whose body's reserved field is not zero
+//   novol         an ALLOC in a volume this connection has not opened
+//   oversized     8192 bytes: more than mdnode's receive buffers hold
+// For each: "NAME: reply opcode=0xN status=N (name)", "NAME: disconnected"
+// or "NAME: no answer". The program stops at a disconnect. Exit 0 when the
+// connection was made (or refused, as printed), 1 on local failures.
+#include <endian.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "lib/wire.h"
+
+namespace {
+
+namespace wire = mdr::wire;
+
+constexpr uint32_t kMsgSize = 4096;	// what we receive, and announce
+constexpr uint32_t kRecvSlots = 4;
+constexpr uint32_t kSendSize = 8192;	// room for "oversized"
+constexpr uint64_t kSendWr = 1ull << 32;
+
+struct Options {
+	std::string node;
+	uint16_t port = MDR_WIRE_PORT;
+	uint32_t tenant = 0;
+	uint64_t host_id = 0x5157;
+	mdr_wire_role role = MDR_ROLE_HOST;
+	std::string pdata = "good";
+	int wait_ms = 2000;
+};
+
+bool parse_u64(std::string_view s, uint64_t &v)
+{
+	int base = 10;
+
+	if (s.starts_with("0x")) {
+		s.remove_prefix(2);
+		base = 16;
+	}
+	auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+	return ec == std::errc() && p == s.data() + s.size() && !s.empty();
+}
+
+int die(const char *what)
+{
+	printf("error: %s: %s\n", what, strerror(errno));
+	return 1;
+}
+
+class Raw {
+public:
+	~Raw()
+	{
+		if (id_ && id_->qp)
+			rdma_destroy_qp(id_);
+		if (cq_)
+			ibv_destroy_cq(cq_);
+		if (mr_)
+			ibv_dereg_mr(mr_);
+		if (buf_)
+			munmap(buf_, buf_len_);
+		if (pd_)
+			ibv_dealloc_pd(pd_);
+		if (id_)
+			rdma_destroy_id(id_);
+		if (ec_)
+			rdma_destroy_event_channel(ec_);
+	}
+
+	// 0: connected; 1: refused (printed); -1: local failure (printed).
+	int connect(const Options &o);
+	// Sends bytes; then waits for a reply or the end of the connection.
+	void exchange(const std::string &name, const std::vector<std::byte> &msg, int wait_ms);
+	bool connected() const { return connected_; }
+
+private:
+	bool cm_event(int timeout_ms, rdma_cm_event_type *type, std::vector<std::byte> *pdata);
+	void post_recv(uint32_t slot);
+
+	rdma_event_channel *ec_ = nullptr;
+	rdma_cm_id *id_ = nullptr;
+	ibv_pd *pd_ = nullptr;
+	ibv_cq *cq_ = nullptr;
+	ibv_mr *mr_ = nullptr;
+	std::byte *buf_ = nullptr;
+	size_t buf_len_ = 0;
+	bool connected_ = false;
+};
+
+bool Raw::cm_event(int timeout_ms, rdma_cm_event_type *type, std::vector<std::byte> *pdata)
+{
+	pollfd p{ec_->fd, POLLIN, 0};
+	rdma_cm_event *ev;
+
+	if (::poll(&p, 1, timeout_ms) <= 0 || rdma_get_cm_event(ec_, &ev))
+		return false;
+	*type = ev->event;
+	if (pdata) {
+		const auto *b = static_cast<const std::byte *>(ev->param.conn.private_data);
+		pdata->assign(b, b ? b + ev->param.conn.private_data_len : b);
+	}
+	rdma_ack_cm_event(ev);
+	return true;
+}
+
+void Raw::post_recv(uint32_t slot)
+{
+	ibv_sge sge{reinterpret_cast<uintptr_t>(buf_ + size_t(slot) * kMsgSize), kMsgSize,
+		    mr_->lkey};
+	ibv_recv_wr wr{}, *bad;
+
+	wr.wr_id = slot;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	ibv_post_recv(id_->qp, &wr, &bad);
+}
+
+int Raw::connect(const Options &o)
+{
+	addrinfo hints{}, *res;
+	rdma_cm_event_type type;
+	const std::string port = std::to_string(o.port);
+
+	hints.ai_flags = AI_NUMERICSERV;
+	hints.ai_socktype = SOCK_STREAM;
+	if (getaddrinfo(o.node.c_str(), port.c_str(), &hints, &res)) {
+		printf("error: bad address %s\n", o.node.c_str());
+		return -1;
+	}
+	ec_ = rdma_create_event_channel();
+	if (!ec_ || rdma_create_id(ec_, &id_, nullptr, RDMA_PS_TCP) ||
+	    rdma_resolve_addr(id_, nullptr, res->ai_addr, 2000)) {
+		freeaddrinfo(res);
+		return -die("rdma_resolve_addr");
+	}
+	freeaddrinfo(res);
+	if (!cm_event(5000, &type, nullptr) || type != RDMA_CM_EVENT_ADDR_RESOLVED ||
+	    rdma_resolve_route(id_, 2000) || !cm_event(5000, &type, nullptr) ||
+	    type != RDMA_CM_EVENT_ROUTE_RESOLVED)
+		return -die("resolving the address and route");
+
+	pd_ = ibv_alloc_pd(id_->verbs);
+	cq_ = pd_ ? ibv_create_cq(id_->verbs, 64, nullptr, nullptr, 0) : nullptr;
+	buf_len_ = size_t(kRecvSlots) * kMsgSize + kSendSize;
+	void *mem = mmap(nullptr, buf_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0);
+	if (!cq_ || mem == MAP_FAILED)
+		return -die("verbs setup");
+	buf_ = static_cast<std::byte *>(mem);
+	mr_ = ibv_reg_mr(pd_, buf_, buf_len_, IBV_ACCESS_LOCAL_WRITE);
+	if (!mr_)
+		return -die("ibv_reg_mr");
+	ibv_qp_init_attr qa{};
+	qa.send_cq = cq_;
+	qa.recv_cq = cq_;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = 8;
+	qa.cap.max_recv_wr = kRecvSlots;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	if (rdma_create_qp(id_, pd_, &qa))
+		return -die("rdma_create_qp");
+	for (uint32_t i = 0; i < kRecvSlots; i++)
+		post_recv(i);
+
+	// The private data: a good request, then spoiled as asked.
+	wire::ConnReq req{.role = o.role, .tenant = o.role == MDR_ROLE_HOST ? o.tenant : 0,
+			  .host_id = o.host_id, .queue_depth = 1,
+			  .recv_depth = kRecvSlots, .max_msg = kMsgSize};
+	auto good = wire::encode_conn_req(req);
+	if (!good.ok()) {
+		printf("error: %s\n", good.message().c_str());
+		return -1;
+	}
+	mdr_wire_conn_req pd = good.value();
+	size_t pd_len = sizeof(pd);
+	uint64_t a, b;
+	const std::string_view kind = o.pdata;
+	if (kind == "magic") {
+		pd.magic = htole32(0x12345678);
+	} else if (kind == "none") {
+		pd_len = 0;
+	} else if (kind.starts_with("short:") && parse_u64(kind.substr(6), a) && a < sizeof(pd)) {
+		pd_len = a;
+	} else if (kind.starts_with("version:")) {
+		const auto colon = kind.find(':', 8);
+		if (colon == std::string_view::npos || !parse_u64(kind.substr(8, colon - 8), a) ||
+		    !parse_u64(kind.substr(colon + 1), b)) {
+			printf("error: bad --pdata %s\n", o.pdata.c_str());
+			return -1;
+		}
+		pd.version_min = htole16(uint16_t(a));
+		pd.version_max = htole16(uint16_t(b));
+	} else if (kind != "good") {
+		printf("error: bad --pdata %s\n", o.pdata.c_str());
+		return -1;
+	}
+
+	rdma_conn_param param{};
+	param.private_data = pd_len ? &pd : nullptr;
+	param.private_data_len = uint8_t(pd_len);
+	param.retry_count = 7;
+	param.rnr_retry_count = 7;
+	if (rdma_connect(id_, &param))
+		return -die("rdma_connect");
+	std::vector<std::byte> rep;
+	if (!cm_event(5000, &type, &rep)) {
+		printf("connect: no answer\n");
+		return 1;
+	}
+	if (type == RDMA_CM_EVENT_REJECTED) {
+		auto rej = wire::parse_conn_rej(rep);
+		if (rej.ok())
+			printf("connect: rejected status=%u (%s) version=%u\n", rej.value().status,
+			       wire::status_name(rej.value().status).c_str(), rej.value().version);
+		else
+			printf("connect: rejected without a reason (%s)\n", rej.message().c_str());
+		return 1;
+	}
+	if (type != RDMA_CM_EVENT_ESTABLISHED) {
+		printf("connect: %s\n", rdma_event_str(type));
+		return 1;
+	}
+	auto acc = wire::parse_conn_rep(rep, req);
+	if (!acc.ok()) {
+		printf("connect: bad accept: %s\n", acc.message().c_str());
+		return -1;
+	}
+	printf("connect: ok version=%u\n", acc.value().version);
+	connected_ = true;
+	return 0;
+}
+
+void Raw::exchange(const std::string &name, const std::vector<std::byte> &msg, int wait_ms)
+{
+	std::byte *out = buf_ + size_t(kRecvSlots) * kMsgSize;
+	ibv_sge sge{reinterpret_cast<uintptr_t>(out), uint32_t(msg.size()), mr_->lkey};
+	ibv_send_wr wr{}, *bad;
+
+	std::memcpy(out, msg.data(), msg.size());
+	wr.wr_id = kSendWr;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	if (ibv_post_send(id_->qp, &wr, &bad)) {
+		printf("%s: error: ibv_post_send\n", name.c_str());
+		connected_ = false;
+		return;
+	}
+	const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+	while (std::chrono::steady_clock::now() < end) {
+		ibv_wc wc[8];
+		int n = ibv_poll_cq(cq_, 8, wc);
+
+		for (int i = 0; i < n; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id == kSendWr)
+				continue;	// the connection's end shows as a CM event
+			const uint32_t slot = uint32_t(wc[i].wr_id);
+			auto hdr = wire::peek_header({buf_ + size_t(slot) * kMsgSize, wc[i].byte_len});
+			post_recv(slot);
+			if (!hdr || !hdr->reply()) {
+				printf("%s: unexpected message from mdnode\n", name.c_str());
+				continue;
+			}
+			printf("%s: reply opcode=0x%x status=%u (%s)\n", name.c_str(), hdr->opcode,
+			       hdr->status, wire::status_name(hdr->status).c_str());
+			return;
+		}
+		if (n > 0)
+			continue;
+		rdma_cm_event_type type;
+		if (cm_event(1, &type, nullptr)) {
+			if (type == RDMA_CM_EVENT_DISCONNECTED) {
+				printf("%s: disconnected\n", name.c_str());
+				connected_ = false;
+				return;
+			}
+		}
+	}
+	printf("%s: no answer\n", name.c_str());
+}
+
+void put_hdr(std::vector<std::byte> &m, uint16_t opcode, uint16_t flags, uint32_t length)
+{
+	mdr_wire_hdr h{};
+
+	h.magic = htole16(MDR_WIRE_MSG_MAGIC);
+	h.opcode = htole16(opcode);
+	h.flags = htole16(flags);
+	h.length = htole32(length);
+	h.req_id = htole64(0x77);
+	if (m.size() < sizeof(h))
+		m.resize(sizeof(h));
+	std::memcpy(m.data(), &h, sizeof(h));
+}
+
+mdr_wire_hdr *hdr_of(std::vector<std::byte> &m)
+{
+	return reinterpret_cast<mdr_wire_hdr *>(m.data());
+}
+
+// The bytes of message NAME on a connection of role, or false if unknown.
+bool make(const std::string &name, mdr_wire_role role, std::vector<std::byte> &m)
+{
+	const uint32_t hs = sizeof(mdr_wire_hdr);
+
+	m.assign(hs, std::byte{0});
+	put_hdr(m, MDR_OP_PING, 0, hs);
+	if (name == "ping") {
+	} else if (name == "short") {
+		m.resize(10);
+	} else if (name == "overlength") {
+		hdr_of(m)->length = htole32(100);
+	} else if (name == "badsize") {
+		m.resize(32);
+		hdr_of(m)->length = htole32(32);
+	} else if (name == "opcode") {
+		hdr_of(m)->opcode = htole16(0x7f);
+	} else if (name == "magic") {
+		hdr_of(m)->magic = htole16(0x1234);
+	} else if (name == "flags") {
+		hdr_of(m)->flags = htole16(0x8000);
+	} else if (name == "reserved") {
+		hdr_of(m)->reserved = htole32(1);
+	} else if (name == "status") {
+		hdr_of(m)->status = htole16(MDR_ST_EXIST);
+	} else if (name == "reply") {
+		m.assign(sizeof(mdr_wire_open_rep), std::byte{0});
+		put_hdr(m, MDR_OP_OPEN, MDR_WIRE_F_REPLY, sizeof(mdr_wire_open_rep));
+	} else if (name == "role" && role == MDR_ROLE_HOST) {
+		m.assign(sizeof(mdr_wire_list_req), std::byte{0});
+		put_hdr(m, MDR_OP_VOL_LIST, 0, sizeof(mdr_wire_list_req));
+	} else if (name == "role" || name == "bodyreserved") {
+		mdr_wire_open_req o{};
+		o.volume_id = htole64(1);
+		if (name == "bodyreserved")
+			o.reserved = htole32(1);
+		m.assign(sizeof(o), std::byte{0});
+		std::memcpy(m.data(), &o, sizeof(o));
+		put_hdr(m, MDR_OP_OPEN, 0, sizeof(o));
+	} else if (name == "novol") {
+		mdr_wire_alloc_req a{};
+		a.volume_id = htole64(999);
+		m.assign(sizeof(a), std::byte{0});
+		std::memcpy(m.data(), &a, sizeof(a));
+		put_hdr(m, MDR_OP_ALLOC, 0, sizeof(a));
+	} else if (name == "oversized") {
+		m.resize(kSendSize);
+		hdr_of(m)->length = htole32(kSendSize);
+	} else {
+		return false;
+	}
+	return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	Options o;
+	int i = 1;
+
+	for (; i + 1 < argc && argv[i][0] == '-'; i += 2) {
+		const std::string_view a = argv[i], v = argv[i + 1];
+		uint64_t n;
+
+		if (a == "--node")
+			o.node = v;
+		else if (a == "--port" && parse_u64(v, n))
+			o.port = uint16_t(n);
+		else if (a == "--tenant" && parse_u64(v, n))
+			o.tenant = uint32_t(n);
+		else if (a == "--host-id" && parse_u64(v, n))
+			o.host_id = n;
+		else if (a == "--role" && (v == "host" || v == "admin"))
+			o.role = v == "host" ? MDR_ROLE_HOST : MDR_ROLE_ADMIN;
+		else if (a == "--pdata")
+			o.pdata = v;
+		else if (a == "--wait" && parse_u64(v, n))
+			o.wait_ms = int(n);
+		else {
+			fprintf(stderr, "bad option %s %s (see the top of raw_client.cc)\n",
+				argv[i], argv[i + 1]);
+			return 2;
+		}
+	}
+	if (o.node.empty()) {
+		fprintf(stderr, "--node is required\n");
+		return 2;
+	}
+	for (int k = i; k < argc; k++) {
+		std::vector<std::byte> m;
+		if (!make(argv[k], o.role, m)) {
+			fprintf(stderr, "unknown message %s\n", argv[k]);
+			return 2;
+		}
+	}
+
+	Raw raw;
+	int ret = raw.connect(o);
+	if (ret)
+		return ret < 0 ? 1 : 0;
+	for (; i < argc && raw.connected(); i++) {
+		std::vector<std::byte> m;
+		make(argv[i], o.role, m);
+		raw.exchange(argv[i], m, o.wait_ms);
+		fflush(stdout);
+	}
+	return 0;
+}
