@@ -5,8 +5,10 @@
 #ifndef MDR_CONTROL_H
 #define MDR_CONTROL_H
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <linux/mdroute.h>
 
@@ -39,7 +41,55 @@ struct ModuleVersion {
 // a minor at least ours (see the versioning rule in <linux/mdroute.h>).
 bool interface_compatible(const ModuleVersion &module);
 
+// Where a volume's metadata lives: struct mdr_ioctl_target.
+struct Target {
+	uint16_t family = 0;		// AF_INET or AF_INET6
+	uint16_t port = 0;		// host byte order; 0: MDR_WIRE_PORT
+	uint32_t tenant = 0;
+	std::array<uint8_t, 16> addr{};	// network byte order; IPv4 in the first 4
+	uint64_t host_id = 0;		// non-zero
+	uint32_t scope_id = 0;		// IPv6 link-local scope; else 0
+};
+
+// An attached volume: struct mdr_ioctl_vol_info.
+struct VolumeInfo {
+	uint32_t index = 0;		// N of /dev/mdrN
+	uint32_t extent_shift = 0;	// log2 of the extent size in bytes
+	uint64_t volume_id = 0;
+	uint64_t size = 0;		// bytes
+	Target target;
+	uint32_t flags = 0;		// MDR_VOL_*
+	uint32_t open_count = 0;
+	uint64_t cached = 0;		// extents in the location cache
+	uint64_t inflight = 0;		// bios at backing devices
+	std::string name;
+};
+
+// What MDR_IOC_BIND found at the local block device.
+struct BindInfo {
+	uint64_t size = 0;		// bytes
+	uint32_t lbs = 0;		// logical block size, bytes
+};
+
+// A local block device number.
+struct DevNum {
+	uint32_t major = 0, minor = 0;
+};
+
+// A bound backing device: struct mdr_ioctl_dev_info.
+struct DeviceInfo {
+	uint32_t dev_id = 0;
+	DevNum dev;
+	uint32_t users = 0;		// attached volumes routing IO to it
+	uint64_t size = 0;		// bytes
+	uint64_t errors = 0;		// IOs it failed
+};
+
 // An open control device. Movable, not copyable; closes on destruction.
+//
+// Every request carries this build's interface version. A module that
+// refuses the version answers EINVAL; the Error then says which version the
+// module speaks. A reply that breaks the ABI's promises fails with -EPROTO.
 class Control {
 public:
 	static Result<Control> open(Sys &sys = real_sys());
@@ -53,9 +103,40 @@ public:
 	// MDR_IOC_VERSION: accepted by a module of any interface version.
 	Result<ModuleVersion> version();
 
+	// MDR_IOC_BIND: open the block device major:minor exclusively as
+	// backing device @dev_id. EEXIST: @dev_id is bound; EBUSY: the block
+	// device is bound under another id or held open exclusively.
+	Result<BindInfo> bind(uint32_t dev_id, DevNum dev);
+
+	// MDR_IOC_UNBIND: returns the block device it was bound to. ENOENT:
+	// not bound; EBUSY: an attached volume uses it.
+	Result<DevNum> unbind(uint32_t dev_id);
+
+	// MDR_IOC_ATTACH: connects to the metadata service; EEXIST if the
+	// volume is attached from the same node and tenant already.
+	Result<VolumeInfo> attach(uint64_t volume_id, const Target &target, bool readonly);
+
+	// MDR_IOC_DETACH of /dev/mdr@index; @volume_id must match unless 0.
+	// ENXIO: nothing there; EINVAL: another volume is; EBUSY: open (and
+	// not @force).
+	Status detach(uint32_t index, uint64_t volume_id, bool force);
+
+	// MDR_IOC_LIST: every attached volume, in index order.
+	Result<std::vector<VolumeInfo>> list();
+
+	// MDR_IOC_STATUS of /dev/mdr@index; ENXIO if nothing is attached there.
+	Result<VolumeInfo> status(uint32_t index);
+
+	// MDR_IOC_DEV_LIST: every bound backing device, in id order.
+	Result<std::vector<DeviceInfo>> dev_list();
+
 private:
 	Control(Sys &sys, int fd) : sys_(&sys), fd_(fd) {}
 	void close();
+	template <typename Arg>
+	Status call(unsigned long request, Arg &arg);
+	template <typename Info, typename Raw, typename Convert, typename Key>
+	Result<std::vector<Info>> list_all(unsigned long request, Convert convert, Key key);
 
 	Sys *sys_;
 	int fd_;	// -1 once moved from

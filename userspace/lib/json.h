@@ -35,6 +35,7 @@ public:
 	JsonWriter &value(std::string_view s);
 	JsonWriter &value(const char *s) { return value(std::string_view(s)); }
 	JsonWriter &value(bool b) { return scalar(b ? "true" : "false"); }
+	JsonWriter &null() { return scalar("null"); }	// a value not known
 	template <std::integral T>
 	JsonWriter &value(T n)
 	{

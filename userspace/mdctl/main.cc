@@ -7,5 +7,5 @@
 
 int main(int argc, char **argv)
 {
-	return mdctl::run(argc, argv, {std::cout, std::cerr, mdr::real_sys()});
+	return mdctl::run(argc, argv, {std::cout, std::cerr, mdr::real_sys(), mdctl::real_host()});
 }

@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "lib/control.h"
+#include "mdctl/host.h"
 
 namespace mdctl {
 
@@ -15,6 +16,7 @@ struct Env {
 	std::ostream &out;
 	std::ostream &err;
 	mdr::Sys &sys;
+	Host &host;
 };
 
 // Runs "mdctl argv[1]...": 0 ok, 1 failure, 2 usage error.

@@ -11,10 +11,12 @@
 
 #include "lib/release.h"
 #include "mdctl/mdctl.h"
+#include "tests/common/fake_host.h"
 #include "tests/common/fake_sys.h"
 
 #include "tests/common/cmocka_cxx.h"
 
+using mdr::test::FakeHost;
 using mdr::test::FakeSys;
 using mdr::test::fake_module;
 
@@ -32,9 +34,10 @@ Outcome run(FakeSys &sys, std::initializer_list<const char *> args)
 	argv.insert(argv.end(), args);
 	argv.push_back(nullptr);
 	std::ostringstream out, err;
+	FakeHost host;
 
 	int status = mdctl::run(static_cast<int>(argv.size() - 1), argv.data(),
-				{out, err, sys});
+				{out, err, sys, host});
 	return {status, out.str(), err.str()};
 }
 
@@ -214,10 +217,11 @@ static void test_write_error_fails(void **)
 {
 	FakeSys sys = loaded_module();
 	std::ostringstream out, err;
+	FakeHost host;
 	const char *argv[] = {"mdctl", "version", nullptr};
 
 	out.setstate(std::ios::badbit);
-	assert_int_equal(mdctl::run(2, argv, {out, err, sys}), 1);
+	assert_int_equal(mdctl::run(2, argv, {out, err, sys, host}), 1);
 	assert_string_equal(err.str().c_str(), "mdctl: cannot write output\n");
 }
 

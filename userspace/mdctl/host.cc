@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// host.cc - the real host, and the host id derived from the machine id.
+#include "mdctl/host.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "lib/errors.h"
+
+namespace mdctl {
+
+namespace {
+
+class RealHost final : public Host {
+public:
+	mdr::Result<FileInfo> stat(const std::string &path) override
+	{
+		struct stat st;
+
+		if (::stat(path.c_str(), &st) < 0)
+			return mdr::Error(-errno);
+		FileInfo info;
+		info.block_device = S_ISBLK(st.st_mode);
+		if (info.block_device)
+			info.rdev = {major(st.st_rdev), minor(st.st_rdev)};
+		return info;
+	}
+
+	mdr::Result<std::string> read_file(const std::string &path) override
+	{
+		std::ifstream in(path, std::ios::binary);
+
+		if (!in)
+			return mdr::Error(errno ? -errno : -EIO);
+		std::ostringstream text;
+		text << in.rdbuf();
+		if (in.bad())
+			return mdr::Error(-EIO);
+		return text.str();
+	}
+
+	mdr::Result<std::vector<std::string>> list_dir(const std::string &path) override
+	{
+		DIR *dir = opendir(path.c_str());
+
+		if (!dir)
+			return mdr::Error(-errno);
+		std::vector<std::string> names;
+		while (const struct dirent *d = readdir(dir)) {
+			std::string_view name = d->d_name;
+			if (name != "." && name != "..")
+				names.emplace_back(name);
+		}
+		closedir(dir);
+		return names;
+	}
+
+	std::optional<std::string> getenv(const char *name) override
+	{
+		const char *value = std::getenv(name);
+
+		return value ? std::optional<std::string>(value) : std::nullopt;
+	}
+};
+
+int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+} // namespace
+
+Host &real_host()
+{
+	static RealHost host;
+
+	return host;
+}
+
+mdr::Result<uint64_t> host_id_from_machine_id(std::string_view machine_id)
+{
+	static constexpr std::string_view kAppKey = "mdroute-host-id";
+	unsigned char key[16];
+
+	if (machine_id.ends_with('\n'))
+		machine_id.remove_suffix(1);
+	if (machine_id.size() != 2 * sizeof(key))
+		return mdr::Error(-EINVAL, "not a machine id");
+	for (size_t i = 0; i < sizeof(key); i++) {
+		int hi = hex_digit(machine_id[2 * i]), lo = hex_digit(machine_id[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return mdr::Error(-EINVAL, "not a machine id");
+		key[i] = static_cast<unsigned char>(hi << 4 | lo);
+	}
+
+	unsigned char mac[EVP_MAX_MD_SIZE];
+	unsigned int mac_len = 0;
+	if (!HMAC(EVP_sha256(), key, sizeof(key),
+		  reinterpret_cast<const unsigned char *>(kAppKey.data()), kAppKey.size(),
+		  mac, &mac_len) || mac_len < 8)
+		return mdr::Error(-EIO, "HMAC-SHA256 failed");
+
+	uint64_t id = 0;
+	for (int i = 0; i < 8; i++)
+		id = id << 8 | mac[i];
+	if (id == 0)
+		return mdr::Error(-EINVAL, "the host id derived from it is 0");
+	return id;
+}
+
+} // namespace mdctl

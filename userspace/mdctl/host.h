@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// host.h - what mdctl reads of the host besides the control device: device
+// nodes, sysfs, /etc/machine-id and the environment, behind a seam so tests
+// can stand in for them.
+#ifndef MDCTL_HOST_H
+#define MDCTL_HOST_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/control.h"
+#include "lib/result.h"
+
+namespace mdctl {
+
+struct FileInfo {
+	bool block_device = false;
+	mdr::DevNum rdev;		// the device number of a block device
+};
+
+class Host {
+public:
+	virtual ~Host() = default;
+	// stat(2), following symbolic links (/dev/disk/by-id/...).
+	virtual mdr::Result<FileInfo> stat(const std::string &path) = 0;
+	// A small file such as a sysfs attribute, whole.
+	virtual mdr::Result<std::string> read_file(const std::string &path) = 0;
+	// Names in a directory, without "." and "..", in no particular order.
+	virtual mdr::Result<std::vector<std::string>> list_dir(const std::string &path) = 0;
+	virtual std::optional<std::string> getenv(const char *name) = 0;
+};
+
+// The real host.
+Host &real_host();
+
+inline constexpr char kMachineIdPath[] = "/etc/machine-id";
+
+// The host id mdctl attaches with unless told otherwise: the first 8 bytes,
+// big-endian, of HMAC-SHA256 keyed with the 16 bytes of the machine id over
+// the ASCII text "mdroute-host-id". Stable for the life of the installation;
+// the machine id itself is not revealed (machine-id(5) asks for that).
+// Fails with -EINVAL if @machine_id (the file's contents) is not 32 hex
+// digits and a newline, or if the id would be 0.
+mdr::Result<uint64_t> host_id_from_machine_id(std::string_view machine_id);
+
+} // namespace mdctl
+
+#endif // MDCTL_HOST_H
