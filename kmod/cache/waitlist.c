@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * waitlist.c - bios parked per extent while its location is fetched.
+ *
+ * Pure: generic headers only. KUnit: ktests/waitlist_test.c.
+ */
+#include <linux/bitops.h>
+#include <linux/slab.h>
+
+#include "cache/waitlist.h"
+
+void mdr_waitlist_init(struct mdr_waitlist *wl)
+{
+	spin_lock_init(&wl->lock);
+	hash_init(wl->table);
+	wl->nr = 0;
+}
+
+static struct mdr_wait *mdr_waitlist_find(struct mdr_waitlist *wl, u64 index)
+{
+	struct mdr_wait *w;
+
+	hash_for_each_possible(wl->table, w, node, index)
+		if (w->index == index)
+			return w;
+	return NULL;
+}
+
+/**
+ * mdr_waitlist_park() - park @bio until extent @index is known
+ * @wl:		the wait list
+ * @index:	extent index
+ * @bio:	the bio; owned by the wait list until taken back
+ * @alloc:	the bio needs the extent allocated (a write to an
+ *		unallocated extent), not only fetched
+ * @spare:	a zeroed struct mdr_wait the list takes (and clears *@spare)
+ *		when the extent has no waiters yet; the caller frees it if
+ *		it is still there
+ * @now:	jiffies
+ *
+ * Context: any.
+ * Return: what the caller must start: nothing (joined), a fetch or an
+ * allocation. An allocation is asked for once per extent, even when a
+ * fetch is already in flight.
+ */
+enum mdr_park_action mdr_waitlist_park(struct mdr_waitlist *wl, u64 index,
+				       struct bio *bio, bool alloc,
+				       struct mdr_wait **spare,
+				       unsigned long now)
+{
+	enum mdr_park_action act = MDR_PARK_JOINED;
+	struct mdr_wait *w;
+	unsigned long flags;
+
+	spin_lock_irqsave(&wl->lock, flags);
+	w = mdr_waitlist_find(wl, index);
+	if (!w) {
+		w = *spare;
+		*spare = NULL;
+		w->index = index;
+		bio_list_init(&w->bios);
+		w->flags = 0;
+		w->since = now;
+		hash_add(wl->table, &w->node, index);
+		wl->nr++;
+	}
+	bio_list_add(&w->bios, bio);
+	if (alloc && !test_bit(MDR_WAIT_ALLOC, &w->flags)) {
+		__set_bit(MDR_WAIT_ALLOC, &w->flags);
+		act = MDR_PARK_ALLOC;
+	} else if (!alloc && !test_bit(MDR_WAIT_FETCH, &w->flags) &&
+		   !test_bit(MDR_WAIT_ALLOC, &w->flags)) {
+		__set_bit(MDR_WAIT_FETCH, &w->flags);
+		act = MDR_PARK_FETCH;
+	}
+	spin_unlock_irqrestore(&wl->lock, flags);
+	return act;
+}
+
+/**
+ * mdr_waitlist_take() - take back every bio parked on extent @index
+ * @wl:		the wait list
+ * @index:	extent index
+ * @out:	the bios are appended here, in the order they parked
+ * @flags:	MDR_WAIT_* bits the extent had
+ *
+ * Context: any.
+ * Return: false if no bio waited for @index.
+ */
+bool mdr_waitlist_take(struct mdr_waitlist *wl, u64 index,
+		       struct bio_list *out, unsigned long *flags)
+{
+	struct mdr_wait *w;
+	unsigned long irqflags;
+
+	spin_lock_irqsave(&wl->lock, irqflags);
+	w = mdr_waitlist_find(wl, index);
+	if (w) {
+		hash_del(&w->node);
+		wl->nr--;
+	}
+	spin_unlock_irqrestore(&wl->lock, irqflags);
+	if (!w)
+		return false;
+	bio_list_merge(out, &w->bios);
+	*flags = w->flags;
+	kfree(w);
+	return true;
+}
+
+/**
+ * mdr_waitlist_pop_any() - detach some extent's waiters (teardown)
+ * @wl:		the wait list
+ *
+ * Context: any.
+ * Return: an unlinked struct mdr_wait the caller frees with kfree(), or
+ * NULL when the list is empty.
+ */
+struct mdr_wait *mdr_waitlist_pop_any(struct mdr_waitlist *wl)
+{
+	struct mdr_wait *w = NULL;
+	unsigned long flags;
+	unsigned int bkt;
+
+	spin_lock_irqsave(&wl->lock, flags);
+	hash_for_each(wl->table, bkt, w, node)
+		break;
+	if (w) {
+		hash_del(&w->node);
+		wl->nr--;
+	}
+	spin_unlock_irqrestore(&wl->lock, flags);
+	return w;
+}
+
+/**
+ * mdr_waitlist_mark_stale() - an invalidation covers [@first, @first +
+ * @count): answers to requests in flight for it must not be cached
+ * @wl:		the wait list
+ * @first:	first extent
+ * @count:	extents
+ *
+ * Context: any.
+ */
+void mdr_waitlist_mark_stale(struct mdr_waitlist *wl, u64 first, u64 count)
+{
+	struct mdr_wait *w;
+	unsigned long flags;
+	unsigned int bkt;
+
+	spin_lock_irqsave(&wl->lock, flags);
+	hash_for_each(wl->table, bkt, w, node)
+		if (w->index >= first && w->index - first < count)
+			__set_bit(MDR_WAIT_STALE, &w->flags);
+	spin_unlock_irqrestore(&wl->lock, flags);
+}
+
+unsigned int mdr_waitlist_count(struct mdr_waitlist *wl)
+{
+	return READ_ONCE(wl->nr);
+}
