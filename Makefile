@@ -55,6 +55,7 @@ install: all
 	install -D -m 0755 $(BUILD)/userspace/bin/mdnode $(DESTDIR)/usr/sbin/mdnode
 	install -D -m 0644 userspace/mdnode/mdnode.service $(DESTDIR)/lib/systemd/system/mdnode.service
 	install -D -m 0644 userspace/mdnode/mdnode.conf.example $(DESTDIR)/etc/mdroute/mdnode.conf.example
+	install -D -m 0644 tools/udev/60-mdroute.rules $(DESTDIR)/lib/udev/rules.d/60-mdroute.rules
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean

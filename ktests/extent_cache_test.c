@@ -198,6 +198,26 @@ static void mdr_cache_test_clear(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mdr_cache_insert(c, 1, &a), 0);
 }
 
+static void mdr_cache_test_forget_range_drops_floors(struct kunit *test)
+{
+	struct mdr_cache *c = test->priv;
+	struct mdr_loc a = loc(7, 1, 0), old = loc(1, 2, 0), out;
+
+	KUNIT_ASSERT_EQ(test, mdr_cache_insert(c, 1, &a), 0);
+	KUNIT_ASSERT_EQ(test, mdr_cache_insert(c, 2, &a), 0);
+	KUNIT_ASSERT_EQ(test, mdr_cache_insert(c, 5, &a), 0);
+	mdr_cache_drop(c, 2, 1, 9);
+	/* the volume started its generations again over extents 0..3 */
+	mdr_cache_forget(c, 0, 4);
+	KUNIT_EXPECT_EQ(test, mdr_cache_count(c), 1U);
+	KUNIT_EXPECT_EQ(test, mdr_cache_insert(c, 1, &old), 0);
+	KUNIT_EXPECT_EQ(test, mdr_cache_insert(c, 2, &old), 0);
+	/* outside the range the floor still holds */
+	KUNIT_EXPECT_EQ(test, mdr_cache_insert(c, 5, &old), -ESTALE);
+	KUNIT_ASSERT_EQ(test, mdr_cache_lookup(c, 2, &out), MDR_CACHE_HIT);
+	KUNIT_EXPECT_EQ(test, out.generation, 1ULL);
+}
+
 static void mdr_cache_test_unallocated_and_zero_max(struct kunit *test)
 {
 	struct mdr_cache *c = test->priv, z;
@@ -219,6 +239,7 @@ static struct kunit_case mdr_cache_test_cases[] = {
 	KUNIT_CASE(mdr_cache_test_bounded_clock_eviction),
 	KUNIT_CASE(mdr_cache_test_tombstones_count_and_go_first),
 	KUNIT_CASE(mdr_cache_test_clear),
+	KUNIT_CASE(mdr_cache_test_forget_range_drops_floors),
 	KUNIT_CASE(mdr_cache_test_unallocated_and_zero_max),
 	{}
 };

@@ -87,26 +87,52 @@ int mdr_cache_init(struct mdr_cache *c, unsigned int max)
 	return 0;
 }
 
+/* Last index of [first, first + count), clamped to the index space. */
+static unsigned long mdr_range_last(u64 first, u64 count)
+{
+	return count - 1 > ULONG_MAX - first ? ULONG_MAX : first + count - 1;
+}
+
 /**
- * mdr_cache_clear() - forget every entry and tombstone
+ * mdr_cache_forget() - forget extents [@first, @first + @count), tombstones
+ * included
  * @c:		the cache
+ * @first:	first extent index
+ * @count:	extents (>= 1)
+ *
+ * For a volume whose entries' generations started again (it was shrunk and
+ * grown): what the cache saw of it no longer bounds what it may accept.
  *
  * Context: any; concurrent lookups see either the old entries or none.
  */
-void mdr_cache_clear(struct mdr_cache *c)
+void mdr_cache_forget(struct mdr_cache *c, u64 first, u64 count)
 {
 	XA_STATE(xas, &c->xa, 0);
 	unsigned long flags;
 	void *e;
 
+	if (!count || first > ULONG_MAX)
+		return;
+	xas_set(&xas, first);
 	xas_lock_irqsave(&xas, flags);
-	xas_for_each(&xas, e, ULONG_MAX) {
+	xas_for_each(&xas, e, mdr_range_last(first, count)) {
 		xas_store(&xas, NULL);
 		atomic_dec(&c->nr);
 		if (!xa_is_value(e))
 			call_rcu(&((struct mdr_cent *)e)->rcu, mdr_cent_free);
 	}
 	xas_unlock_irqrestore(&xas, flags);
+}
+
+/**
+ * mdr_cache_clear() - forget every entry and tombstone
+ * @c:		the cache
+ *
+ * Context: any.
+ */
+void mdr_cache_clear(struct mdr_cache *c)
+{
+	mdr_cache_forget(c, 0, U64_MAX);
 }
 
 /**
@@ -267,17 +293,15 @@ out_unlock:
 void mdr_cache_drop(struct mdr_cache *c, u64 first, u64 count,
 		    u64 min_generation)
 {
-	unsigned long last, flags;
 	XA_STATE(xas, &c->xa, 0);
+	unsigned long flags;
 	void *e;
 
 	if (!count || first > ULONG_MAX)
 		return;
-	last = (count - 1 > ULONG_MAX - first) ? ULONG_MAX : first + count - 1;
-
 	xas_set(&xas, first);
 	xas_lock_irqsave(&xas, flags);
-	xas_for_each(&xas, e, last) {
+	xas_for_each(&xas, e, mdr_range_last(first, count)) {
 		u64 floor = max(mdr_slot_generation(e), min_generation);
 
 		xas_store(&xas, mdr_tombstone(floor));

@@ -69,6 +69,7 @@ int mdr_cache_insert(struct mdr_cache *c, u64 index,
 		     const struct mdr_loc *loc);
 void mdr_cache_drop(struct mdr_cache *c, u64 first, u64 count,
 		    u64 min_generation);
+void mdr_cache_forget(struct mdr_cache *c, u64 first, u64 count);
 void mdr_cache_clear(struct mdr_cache *c);
 
 static inline unsigned int mdr_cache_count(struct mdr_cache *c)

@@ -1,36 +1,88 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * main.c - mdroute module entry points.
+ * main.c - mdroute module entry points and parameters.
  *
  * mdroute gives a host virtual block volumes /dev/mdrN whose IO is routed,
  * per extent, to the local device that holds each block. See
  * Documentation/ for the design and the consistency rule it keeps.
  */
 #include <linux/module.h>
+#include <linux/moduleparam.h>
 #include <linux/mdroute.h>
 #include <linux/mdroute_wire.h>
 
 #include "admin/admin.h"
+#include "cache/extent_cache.h"
+#include "core/params.h"
+#include "transport/transport.h"
+#include "volume/volume.h"
+
+unsigned int g_fast_io_fail_tmo = 30;
+module_param_named(fast_io_fail_tmo, g_fast_io_fail_tmo, uint, 0644);
+MODULE_PARM_DESC(fast_io_fail_tmo,
+		 "Seconds IO that needs the metadata service waits before it fails with EIO. Default: 30");
+
+unsigned int g_io_timeout_ms = 10;
+module_param_named(io_timeout_ms, g_io_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(io_timeout_ms,
+		 "Metadata RPC timeout in ms; 3 retries, then reconnect. Default: 10");
+
+unsigned int g_prefetch = 16;
+module_param_named(prefetch, g_prefetch, uint, 0644);
+MODULE_PARM_DESC(prefetch,
+		 "Entries one lookup reads when misses are sequential (1..128). Default: 16");
+
+unsigned int g_cache_max_extents = 1U << 20;
+module_param_named(cache_max_extents, g_cache_max_extents, uint, 0444);
+MODULE_PARM_DESC(cache_max_extents,
+		 "Most extent locations cached per volume (about 50 bytes each). Default: 1048576");
 
 static int __init mdr_init(void)
 {
 	int ret;
 
+	if (!g_prefetch || g_prefetch > MDR_WIRE_READ_MAX /
+	    sizeof(struct mdr_wire_entry)) {
+		pr_err("prefetch must be 1..%zu\n",
+		       MDR_WIRE_READ_MAX / sizeof(struct mdr_wire_entry));
+		return -EINVAL;
+	}
+
+	ret = mdr_cache_module_init();
+	if (ret)
+		return ret;
+	ret = mdr_vol_init();
+	if (ret)
+		goto out_cache;
+	ret = mdr_rdma_init();
+	if (ret)
+		goto out_vol;
 	ret = mdr_ctl_init();
 	if (ret) {
 		pr_err("cannot register /dev/%s: %d\n", MDR_CONTROL_NAME, ret);
-		return ret;
+		goto out_rdma;
 	}
 
 	pr_info("release %s loaded (ioctl ABI %u.%u.%u, wire %u)\n",
 		MDR_RELEASE, MDR_IOCTL_VERSION_MAJOR, MDR_IOCTL_VERSION_MINOR,
 		MDR_IOCTL_VERSION_PATCH, MDR_WIRE_VERSION);
 	return 0;
+
+out_rdma:
+	mdr_rdma_exit();
+out_vol:
+	mdr_vol_exit();
+out_cache:
+	mdr_cache_module_exit();
+	return ret;
 }
 
 static void __exit mdr_exit(void)
 {
 	mdr_ctl_exit();
+	mdr_rdma_exit();
+	mdr_vol_exit();
+	mdr_cache_module_exit();
 	pr_info("unloaded\n");
 }
 

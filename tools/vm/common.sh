@@ -82,7 +82,7 @@ mdr_module_loaded() { [ -d /sys/module/mdroute ]; }
 mdr_module_load() {
 	mdr_require_file "$MDR_KO"
 	mdr_module_loaded && mdr_fail "mdroute is already loaded"
-	modprobe -a ib_core rdma_cm >/dev/null 2>&1 || true
+	modprobe -a ib_core rdma_cm libcrc32c >/dev/null 2>&1 || true
 	insmod "$MDR_KO" "$@" || mdr_fail "insmod $MDR_KO failed"
 	mdr_on_exit 'mdr_module_loaded && rmmod mdroute'
 	mdr_wait_for /dev/mdroute-control 5
@@ -122,9 +122,20 @@ mdr_mdnode_start() {
 }
 
 # mdr_mdnode_stop [SIGNAL]: stop it (TERM by default, KILL to crash it).
+# One that does not stop within 20 s is killed, so a hung mdnode fails its
+# own test and not every later one.
 mdr_mdnode_stop() {
-	[ -n "${MDR_MDNODE_PID:-}" ] || return 0
-	kill "-${1:-TERM}" "$MDR_MDNODE_PID" 2>/dev/null
-	wait "$MDR_MDNODE_PID" 2>/dev/null
+	local pid=${MDR_MDNODE_PID:-} i
+	[ -n "$pid" ] || return 0
 	MDR_MDNODE_PID=
+	kill "-${1:-TERM}" "$pid" 2>/dev/null
+	for i in $(seq 200); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "mdnode $pid did not stop in 20 s: killing it" >&2
+		kill -KILL "$pid" 2>/dev/null
+	fi
+	wait "$pid" 2>/dev/null
 }

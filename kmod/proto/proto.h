@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * proto.h - the metadata wire protocol as the kernel client checks it.
+ *
+ * Pure: generic headers only, no verbs, no block layer, no locks (callers
+ * own locking); KUnit-tested in ktests/proto_test.c. Everything received
+ * from mdnode goes through here before any of it is used: connection
+ * private data, every message header and body, every extent entry.
+ *
+ * The rules mirror the user-space codec (userspace/lib/wire.cc), seen from
+ * a host connection's client side.
+ */
+#ifndef MDR_PROTO_H
+#define MDR_PROTO_H
+
+#include <linux/types.h>
+#include <linux/mdroute_wire.h>
+
+/* Entries one READ may carry (MDR_WIRE_READ_MAX bytes). */
+#define MDR_READ_MAX_ENTRIES \
+	(MDR_WIRE_READ_MAX / sizeof(struct mdr_wire_entry))
+
+/* ---- Extent entries ------------------------------------------------- */
+
+/* Which rule an entry breaks; mdr_entry_check() checks in this order. */
+enum mdr_entry_verdict {
+	MDR_ENTRY_OK,
+	MDR_ENTRY_BAD_CRC,		/* torn, misaddressed, foreign: re-read */
+	MDR_ENTRY_RESERVED,		/* reserved bytes not zero */
+	MDR_ENTRY_BAD_STATE,		/* state >= MDR_EXT_STATE_MAX */
+	MDR_ENTRY_UNALLOC_PLACED,	/* unallocated with dev_id or pstart */
+	MDR_ENTRY_ZERO_GEN,		/* generations start at 1 */
+	MDR_ENTRY_NO_DEVICE,		/* mapped or frozen with dev_id 0 */
+	MDR_ENTRY_STALE,		/* older than the caller has seen */
+};
+
+u32 mdr_entry_crc(const struct mdr_wire_entry *e, u64 volume_id, u64 index);
+void mdr_entry_seal(struct mdr_wire_entry *e, u64 volume_id, u64 index);
+enum mdr_entry_verdict mdr_entry_check(const struct mdr_wire_entry *e,
+				       u64 volume_id, u64 index, u64 min_gen);
+const char *mdr_entry_verdict_name(enum mdr_entry_verdict v);
+
+/* ---- Connection private data ---------------------------------------- */
+
+/**
+ * struct mdr_conn_params - what a host asks for in its connect request
+ * @version_min: lowest protocol version spoken
+ * @version_max: highest protocol version spoken
+ * @tenant:	tenant of the connection
+ * @host_id:	this host
+ * @queue_depth: requests outstanding at once (>= 1)
+ * @recv_depth:	receive buffers posted (> @queue_depth)
+ * @max_msg:	largest message received (MDR_WIRE_MSG_MIN..MSG_MAX)
+ */
+struct mdr_conn_params {
+	u16 version_min;
+	u16 version_max;
+	u32 tenant;
+	u64 host_id;
+	u16 queue_depth;
+	u16 recv_depth;
+	u32 max_msg;
+};
+
+/**
+ * struct mdr_conn_accept - mdnode's accept, checked and host-endian
+ * @version:	negotiated version
+ * @queue_depth: requests the host may have outstanding
+ * @push_credits: pushes mdnode may have outstanding
+ * @max_msg:	largest message mdnode receives
+ * @node_id:	the storage node
+ * @boot_id:	changes at every mdnode start
+ */
+struct mdr_conn_accept {
+	u16 version;
+	u16 queue_depth;
+	u16 push_credits;
+	u32 max_msg;
+	u64 node_id;
+	u64 boot_id;
+};
+
+int mdr_conn_req_encode(struct mdr_wire_conn_req *r,
+			const struct mdr_conn_params *p);
+int mdr_conn_rep_parse(const void *pd, size_t len,
+		       const struct mdr_conn_params *sent,
+		       struct mdr_conn_accept *a, const char **why);
+int mdr_conn_rej_parse(const void *pd, size_t len, u16 *status,
+		       u16 *version, const char **why);
+int mdr_version_negotiate(u16 peer_min, u16 peer_max);
+
+/* ---- Messages ------------------------------------------------------- */
+
+/* 0 for MDR_ST_OK, else -errno (-EPROTO for a status out of range). */
+int mdr_status_to_errno(u16 status);
+
+/**
+ * struct mdr_open_info - a checked reply to MDR_OP_OPEN
+ * @volume_id:	the volume
+ * @size:	bytes, a multiple of 4096
+ * @table_addr:	remote address of entry 0
+ * @table_len:	bytes of the table: entries * 32
+ * @table_rkey:	rkey of the table
+ * @extent_shift: log2 of the extent size in bytes
+ * @lease_ms:	lease duration from when the request was sent
+ * @generation:	volume generation
+ * @name:	NUL-terminated volume name
+ */
+struct mdr_open_info {
+	u64 volume_id;
+	u64 size;
+	u64 table_addr;
+	u64 table_len;
+	u32 table_rkey;
+	u32 extent_shift;
+	u32 lease_ms;
+	u64 generation;
+	char name[MDR_WIRE_NAME_LEN];
+};
+
+/**
+ * struct mdr_inval_info - a checked MDR_OP_INVALIDATE push
+ * @volume_id:	the volume
+ * @first:	first extent of the range
+ * @count:	extents in the range, >= 1, first + count does not wrap
+ * @generation:	floor of the range's generations from now on
+ * @reason:	enum mdr_inval_reason
+ */
+struct mdr_inval_info {
+	u64 volume_id;
+	u64 first;
+	u64 count;
+	u64 generation;
+	u32 reason;
+};
+
+/**
+ * struct mdr_msg - a received message, checked and host-endian
+ * @opcode:	enum mdr_wire_opcode
+ * @flags:	MDR_WIRE_F_*
+ * @status:	enum mdr_wire_status (replies)
+ * @length:	bytes of the message
+ * @req_id:	request id (of the request replied to, or of the push)
+ * @open:	MDR_OP_OPEN reply with MDR_ST_OK
+ * @lease_ms:	MDR_OP_RENEW reply with MDR_ST_OK
+ * @alloc:	MDR_OP_ALLOC reply with MDR_ST_OK; the entry is verified
+ *		against (volume_id, index) and is mapped
+ * @inval:	MDR_OP_INVALIDATE push
+ */
+struct mdr_msg {
+	u16 opcode;
+	u16 flags;
+	u16 status;
+	u32 length;
+	u64 req_id;
+	union {
+		struct mdr_open_info open;
+		u32 lease_ms;
+		struct {
+			u64 volume_id;
+			u64 index;
+			struct mdr_wire_entry entry;
+		} alloc;
+		struct mdr_inval_info inval;
+	};
+};
+
+static inline bool mdr_msg_is_reply(const struct mdr_msg *m)
+{
+	return m->flags & MDR_WIRE_F_REPLY;
+}
+
+int mdr_msg_parse(const void *buf, size_t received, struct mdr_msg *m,
+		  const char **why);
+
+/* Encoders of what a host sends; each returns the message's length. */
+size_t mdr_msg_open_req(void *buf, u64 req_id, u64 volume_id);
+size_t mdr_msg_vol_req(void *buf, u16 opcode, u64 req_id, u64 volume_id);
+size_t mdr_msg_alloc_req(void *buf, u64 req_id, u64 volume_id, u64 index);
+size_t mdr_msg_inval_ack(void *buf, u64 req_id,
+			 const struct mdr_inval_info *inval);
+void mdr_msg_set_req_id(void *buf, u64 req_id);
+
+/* ---- Reconnect backoff and leases ----------------------------------- */
+
+u32 mdr_backoff_ms(unsigned int attempt, u32 base_ms, u32 max_ms, u32 rnd);
+
+/*
+ * A lease granted for lease_ms counts from when its request was sent; the
+ * host stops trusting it a margin earlier, for clock rate drift between
+ * host and node and timer slack: a fixed part plus 1/64 of the lease.
+ */
+#define MDR_LEASE_DRIFT_MS	100
+
+u64 mdr_lease_margin_ms(u32 lease_ms);
+u64 mdr_lease_deadline(u64 sent_ns, u32 lease_ms);
+u64 mdr_lease_renew_at(u64 sent_ns, u32 lease_ms);
+bool mdr_lease_valid(u64 now_ns, u64 deadline_ns);
+
+#endif /* MDR_PROTO_H */

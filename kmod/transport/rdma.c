@@ -1,0 +1,2383 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdma.c - the kernel-verbs metadata client behind mdr_rdma_transport.
+ *
+ * One connection (struct mdr_conn) per (mdnode address, tenant), shared by
+ * every volume of that tenant on that node. A connection lives as long as
+ * one of its volumes is open; its RDMA resources (struct mdr_queue: cm_id,
+ * PD, CQ, QP, buffers) are built at connect and torn down at every
+ * failure, then built again by the reconnect work with exponential
+ * backoff and jitter.
+ *
+ * On a queue:
+ *   - lookups are one-sided RDMA READs of entries from a volume's table
+ *     into pre-mapped buffers (one READ slot each), checked entry by entry;
+ *   - OPEN, CLOSE and RENEW are synchronous RPCs (process context), ALLOC
+ *     is asynchronous (asked from submit_bio); each RPC slot has a timer
+ *     that re-sends with a new req_id up to MDR_RPC_RETRIES times, then
+ *     declares the connection broken;
+ *   - invalidation pushes run the volume's invalidate callback from a work
+ *     item (it sleeps), then are acked.
+ *
+ * Completions are polled in softirq context (IB_POLL_SOFTIRQ) and never
+ * sleep. Requests the connection cannot serve now wait on conn->pending
+ * and fail with -EIO fast_io_fail_tmo seconds after they were queued.
+ *
+ * Locks, outermost first: mdr_conns_mutex (the connection list),
+ * conn->mutex (queue build and teardown), conn->vols_mutex (the volume
+ * list; held across RPCs of the lease work), tvol->cb_mutex (sleeping
+ * callbacks vs close), conn->lock (spinlock, irqsave: queue pointer,
+ * slots, pending, pools), tvol->cb_lock (spinlock: non-sleeping
+ * callbacks vs close). No callback into the volume runs under conn->lock.
+ */
+#include <linux/bitmap.h>
+#include <linux/debugfs.h>
+#include <linux/delay.h>
+#include <linux/jiffies.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/random.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/timer.h>
+#include <linux/workqueue.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
+
+#include "core/params.h"
+#include "proto/proto.h"
+#include "transport/rdma.h"
+#include "transport/transport.h"
+
+#define MDR_RPC_DEPTH		16	/* RPC slots asked for */
+#define MDR_PUSH_MAX		16	/* push credits we can hold */
+#define MDR_RECV_DEPTH		(MDR_RPC_DEPTH + MDR_PUSH_MAX)
+#define MDR_PUSH_POOL		(2 * MDR_PUSH_MAX) /* + acks of old queues */
+#define MDR_READ_SLOTS		16	/* READs in flight per connection */
+#define MDR_REQ_POOL		128	/* fetch/alloc contexts kept ready */
+#define MDR_RECV_MSG		MDR_WIRE_MSG_MIN /* our max_msg: >= open_rep */
+#define MDR_SEND_MSG		128	/* our largest request: open_req */
+#define MDR_RPC_RETRIES		3
+#define MDR_TORN_RETRIES	3	/* re-READs of a torn window */
+#define MDR_CM_TIMEOUT_MS	3000	/* resolve and connect steps */
+#define MDR_BACKOFF_BASE_MS	1000
+#define MDR_BACKOFF_MAX_MS	30000
+#define MDR_LEASE_TICK_MS	1000	/* lease work runs at least this often */
+#define MDR_HIST_BUCKETS	12	/* lookup latency: <16 us ... >=16 ms */
+
+/* req_id: the queue's sequence number above the RPC slot's index */
+#define MDR_SLOT_BITS		8
+
+static_assert(MDR_RPC_DEPTH <= (1 << MDR_SLOT_BITS));
+static_assert(sizeof(struct mdr_wire_open_req) <= MDR_SEND_MSG);
+static_assert(sizeof(struct mdr_wire_open_rep) <= MDR_RECV_MSG);
+static_assert(MDR_READ_MAX_ENTRIES * sizeof(struct mdr_wire_entry) ==
+	      MDR_WIRE_READ_MAX);
+
+enum mdr_conn_state {
+	MDR_CONN_CONNECTING,	/* first connect or a reconnect under way */
+	MDR_CONN_LIVE,		/* queue up, requests flow */
+	MDR_CONN_BROKEN,	/* failed: teardown, then reconnect later */
+	MDR_CONN_DEAD,		/* last volume closed: no more reconnects */
+};
+
+static const char * const mdr_conn_state_names[] = {
+	[MDR_CONN_CONNECTING] = "connecting",
+	[MDR_CONN_LIVE] = "live",
+	[MDR_CONN_BROKEN] = "broken",
+	[MDR_CONN_DEAD] = "dead",
+};
+
+enum mdr_req_op {
+	MDR_REQ_READ,		/* async lookup */
+	MDR_REQ_ALLOC,		/* async allocation */
+	MDR_REQ_RPC,		/* sync OPEN, CLOSE, RENEW */
+};
+
+/**
+ * struct mdr_req - a lookup, an allocation or a synchronous RPC
+ * @list:	in conn->pending or conn->free_reqs
+ * @tv:		the volume (a reference is held by async requests)
+ * @op:		enum mdr_req_op
+ * @pooled:	from conn->req_pool (else kmalloc'ed, or on a stack)
+ * @first:	READ: first entry asked; ALLOC: the extent
+ * @count:	READ: entries asked
+ * @deadline:	jiffies after which a queued request fails (0: not set)
+ * @start:	when the volume asked (latency of lookups)
+ * @rpc_op:	RPC: the opcode
+ * @rpc_inc:	RPC: incarnation of the queue it was sent on
+ * @done:	RPC: completed when the reply (or the failure) is in
+ * @result:	RPC: 0 or -errno
+ * @reply:	RPC: where the checked reply goes
+ */
+struct mdr_req {
+	struct list_head list;
+	struct mdr_tvol *tv;
+	u8 op;
+	bool pooled;
+	u64 first;
+	u32 count;
+	unsigned long deadline;
+	ktime_t start;
+	u16 rpc_op;
+	u32 rpc_inc;
+	struct completion *done;
+	int result;
+	struct mdr_msg *reply;
+};
+
+struct mdr_queue;
+
+/* A receive buffer, posted while the queue lives. */
+struct mdr_recv {
+	struct ib_cqe cqe;
+	struct mdr_queue *q;
+	void *buf;
+	u64 dma;
+};
+
+/* An RPC in flight: the send buffer, the req_id, the retry timer. */
+struct mdr_rpc_slot {
+	struct ib_cqe cqe;
+	struct mdr_queue *q;
+	unsigned int idx;	/* in q->rpc */
+	struct mdr_req *req;	/* NULL once answered or abandoned */
+	void *buf;
+	u64 dma;
+	u32 len;
+	u64 req_id;
+	unsigned int attempts;
+	unsigned long tmo;	/* jiffies per attempt */
+	bool send_busy;		/* SEND not completed yet */
+	bool wait_reply;	/* reply (or timeout) not in yet */
+	struct timer_list timer;
+};
+
+/* A READ in flight into its own mapped buffer. */
+struct mdr_rd_slot {
+	struct ib_cqe cqe;
+	struct mdr_queue *q;
+	unsigned int idx;	/* in q->rd */
+	struct mdr_req *req;
+	void *buf;
+	u64 dma;
+	u32 window;		/* entries read: asked plus prefetch */
+	unsigned int tries;
+};
+
+/**
+ * struct mdr_queue - one incarnation of a connection's RDMA resources
+ * @conn:	owner
+ * @cm_id:	rdma_cm id (its context is this queue)
+ * @dev:	the RDMA device it resolved to
+ * @pd:		protection domain (local_dma_lkey for all buffers)
+ * @cq:		one CQ for sends, READs and receives, polled in softirq
+ * @qp:		the RC QP
+ * @inc:	incarnation number: volumes reopened on it carry it
+ * @acc:	mdnode's accept
+ * @cm_done:	a connect step finished, with @cm_error
+ * @established: the CM reported ESTABLISHED and the accept was good
+ * @next_seq:	next RPC sequence number (req_id >> MDR_SLOT_BITS)
+ * @pushes:	pushes received and not yet acked
+ */
+struct mdr_queue {
+	struct mdr_conn *conn;
+	struct rdma_cm_id *cm_id;
+	struct ib_device *dev;
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	u32 inc;
+	struct mdr_conn_params params;
+	struct mdr_conn_accept acc;
+	struct completion cm_done;
+	int cm_error;
+	bool established;
+	u64 next_seq;
+	unsigned int pushes;
+
+	struct mdr_recv recv[MDR_RECV_DEPTH];
+	void *recv_buf;
+	u64 recv_dma;
+
+	unsigned int nr_rpc;
+	struct mdr_rpc_slot rpc[MDR_RPC_DEPTH];
+	DECLARE_BITMAP(rpc_busy, MDR_RPC_DEPTH);
+	void *rpc_buf;
+	u64 rpc_dma;
+
+	struct mdr_rd_slot rd[MDR_READ_SLOTS];
+	DECLARE_BITMAP(rd_busy, MDR_READ_SLOTS);
+	void *rd_buf;
+	u64 rd_dma;
+};
+
+/* An invalidation push, from its receipt to its ack's completion. */
+struct mdr_push {
+	struct work_struct work;
+	struct ib_cqe cqe;
+	struct mdr_conn *conn;
+	unsigned int idx;	/* in conn->push_pool */
+	struct ib_device *dev;	/* the ack's mapping */
+	u32 inc;		/* queue it arrived on */
+	u64 req_id;
+	struct mdr_inval_info inval;
+	u8 buf[sizeof(struct mdr_wire_inval)];
+	u64 dma;
+};
+
+struct mdr_conn_stats {
+	atomic64_t reads;		/* READs completed */
+	atomic64_t read_entries;	/* entries delivered */
+	atomic64_t torn;		/* windows re-read */
+	atomic64_t bad_entries;		/* entries refused */
+	atomic64_t rpcs;		/* RPCs answered */
+	atomic64_t rpc_errors;		/* answered with a non-OK status */
+	atomic64_t retries;		/* RPCs re-sent */
+	atomic64_t timeouts;		/* RPC timer expiries */
+	atomic64_t late;		/* replies to re-sent or abandoned RPCs */
+	atomic64_t reconnects;		/* successful reconnects */
+	atomic64_t connect_failures;
+	atomic64_t invalidations;	/* pushes handled */
+	atomic64_t bad_messages;	/* malformed: connection ended */
+	atomic64_t failed_fast;		/* requests failed by fast_io_fail */
+	atomic64_t lease_expiries;
+	atomic64_t hist[MDR_HIST_BUCKETS];
+};
+
+/**
+ * struct mdr_conn - the connection to one (mdnode, tenant)
+ * @node:	in mdr_conns
+ * @ref:	memory; held by the list (while users), volumes, pushes
+ * @users:	open volumes (under mdr_conns_mutex)
+ * @target:	address, tenant and host id
+ * @mutex:	queue build and teardown
+ * @vols_mutex:	@vols
+ * @vols:	struct mdr_tvol on this connection
+ * @lock:	@state, @q, @pending, @free_reqs, @push_busy, slots
+ * @state:	enum mdr_conn_state
+ * @q:		the live queue, or NULL
+ * @inc:	incarnation counter of queues
+ * @attempts:	failed reconnects in a row (backoff)
+ * @boot_id:	mdnode's boot id on the last queue (0: never connected)
+ * @pending:	requests waiting for a slot, a queue or a reopen
+ */
+struct mdr_conn {
+	struct list_head node;
+	struct kref ref;
+	unsigned int users;
+	struct mdr_target target;
+	struct mutex mutex;		/* queue build and teardown */
+	struct mutex vols_mutex;	/* @vols; RPCs of the lease work */
+	struct list_head vols;
+	spinlock_t lock;		/* IO path state, see above */
+	enum mdr_conn_state state;
+	struct mdr_queue *q;
+	u32 inc;
+	unsigned int attempts;
+	u64 boot_id;
+	u64 node_id;
+	struct list_head pending;
+	struct list_head free_reqs;
+	struct mdr_req *req_pool;
+	struct mdr_push push_pool[MDR_PUSH_POOL];
+	DECLARE_BITMAP(push_busy, MDR_PUSH_POOL);
+
+	struct work_struct err_work;
+	struct delayed_work reconnect_work;
+	struct delayed_work lease_work;
+	struct delayed_work fail_work;
+
+	struct dentry *debugfs;
+	struct mdr_conn_stats stats;
+};
+
+/* tvol->flags */
+enum {
+	MDR_TV_CLOSED,		/* close has begun: no more callbacks */
+	MDR_TV_REOPEN,		/* RENEW or ALLOC said STALE: OPEN again */
+};
+
+/**
+ * struct mdr_tvol - a volume opened through a connection
+ * @node:	in conn->vols
+ * @ref:	held by the opener until close, and by async requests
+ * @conn:	the connection (holds a reference)
+ * @owner:	the volume's cookie for @ops
+ * @ops:	callbacks into the volume
+ * @volume_id:	the volume
+ * @cb_mutex:	sleeping callbacks (invalidate) vs close
+ * @cb_lock:	other callbacks vs close; lease fields
+ * @flags:	MDR_TV_* bits
+ * @lease_valid: (cb_lock) what the volume was last told
+ * @opened_once: geometry below comes from an OPEN
+ * @open_inc:	queue incarnation the volume is open on (conn->lock)
+ * @table_addr:	(conn->lock) remote address of entry 0
+ * @rkey:	(conn->lock) rkey of the table
+ * @nr_extents:	(conn->lock) entries in the table
+ * @generation:	volume generation at the last OPEN
+ * @lease_ms:	last lease granted
+ * @deadline:	(cb_lock) monotonic ns when the lease stops being trusted
+ * @renew_at:	(cb_lock) monotonic ns of the next RENEW
+ * @lease_timer: fires at @deadline
+ */
+struct mdr_tvol {
+	struct list_head node;
+	struct kref ref;
+	struct mdr_conn *conn;
+	void *owner;
+	const struct mdr_tvol_ops *ops;
+	u64 volume_id;
+	struct mutex cb_mutex;		/* invalidate vs close */
+	spinlock_t cb_lock;		/* other callbacks vs close */
+	unsigned long flags;
+	bool lease_valid;
+	bool opened_once;
+	u32 open_inc;
+	u64 table_addr;
+	u32 rkey;
+	u64 nr_extents;
+	u64 generation;
+	u32 lease_ms;
+	u64 deadline;
+	u64 renew_at;
+	struct timer_list lease_timer;
+};
+
+static LIST_HEAD(mdr_conns);
+static DEFINE_MUTEX(mdr_conns_mutex);
+static struct workqueue_struct *mdr_wq;
+static struct dentry *mdr_debugfs;
+static struct dentry *mdr_debugfs_conns;
+static bool mdr_debugfs_owned;
+
+#define mdr_conn_warn_rl(c, fmt, ...)					\
+	pr_warn_ratelimited("conn %pISpc tenant %u: " fmt,		\
+			    &(c)->target.addr, (c)->target.tenant,	\
+			    ##__VA_ARGS__)
+#define mdr_conn_info(c, fmt, ...)					\
+	pr_info("conn %pISpc tenant %u: " fmt, &(c)->target.addr,	\
+		(c)->target.tenant, ##__VA_ARGS__)
+
+static void mdr_kick(struct mdr_conn *c);
+
+/* ---- References ----------------------------------------------------- */
+
+static void mdr_conn_release(struct kref *ref)
+{
+	struct mdr_conn *c = container_of(ref, struct mdr_conn, ref);
+
+	kfree(c->req_pool);
+	kfree(c);
+}
+
+static void mdr_conn_put(struct mdr_conn *c)
+{
+	kref_put(&c->ref, mdr_conn_release);
+}
+
+/* Context: any. The last put may come from a completion. */
+static void mdr_tv_release(struct kref *ref)
+{
+	struct mdr_tvol *tv = container_of(ref, struct mdr_tvol, ref);
+	struct mdr_conn *c = tv->conn;
+
+	kfree(tv);
+	mdr_conn_put(c);
+}
+
+static void mdr_tv_put(struct mdr_tvol *tv)
+{
+	kref_put(&tv->ref, mdr_tv_release);
+}
+
+/* ---- Callbacks into the volume --------------------------------------- */
+
+static void mdr_cb_entries(struct mdr_tvol *tv, u64 first,
+			   const struct mdr_wire_entry *e, unsigned int n)
+{
+	spin_lock_bh(&tv->cb_lock);
+	if (!test_bit(MDR_TV_CLOSED, &tv->flags))
+		tv->ops->entries(tv->owner, first, e, n);
+	spin_unlock_bh(&tv->cb_lock);
+}
+
+static void mdr_cb_failed(struct mdr_tvol *tv, u64 first, unsigned int n,
+			  int err)
+{
+	spin_lock_bh(&tv->cb_lock);
+	if (!test_bit(MDR_TV_CLOSED, &tv->flags))
+		tv->ops->failed(tv->owner, first, n, err);
+	spin_unlock_bh(&tv->cb_lock);
+}
+
+/* Context: process; may sleep for as long as the volume drains. */
+static void mdr_cb_invalidate(struct mdr_tvol *tv, u64 first, u64 count,
+			      u64 generation, u32 reason)
+{
+	mutex_lock(&tv->cb_mutex);
+	if (!test_bit(MDR_TV_CLOSED, &tv->flags))
+		tv->ops->invalidate(tv->owner, first, count, generation,
+				    reason);
+	mutex_unlock(&tv->cb_mutex);
+}
+
+/* ---- Requests -------------------------------------------------------- */
+
+static struct mdr_req *mdr_req_get(struct mdr_conn *c, struct mdr_tvol *tv,
+				   u8 op)
+{
+	struct mdr_req *req;
+	unsigned long flags;
+
+	spin_lock_irqsave(&c->lock, flags);
+	req = list_first_entry_or_null(&c->free_reqs, struct mdr_req, list);
+	if (req)
+		list_del(&req->list);
+	spin_unlock_irqrestore(&c->lock, flags);
+	if (!req) {
+		/* submit_bio context: no reclaim */
+		req = kmalloc(sizeof(*req), GFP_NOWAIT | __GFP_NOWARN);
+		if (!req)
+			return NULL;
+		req->pooled = false;
+	}
+	INIT_LIST_HEAD(&req->list);
+	req->op = op;
+	req->tv = tv;
+	req->deadline = 0;
+	req->start = ktime_get();
+	kref_get(&tv->ref);
+	return req;
+}
+
+/* Context: any; the request is on no list. */
+static void mdr_req_free(struct mdr_conn *c, struct mdr_req *req)
+{
+	struct mdr_tvol *tv = req->tv;
+	unsigned long flags;
+
+	if (req->pooled) {
+		spin_lock_irqsave(&c->lock, flags);
+		list_add(&req->list, &c->free_reqs);
+		spin_unlock_irqrestore(&c->lock, flags);
+	} else {
+		kfree(req);
+	}
+	mdr_tv_put(tv);
+}
+
+static void mdr_req_fail(struct mdr_conn *c, struct mdr_req *req, int err)
+{
+	if (req->op == MDR_REQ_READ)
+		mdr_cb_failed(req->tv, req->first, req->count, err);
+	else
+		mdr_cb_failed(req->tv, req->first, 1, err);
+	mdr_req_free(c, req);
+}
+
+/* Queue for later; the fast_io_fail clock starts now. conn->lock held. */
+static void __mdr_park(struct mdr_conn *c, struct mdr_req *req, bool head)
+{
+	if (!req->deadline) {
+		req->deadline = jiffies + g_fast_io_fail_tmo * HZ;
+		/* no-op when already pending; it re-arms itself */
+		queue_delayed_work(mdr_wq, &c->fail_work,
+				   g_fast_io_fail_tmo * HZ + 1);
+	}
+	if (head)
+		list_add(&req->list, &c->pending);
+	else
+		list_add_tail(&req->list, &c->pending);
+}
+
+/* ---- Connection failure ---------------------------------------------- */
+
+/*
+ * Context: any. Marks the live queue @q broken and lets err_work tear it
+ * down; a no-op when @q is no longer the live queue.
+ */
+static void mdr_conn_error(struct mdr_conn *c, struct mdr_queue *q,
+			   const char *why)
+{
+	unsigned long flags;
+	bool first = false;
+
+	spin_lock_irqsave(&c->lock, flags);
+	if (c->q == q && c->state == MDR_CONN_LIVE) {
+		c->state = MDR_CONN_BROKEN;
+		first = true;
+	}
+	spin_unlock_irqrestore(&c->lock, flags);
+	if (!first)
+		return;
+	mdr_conn_warn_rl(c, "connection lost: %s\n", why);
+	queue_work(mdr_wq, &c->err_work);
+}
+
+/* A message from mdnode broke a rule: count, log, end the connection. */
+static void mdr_bad_msg(struct mdr_conn *c, struct mdr_queue *q,
+			const char *why)
+{
+	atomic64_inc(&c->stats.bad_messages);
+	mdr_conn_warn_rl(c, "malformed message from mdnode: %s\n", why);
+	mdr_conn_error(c, q, "malformed message");
+}
+
+static void mdr_wc_error(struct mdr_queue *q, struct ib_wc *wc,
+			 const char *what)
+{
+	struct mdr_conn *c = q->conn;
+
+	/* a flush is the QP going down: the first real error said why */
+	if (wc->status != IB_WC_WR_FLUSH_ERR)
+		mdr_conn_warn_rl(c, "%s completion: %s (%d)\n", what,
+				 ib_wc_status_msg(wc->status), wc->status);
+	mdr_conn_error(c, q, "completion error");
+}
+
+/* ---- Lookups: RDMA READ --------------------------------------------- */
+
+static int mdr_post_read(struct mdr_queue *q, struct mdr_rd_slot *s)
+{
+	struct mdr_tvol *tv = s->req->tv;
+	struct ib_rdma_wr wr = {};
+	struct ib_sge sge;
+
+	sge.addr = s->dma;
+	sge.length = s->window * sizeof(struct mdr_wire_entry);
+	sge.lkey = q->pd->local_dma_lkey;
+	ib_dma_sync_single_for_device(q->dev, s->dma, sge.length,
+				      DMA_FROM_DEVICE);
+	wr.wr.wr_cqe = &s->cqe;
+	wr.wr.sg_list = &sge;
+	wr.wr.num_sge = 1;
+	wr.wr.opcode = IB_WR_RDMA_READ;
+	wr.wr.send_flags = IB_SEND_SIGNALED;
+	wr.remote_addr = tv->table_addr +
+			 s->req->first * sizeof(struct mdr_wire_entry);
+	wr.rkey = tv->rkey;
+	return ib_post_send(q->qp, &wr.wr, NULL);
+}
+
+static void mdr_hist_add(struct mdr_conn *c, ktime_t start)
+{
+	s64 us = ktime_us_delta(ktime_get(), start);
+	int b = 0;
+
+	if (us >= 16)
+		b = min_t(int, ilog2((u64)us) - 3, MDR_HIST_BUCKETS - 1);
+	atomic64_inc(&c->stats.hist[b]);
+}
+
+/*
+ * Hands the checked window to the volume: runs of good entries through
+ * entries(), entries the volume asked for that did not verify through
+ * failed(-EIO). Context: softirq.
+ */
+static void mdr_read_deliver(struct mdr_conn *c, struct mdr_rd_slot *s)
+{
+	const struct mdr_wire_entry *e = s->buf;
+	struct mdr_req *req = s->req;
+	struct mdr_tvol *tv = req->tv;
+	u32 i, run = 0;
+
+	for (i = 0; i <= s->window; i++) {
+		enum mdr_entry_verdict v = MDR_ENTRY_BAD_CRC;
+
+		if (i < s->window)
+			v = mdr_entry_check(&e[i], tv->volume_id,
+					    req->first + i, 0);
+		if (i < s->window && v == MDR_ENTRY_OK) {
+			run++;
+			continue;
+		}
+		if (run) {
+			mdr_cb_entries(tv, req->first + i - run,
+				       &e[i - run], run);
+			atomic64_add(run, &c->stats.read_entries);
+			run = 0;
+		}
+		if (i == s->window)
+			break;
+		atomic64_inc(&c->stats.bad_entries);
+		mdr_conn_warn_rl(c, "volume %llu entry %llu refused: %s\n",
+				 tv->volume_id, req->first + i,
+				 mdr_entry_verdict_name(v));
+		if (i < req->count)
+			mdr_cb_failed(tv, req->first + i, 1, -EIO);
+	}
+}
+
+static void mdr_read_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct mdr_rd_slot *s = container_of(wc->wr_cqe, struct mdr_rd_slot,
+					     cqe);
+	struct mdr_queue *q = s->q;
+	struct mdr_conn *c = q->conn;
+	const struct mdr_wire_entry *e = s->buf;
+	struct mdr_req *req = s->req;
+	unsigned long flags;
+	bool torn = false;
+	u32 i;
+
+	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		/* the slot keeps its request: teardown parks it again */
+		mdr_wc_error(q, wc, "READ");
+		return;
+	}
+	ib_dma_sync_single_for_cpu(q->dev, s->dma,
+				   s->window * sizeof(*e), DMA_FROM_DEVICE);
+	atomic64_inc(&c->stats.reads);
+
+	/* A READ that raced an update sees a mix: read the window again. */
+	for (i = 0; i < s->window && !torn; i++)
+		torn = mdr_entry_check(&e[i], req->tv->volume_id,
+				       req->first + i, 0) == MDR_ENTRY_BAD_CRC;
+	if (torn && s->tries < MDR_TORN_RETRIES) {
+		int ret = -ENOTCONN;
+
+		s->tries++;
+		atomic64_inc(&c->stats.torn);
+		spin_lock_irqsave(&c->lock, flags);
+		if (c->q == q && c->state == MDR_CONN_LIVE)
+			ret = mdr_post_read(q, s);
+		spin_unlock_irqrestore(&c->lock, flags);
+		if (ret)
+			mdr_conn_error(c, q, "cannot post a READ");
+		return;
+	}
+
+	mdr_read_deliver(c, s);
+	mdr_hist_add(c, req->start);
+
+	spin_lock_irqsave(&c->lock, flags);
+	s->req = NULL;
+	clear_bit(s->idx, q->rd_busy);
+	spin_unlock_irqrestore(&c->lock, flags);
+	mdr_req_free(c, req);
+	mdr_kick(c);
+}
+
+/* ---- RPCs ------------------------------------------------------------ */
+
+/* conn->lock held; the slot's request and message are in place. */
+static int mdr_rpc_post(struct mdr_queue *q, struct mdr_rpc_slot *s)
+{
+	struct ib_send_wr wr = {};
+	struct ib_sge sge;
+	int ret;
+
+	s->req_id = (q->next_seq++ << MDR_SLOT_BITS) | s->idx;
+	mdr_msg_set_req_id(s->buf, s->req_id);
+	ib_dma_sync_single_for_device(q->dev, s->dma, s->len, DMA_TO_DEVICE);
+	sge.addr = s->dma;
+	sge.length = s->len;
+	sge.lkey = q->pd->local_dma_lkey;
+	wr.wr_cqe = &s->cqe;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IB_WR_SEND;
+	wr.send_flags = IB_SEND_SIGNALED;
+	ret = ib_post_send(q->qp, &wr, NULL);
+	if (ret)
+		return ret;
+	s->send_busy = true;
+	s->wait_reply = true;
+	mod_timer(&s->timer, jiffies + s->tmo);
+	return 0;
+}
+
+/* conn->lock held: the slot is free once both halves are done. */
+static void __mdr_rpc_slot_put(struct mdr_queue *q, struct mdr_rpc_slot *s)
+{
+	if (!s->send_busy && !s->wait_reply) {
+		s->req = NULL;
+		clear_bit(s->idx, q->rpc_busy);
+	}
+}
+
+/* conn->lock held. Return: a free slot with @req in it, or NULL. */
+static struct mdr_rpc_slot *__mdr_rpc_slot_get(struct mdr_queue *q,
+					       struct mdr_req *req)
+{
+	unsigned int i = find_first_zero_bit(q->rpc_busy, q->nr_rpc);
+	struct mdr_rpc_slot *s;
+
+	if (i >= q->nr_rpc)
+		return NULL;
+	set_bit(i, q->rpc_busy);
+	s = &q->rpc[i];
+	s->req = req;
+	s->attempts = 0;
+	s->tmo = msecs_to_jiffies(max(g_io_timeout_ms, 1U));
+	return s;
+}
+
+static void mdr_rpc_send_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct mdr_rpc_slot *s = container_of(wc->wr_cqe, struct mdr_rpc_slot,
+					      cqe);
+	struct mdr_queue *q = s->q;
+	struct mdr_conn *c = q->conn;
+	unsigned long flags;
+
+	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		mdr_wc_error(q, wc, "SEND");
+		return;
+	}
+	spin_lock_irqsave(&c->lock, flags);
+	s->send_busy = false;
+	__mdr_rpc_slot_put(q, s);
+	spin_unlock_irqrestore(&c->lock, flags);
+	mdr_kick(c);
+}
+
+/*
+ * An RPC attempt timed out: send it again under a new req_id (the late
+ * reply to the old one is then recognised and dropped), or give up on
+ * the connection after MDR_RPC_RETRIES. Context: timer (softirq).
+ */
+static void mdr_rpc_timeout(struct timer_list *t)
+{
+	struct mdr_rpc_slot *s = from_timer(s, t, timer);
+	struct mdr_queue *q = s->q;
+	struct mdr_conn *c = q->conn;
+	const char *fail = NULL;
+	unsigned long flags;
+
+	spin_lock_irqsave(&c->lock, flags);
+	if (!s->wait_reply || c->q != q || c->state != MDR_CONN_LIVE)
+		goto out;
+	if (!s->req) {
+		/* abandoned by its waiter: nothing to retry */
+		s->wait_reply = false;
+		__mdr_rpc_slot_put(q, s);
+		goto out;
+	}
+	if (s->send_busy) {
+		/*
+		 * Its buffer is still the HCA's: wait on. A SEND that never
+		 * completes ends in a completion error (transport retries).
+		 */
+		mod_timer(&s->timer, jiffies + s->tmo);
+		goto out;
+	}
+	atomic64_inc(&c->stats.timeouts);
+	if (s->attempts >= MDR_RPC_RETRIES) {
+		fail = "RPC timed out";
+		goto out;
+	}
+	s->attempts++;
+	atomic64_inc(&c->stats.retries);
+	if (mdr_rpc_post(q, s))
+		fail = "cannot post an RPC";
+out:
+	spin_unlock_irqrestore(&c->lock, flags);
+	if (fail)
+		mdr_conn_error(c, q, fail);
+}
+
+static void mdr_alloc_answered(struct mdr_conn *c, struct mdr_req *req,
+			       const struct mdr_msg *m)
+{
+	struct mdr_tvol *tv = req->tv;
+	unsigned long flags;
+	int err;
+
+	err = mdr_status_to_errno(m->status);
+	if (!err) {
+		mdr_cb_entries(tv, req->first, &m->alloc.entry, 1);
+		mdr_req_free(c, req);
+		return;
+	}
+	atomic64_inc(&c->stats.rpc_errors);
+	if (err == -ESTALE) {
+		/* lease lost: open again, then allocate */
+		set_bit(MDR_TV_REOPEN, &tv->flags);
+		spin_lock_irqsave(&c->lock, flags);
+		__mdr_park(c, req, true);
+		spin_unlock_irqrestore(&c->lock, flags);
+		mod_delayed_work(mdr_wq, &c->lease_work, 0);
+		return;
+	}
+	mdr_req_fail(c, req, err);
+}
+
+/* A reply arrived: match it to its RPC. Context: softirq. */
+static int mdr_reply(struct mdr_queue *q, const struct mdr_msg *m,
+		     const char **why)
+{
+	struct mdr_conn *c = q->conn;
+	u32 idx = m->req_id & ((1 << MDR_SLOT_BITS) - 1);
+	u64 seq = m->req_id >> MDR_SLOT_BITS;
+	struct mdr_rpc_slot *s;
+	struct mdr_req *req;
+	unsigned long flags;
+
+	if (m->opcode == MDR_OP_PING) {
+		*why = "ping reply: no ping was sent";
+		return -EPROTO;
+	}
+	spin_lock_irqsave(&c->lock, flags);
+	if (idx >= q->nr_rpc) {
+		*why = "reply to an unknown req_id";
+		goto bad;
+	}
+	s = &q->rpc[idx];
+	if (!s->wait_reply || s->req_id != m->req_id || !s->req) {
+		if (seq < q->next_seq) {
+			/* to an attempt re-sent since, or abandoned */
+			atomic64_inc(&c->stats.late);
+			if (s->wait_reply && s->req_id == m->req_id) {
+				s->wait_reply = false;
+				del_timer(&s->timer);
+				__mdr_rpc_slot_put(q, s);
+			}
+			spin_unlock_irqrestore(&c->lock, flags);
+			return 0;
+		}
+		*why = "reply to an unknown req_id";
+		goto bad;
+	}
+	req = s->req;
+	if (m->opcode != (req->op == MDR_REQ_ALLOC ? MDR_OP_ALLOC :
+			  req->rpc_op)) {
+		*why = "reply opcode differs from the request's";
+		goto bad;
+	}
+	if (m->opcode == MDR_OP_ALLOC && !m->status &&
+	    (m->alloc.volume_id != req->tv->volume_id ||
+	     m->alloc.index != req->first)) {
+		*why = "alloc_rep for another extent";
+		goto bad;
+	}
+	if (m->opcode == MDR_OP_OPEN && !m->status &&
+	    m->open.volume_id != req->tv->volume_id) {
+		*why = "open_rep for another volume";
+		goto bad;
+	}
+	s->wait_reply = false;
+	del_timer(&s->timer);
+	s->req = NULL;
+	__mdr_rpc_slot_put(q, s);
+	atomic64_inc(&c->stats.rpcs);
+	if (req->op == MDR_REQ_RPC) {
+		/* the waiter owns req: finish it under the lock it checks */
+		req->result = mdr_status_to_errno(m->status);
+		if (req->result)
+			atomic64_inc(&c->stats.rpc_errors);
+		*req->reply = *m;
+		complete(req->done);
+		req = NULL;
+	}
+	spin_unlock_irqrestore(&c->lock, flags);
+	if (req)
+		mdr_alloc_answered(c, req, m);
+	mdr_kick(c);
+	return 0;
+bad:
+	spin_unlock_irqrestore(&c->lock, flags);
+	return -EPROTO;
+}
+
+/**
+ * mdr_rpc() - a synchronous RPC about @tv
+ * @c:		the connection
+ * @tv:		the volume
+ * @op:		MDR_OP_OPEN, MDR_OP_CLOSE or MDR_OP_RENEW
+ * @reply:	the checked reply (status MDR_ST_OK) on success
+ * @inc:	the queue incarnation it was answered on (may be NULL)
+ *
+ * Context: process, sleeps at most for the retries and a second more.
+ * Return: 0, -errno of the reply's status, -ENOTCONN when the connection
+ * is not live or failed meanwhile, -ETIMEDOUT.
+ */
+static int mdr_rpc(struct mdr_conn *c, struct mdr_tvol *tv, u16 op,
+		   struct mdr_msg *reply, u32 *inc)
+{
+	DECLARE_COMPLETION_ONSTACK(done);
+	struct mdr_req req = {
+		.tv = tv, .op = MDR_REQ_RPC, .rpc_op = op, .done = &done,
+		.reply = reply, .result = -ETIMEDOUT,
+	};
+	unsigned long deadline = jiffies + msecs_to_jiffies(1000);
+	unsigned long flags, tmo, left;
+	struct mdr_rpc_slot *s;
+	struct mdr_queue *q;
+	int ret;
+
+	for (;;) {
+		spin_lock_irqsave(&c->lock, flags);
+		q = c->q;
+		if (!q || c->state != MDR_CONN_LIVE) {
+			spin_unlock_irqrestore(&c->lock, flags);
+			return -ENOTCONN;
+		}
+		s = __mdr_rpc_slot_get(q, &req);
+		if (s)
+			break;
+		spin_unlock_irqrestore(&c->lock, flags);
+		if (time_after(jiffies, deadline))
+			return -EBUSY;
+		usleep_range(500, 1000);
+	}
+	if (op == MDR_OP_OPEN)
+		s->len = mdr_msg_open_req(s->buf, 0, tv->volume_id);
+	else
+		s->len = mdr_msg_vol_req(s->buf, op, 0, tv->volume_id);
+	req.rpc_inc = q->inc;
+	ret = mdr_rpc_post(q, s);
+	if (ret) {
+		s->req = NULL;
+		clear_bit(s->idx, q->rpc_busy);
+	}
+	tmo = s->tmo * (MDR_RPC_RETRIES + 1) + msecs_to_jiffies(1000);
+	spin_unlock_irqrestore(&c->lock, flags);
+	if (ret) {
+		mdr_conn_error(c, q, "cannot post an RPC");
+		return -ENOTCONN;
+	}
+
+	left = wait_for_completion_timeout(&done, tmo);
+	spin_lock_irqsave(&c->lock, flags);
+	/* complete() runs under c->lock: this check cannot race it */
+	if (!left && !try_wait_for_completion(&done)) {
+		/* still in its slot on the live queue: abandon it there */
+		s->req = NULL;
+		ret = -ETIMEDOUT;
+	} else {
+		ret = req.result;
+	}
+	spin_unlock_irqrestore(&c->lock, flags);
+	if (inc)
+		*inc = req.rpc_inc;
+	return ret;
+}
+
+/* ---- Asynchronous requests: dispatch, park, fail --------------------- */
+
+/*
+ * conn->lock held. Return: true when posted (or its queue failed: the
+ * slot keeps it for the teardown), false to leave it parked.
+ */
+static bool __mdr_dispatch(struct mdr_conn *c, struct mdr_queue *q,
+			   struct mdr_req *req)
+{
+	struct mdr_tvol *tv = req->tv;
+	unsigned int i;
+	int ret;
+
+	if (tv->open_inc != q->inc || test_bit(MDR_TV_REOPEN, &tv->flags))
+		return false;
+	if (req->op == MDR_REQ_READ) {
+		struct mdr_rd_slot *s;
+
+		if (req->first >= tv->nr_extents ||
+		    req->count > tv->nr_extents - req->first) {
+			/* the table shrank under it: fail it, from the work */
+			req->deadline = jiffies;
+			mod_delayed_work(mdr_wq, &c->fail_work, 0);
+			return false;
+		}
+		i = find_first_zero_bit(q->rd_busy, MDR_READ_SLOTS);
+		if (i >= MDR_READ_SLOTS)
+			return false;
+		s = &q->rd[i];
+		/* the volume chose the window (its prefetch); split to fit */
+		s->window = req->count;
+		s->tries = 0;
+		s->req = req;
+		set_bit(i, q->rd_busy);
+		ret = mdr_post_read(q, s);
+	} else {
+		struct mdr_rpc_slot *s = __mdr_rpc_slot_get(q, req);
+
+		if (!s)
+			return false;
+		/* mdnode answers once other holders acked: up to a lease */
+		s->tmo += msecs_to_jiffies(tv->lease_ms);
+		s->len = mdr_msg_alloc_req(s->buf, 0, tv->volume_id,
+					   req->first);
+		ret = mdr_rpc_post(q, s);
+	}
+	if (ret) {
+		/* the slot keeps the request: teardown parks it again */
+		c->state = MDR_CONN_BROKEN;
+		queue_work(mdr_wq, &c->err_work);
+	}
+	return true;
+}
+
+static void mdr_fail_list(struct mdr_conn *c, struct list_head *fail)
+{
+	struct mdr_req *req, *tmp;
+
+	list_for_each_entry_safe(req, tmp, fail, list) {
+		list_del_init(&req->list);
+		mdr_req_fail(c, req, req->result);
+	}
+}
+
+/* Start what waits, as far as slots allow. Context: any. */
+static void mdr_kick(struct mdr_conn *c)
+{
+	struct mdr_req *req, *tmp;
+	unsigned long flags;
+
+	spin_lock_irqsave(&c->lock, flags);
+	if (c->q && c->state == MDR_CONN_LIVE) {
+		list_for_each_entry_safe(req, tmp, &c->pending, list) {
+			list_del_init(&req->list);
+			if (!__mdr_dispatch(c, c->q, req))
+				list_add_tail(&req->list, &tmp->list);
+			if (c->state != MDR_CONN_LIVE)
+				break;
+		}
+	}
+	spin_unlock_irqrestore(&c->lock, flags);
+}
+
+/* Fails what waited fast_io_fail_tmo seconds. Context: workqueue. */
+static void mdr_fail_work(struct work_struct *w)
+{
+	struct mdr_conn *c = container_of(to_delayed_work(w), struct mdr_conn,
+					  fail_work);
+	unsigned long flags, now = jiffies, next = 0;
+	struct mdr_req *req, *tmp;
+	LIST_HEAD(fail);
+
+	spin_lock_irqsave(&c->lock, flags);
+	list_for_each_entry_safe(req, tmp, &c->pending, list) {
+		if (time_after_eq(now, req->deadline)) {
+			req->result = -EIO;
+			list_move_tail(&req->list, &fail);
+			atomic64_inc(&c->stats.failed_fast);
+		} else if (!next || time_before(req->deadline, next)) {
+			next = req->deadline;
+		}
+	}
+	if (next)
+		queue_delayed_work(mdr_wq, &c->fail_work, next - now + 1);
+	spin_unlock_irqrestore(&c->lock, flags);
+	mdr_fail_list(c, &fail);
+}
+
+/* ---- Invalidation pushes --------------------------------------------- */
+
+static void mdr_push_free(struct mdr_push *p)
+{
+	struct mdr_conn *c = p->conn;
+	unsigned long flags;
+
+	spin_lock_irqsave(&c->lock, flags);
+	clear_bit(p->idx, c->push_busy);
+	spin_unlock_irqrestore(&c->lock, flags);
+	mdr_conn_put(c);
+}
+
+static void mdr_ack_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct mdr_push *p = container_of(wc->wr_cqe, struct mdr_push, cqe);
+	struct mdr_queue *q = cq->cq_context;
+
+	ib_dma_unmap_single(p->dev, p->dma, sizeof(p->buf), DMA_TO_DEVICE);
+	if (unlikely(wc->status != IB_WC_SUCCESS))
+		mdr_wc_error(q, wc, "ack SEND");
+	mdr_push_free(p);
+}
+
+/* Ack on the queue the push came in on, if it still lives. */
+static void mdr_push_ack(struct mdr_conn *c, struct mdr_push *p)
+{
+	struct ib_send_wr wr = {};
+	struct mdr_queue *q;
+	struct ib_sge sge;
+	unsigned long flags;
+	size_t len;
+	int ret;
+
+	len = mdr_msg_inval_ack(p->buf, p->req_id, &p->inval);
+	spin_lock_irqsave(&c->lock, flags);
+	q = c->q;
+	if (!q || q->inc != p->inc || c->state != MDR_CONN_LIVE) {
+		/* mdnode forgot the push with the connection */
+		spin_unlock_irqrestore(&c->lock, flags);
+		mdr_push_free(p);
+		return;
+	}
+	p->dev = q->dev;
+	p->dma = ib_dma_map_single(q->dev, p->buf, sizeof(p->buf),
+				   DMA_TO_DEVICE);
+	if (ib_dma_mapping_error(q->dev, p->dma)) {
+		spin_unlock_irqrestore(&c->lock, flags);
+		mdr_push_free(p);
+		mdr_conn_error(c, q, "cannot map an ack");
+		return;
+	}
+	/* before the post: mdnode may push again as soon as it has the ack */
+	q->pushes--;
+	sge.addr = p->dma;
+	sge.length = len;
+	sge.lkey = q->pd->local_dma_lkey;
+	p->cqe.done = mdr_ack_done;
+	wr.wr_cqe = &p->cqe;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IB_WR_SEND;
+	wr.send_flags = IB_SEND_SIGNALED;
+	ret = ib_post_send(q->qp, &wr, NULL);
+	spin_unlock_irqrestore(&c->lock, flags);
+	if (ret) {
+		ib_dma_unmap_single(p->dev, p->dma, sizeof(p->buf),
+				    DMA_TO_DEVICE);
+		mdr_push_free(p);
+		mdr_conn_error(c, q, "cannot post an ack");
+	}
+}
+
+static struct mdr_tvol *mdr_tv_find(struct mdr_conn *c, u64 volume_id)
+{
+	struct mdr_tvol *tv;
+
+	mutex_lock(&c->vols_mutex);
+	list_for_each_entry(tv, &c->vols, node) {
+		if (tv->volume_id == volume_id) {
+			kref_get(&tv->ref);
+			mutex_unlock(&c->vols_mutex);
+			return tv;
+		}
+	}
+	mutex_unlock(&c->vols_mutex);
+	return NULL;
+}
+
+/* Context: workqueue; sleeps while the volume drains. */
+static void mdr_push_work(struct work_struct *w)
+{
+	struct mdr_push *p = container_of(w, struct mdr_push, work);
+	struct mdr_conn *c = p->conn;
+	struct mdr_inval_info *inv = &p->inval;
+	struct mdr_tvol *tv = mdr_tv_find(c, inv->volume_id);
+
+	if (tv) {
+		u64 nr = READ_ONCE(tv->nr_extents);
+
+		/* only what the table holds: a shrink may name more */
+		if (inv->first < nr)
+			mdr_cb_invalidate(tv, inv->first,
+					  min(inv->count, nr - inv->first),
+					  inv->generation, inv->reason);
+		mdr_tv_put(tv);
+	}
+	atomic64_inc(&c->stats.invalidations);
+	mdr_push_ack(c, p);
+}
+
+/* A push arrived. Context: softirq. */
+static int mdr_push_recv(struct mdr_queue *q, const struct mdr_msg *m,
+			 const char **why)
+{
+	struct mdr_conn *c = q->conn;
+	struct mdr_push *p;
+	unsigned long flags;
+	unsigned int i;
+
+	if (m->opcode != MDR_OP_INVALIDATE)
+		return 0;	/* PING from mdnode: nothing asked of us */
+	spin_lock_irqsave(&c->lock, flags);
+	i = find_first_zero_bit(c->push_busy, MDR_PUSH_POOL);
+	if (q->pushes >= q->acc.push_credits || i >= MDR_PUSH_POOL) {
+		spin_unlock_irqrestore(&c->lock, flags);
+		*why = "push beyond the push credits";
+		return -EPROTO;
+	}
+	set_bit(i, c->push_busy);
+	q->pushes++;
+	spin_unlock_irqrestore(&c->lock, flags);
+
+	p = &c->push_pool[i];
+	p->conn = c;
+	p->idx = i;
+	p->inc = q->inc;
+	p->req_id = m->req_id;
+	p->inval = m->inval;
+	kref_get(&c->ref);
+	INIT_WORK(&p->work, mdr_push_work);
+	queue_work(mdr_wq, &p->work);
+	return 0;
+}
+
+/* ---- Receives -------------------------------------------------------- */
+
+static int mdr_post_recv(struct mdr_queue *q, struct mdr_recv *r)
+{
+	struct ib_recv_wr wr = {};
+	struct ib_sge sge;
+
+	ib_dma_sync_single_for_device(q->dev, r->dma, MDR_RECV_MSG,
+				      DMA_FROM_DEVICE);
+	sge.addr = r->dma;
+	sge.length = MDR_RECV_MSG;
+	sge.lkey = q->pd->local_dma_lkey;
+	wr.wr_cqe = &r->cqe;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	return ib_post_recv(q->qp, &wr, NULL);
+}
+
+static void mdr_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct mdr_recv *r = container_of(wc->wr_cqe, struct mdr_recv, cqe);
+	struct mdr_queue *q = r->q;
+	struct mdr_conn *c = q->conn;
+	const char *why = NULL;
+	struct mdr_msg m;
+	int ret;
+
+	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		mdr_wc_error(q, wc, "RECV");
+		return;
+	}
+	ib_dma_sync_single_for_cpu(q->dev, r->dma, MDR_RECV_MSG,
+				   DMA_FROM_DEVICE);
+	ret = mdr_msg_parse(r->buf, min_t(u32, wc->byte_len, MDR_RECV_MSG),
+			    &m, &why);
+	if (!ret)
+		ret = mdr_msg_is_reply(&m) ? mdr_reply(q, &m, &why) :
+					     mdr_push_recv(q, &m, &why);
+	if (ret) {
+		mdr_bad_msg(c, q, why);
+		return;
+	}
+	if (mdr_post_recv(q, r))
+		mdr_conn_error(c, q, "cannot post a receive");
+}
+
+/* ---- Queue build and teardown ---------------------------------------- */
+
+static void mdr_qp_event(struct ib_event *ev, void *ctx)
+{
+	struct mdr_queue *q = ctx;
+
+	if (ev->event == IB_EVENT_QP_FATAL ||
+	    ev->event == IB_EVENT_QP_ACCESS_ERR ||
+	    ev->event == IB_EVENT_QP_REQ_ERR)
+		mdr_conn_error(q->conn, q, ib_event_msg(ev->event));
+}
+
+static int mdr_cm_addr_resolved(struct mdr_queue *q)
+{
+	return rdma_resolve_route(q->cm_id, MDR_CM_TIMEOUT_MS);
+}
+
+static int mdr_cm_established(struct mdr_queue *q, struct rdma_cm_event *ev)
+{
+	const char *why = NULL;
+	int ret;
+
+	ret = mdr_conn_rep_parse(ev->param.conn.private_data,
+				 ev->param.conn.private_data_len, &q->params,
+				 &q->acc, &why);
+	if (ret) {
+		atomic64_inc(&q->conn->stats.bad_messages);
+		mdr_conn_warn_rl(q->conn, "bad accept from mdnode: %s\n", why);
+		return ret;
+	}
+	q->established = true;
+	return 0;
+}
+
+static int mdr_cm_rejected(struct mdr_queue *q, struct rdma_cm_event *ev)
+{
+	const char *why = NULL;
+	const void *pd;
+	u16 status, version;
+	u8 len = 0;
+
+	pd = rdma_consumer_reject_data(q->cm_id, ev, &len);
+	if (!pd || mdr_conn_rej_parse(pd, len, &status, &version, &why)) {
+		mdr_conn_warn_rl(q->conn, "connection refused (%s)\n",
+				 rdma_reject_msg(q->cm_id, ev->status));
+		return -ECONNREFUSED;
+	}
+	mdr_conn_warn_rl(q->conn, "mdnode refused the connection: status %u (version %u)\n",
+			 status, version);
+	return mdr_status_to_errno(status);
+}
+
+/* After the connect: the connection goes down. */
+static void mdr_cm_lost(struct mdr_queue *q, struct rdma_cm_event *ev)
+{
+	mdr_conn_error(q->conn, q, rdma_event_msg(ev->event));
+}
+
+/*
+ * One handler for every event of a queue's cm_id; each event has its
+ * helper, and the connect steps end in q->cm_done. Context: rdma_cm's
+ * work; never destroys the id (returns 0 always).
+ */
+static int mdr_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct mdr_queue *q = id->context;
+	int err = 0;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		err = mdr_cm_addr_resolved(q);
+		if (!err)
+			return 0;	/* ROUTE_RESOLVED ends the step */
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		err = mdr_cm_established(q, ev);
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		err = mdr_cm_rejected(q, ev);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		err = -EHOSTUNREACH;
+		break;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		err = -ECONNRESET;
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+		if (q->established) {
+			mdr_cm_lost(q, ev);
+			return 0;
+		}
+		err = -ECONNRESET;
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		/* handled through the ib_client remove callback */
+		if (q->established)
+			return 0;
+		err = -ENODEV;
+		break;
+	default:
+		return 0;
+	}
+	q->cm_error = err;
+	complete(&q->cm_done);
+	return 0;
+}
+
+static int mdr_cm_wait(struct mdr_queue *q)
+{
+	unsigned long tmo = msecs_to_jiffies(MDR_CM_TIMEOUT_MS * 2);
+
+	if (!wait_for_completion_timeout(&q->cm_done, tmo))
+		return -ETIMEDOUT;
+	reinit_completion(&q->cm_done);
+	return q->cm_error;
+}
+
+static void mdr_queue_free_bufs(struct mdr_queue *q)
+{
+	if (q->recv_buf) {
+		if (q->recv_dma)
+			ib_dma_unmap_single(q->dev, q->recv_dma,
+					    MDR_RECV_DEPTH * MDR_RECV_MSG,
+					    DMA_FROM_DEVICE);
+		kfree(q->recv_buf);
+	}
+	if (q->rpc_buf) {
+		if (q->rpc_dma)
+			ib_dma_unmap_single(q->dev, q->rpc_dma,
+					    MDR_RPC_DEPTH * MDR_SEND_MSG,
+					    DMA_TO_DEVICE);
+		kfree(q->rpc_buf);
+	}
+	if (q->rd_buf) {
+		if (q->rd_dma)
+			ib_dma_unmap_single(q->dev, q->rd_dma,
+					    MDR_READ_SLOTS * MDR_WIRE_READ_MAX,
+					    DMA_FROM_DEVICE);
+		kfree(q->rd_buf);
+	}
+}
+
+static int mdr_map(struct mdr_queue *q, void **buf, u64 *dma, size_t len,
+		   enum dma_data_direction dir)
+{
+	u64 addr;
+
+	*buf = kzalloc(len, GFP_KERNEL);
+	if (!*buf)
+		return -ENOMEM;
+	addr = ib_dma_map_single(q->dev, *buf, len, dir);
+	if (ib_dma_mapping_error(q->dev, addr))
+		return -ENOMEM;
+	*dma = addr;
+	return 0;
+}
+
+static int mdr_queue_alloc_bufs(struct mdr_queue *q)
+{
+	unsigned int i;
+	int ret;
+
+	ret = mdr_map(q, &q->recv_buf, &q->recv_dma,
+		      MDR_RECV_DEPTH * MDR_RECV_MSG, DMA_FROM_DEVICE);
+	if (!ret)
+		ret = mdr_map(q, &q->rpc_buf, &q->rpc_dma,
+			      MDR_RPC_DEPTH * MDR_SEND_MSG, DMA_TO_DEVICE);
+	if (!ret)
+		ret = mdr_map(q, &q->rd_buf, &q->rd_dma,
+			      MDR_READ_SLOTS * MDR_WIRE_READ_MAX,
+			      DMA_FROM_DEVICE);
+	if (ret)
+		return ret;
+	for (i = 0; i < MDR_RECV_DEPTH; i++) {
+		q->recv[i].q = q;
+		q->recv[i].cqe.done = mdr_recv_done;
+		q->recv[i].buf = q->recv_buf + i * MDR_RECV_MSG;
+		q->recv[i].dma = q->recv_dma + i * MDR_RECV_MSG;
+	}
+	for (i = 0; i < MDR_RPC_DEPTH; i++) {
+		q->rpc[i].q = q;
+		q->rpc[i].idx = i;
+		q->rpc[i].cqe.done = mdr_rpc_send_done;
+		q->rpc[i].buf = q->rpc_buf + i * MDR_SEND_MSG;
+		q->rpc[i].dma = q->rpc_dma + i * MDR_SEND_MSG;
+		timer_setup(&q->rpc[i].timer, mdr_rpc_timeout, 0);
+	}
+	for (i = 0; i < MDR_READ_SLOTS; i++) {
+		q->rd[i].q = q;
+		q->rd[i].idx = i;
+		q->rd[i].cqe.done = mdr_read_done;
+		q->rd[i].buf = q->rd_buf + i * MDR_WIRE_READ_MAX;
+		q->rd[i].dma = q->rd_dma + i * MDR_WIRE_READ_MAX;
+	}
+	return 0;
+}
+
+static int mdr_queue_create_ib(struct mdr_queue *q)
+{
+	struct ib_qp_init_attr attr = {};
+	unsigned int send_wr, recv_wr, i;
+	int ret;
+
+	q->dev = q->cm_id->device;
+	q->pd = ib_alloc_pd(q->dev, 0);
+	if (IS_ERR(q->pd)) {
+		ret = PTR_ERR(q->pd);
+		q->pd = NULL;
+		return ret;
+	}
+	send_wr = MDR_RPC_DEPTH + MDR_READ_SLOTS + MDR_PUSH_POOL +
+		  1; /* +1 for drain */
+	recv_wr = MDR_RECV_DEPTH + 1; /* +1 for drain */
+	q->cq = ib_alloc_cq(q->dev, q, send_wr + recv_wr, 0, IB_POLL_SOFTIRQ);
+	if (IS_ERR(q->cq)) {
+		ret = PTR_ERR(q->cq);
+		q->cq = NULL;
+		return ret;
+	}
+	attr.event_handler = mdr_qp_event;
+	attr.qp_context = q;
+	attr.send_cq = q->cq;
+	attr.recv_cq = q->cq;
+	attr.qp_type = IB_QPT_RC;
+	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
+	attr.cap.max_send_wr = send_wr;
+	attr.cap.max_recv_wr = recv_wr;
+	attr.cap.max_send_sge = 1;
+	attr.cap.max_recv_sge = 1;
+	ret = rdma_create_qp(q->cm_id, q->pd, &attr);
+	if (ret)
+		return ret;
+	q->qp = q->cm_id->qp;
+
+	ret = mdr_queue_alloc_bufs(q);
+	if (ret)
+		return ret;
+	/* the QP is in INIT: receives may be posted before the connect */
+	for (i = 0; i < MDR_RECV_DEPTH; i++) {
+		ret = mdr_post_recv(q, &q->recv[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Frees what exists of a queue no completion can reach any more. */
+static void mdr_queue_free(struct mdr_queue *q)
+{
+	if (q->qp)
+		rdma_destroy_qp(q->cm_id);
+	if (q->cq)
+		ib_free_cq(q->cq);
+	if (q->cm_id)
+		rdma_destroy_id(q->cm_id);
+	mdr_queue_free_bufs(q);
+	if (q->pd)
+		ib_dealloc_pd(q->pd);
+	kfree(q);
+}
+
+/*
+ * Stops a queue: no completion runs after the drain, so whatever its slots
+ * hold goes back to conn->pending (async) or fails (sync RPCs). Then frees
+ * it. Context: process, conn->mutex held; bounded (the drain of a QP in
+ * the error state completes locally).
+ */
+static void mdr_queue_destroy(struct mdr_conn *c, struct mdr_queue *q)
+{
+	unsigned long flags;
+	unsigned int i;
+
+	spin_lock_irqsave(&c->lock, flags);
+	if (c->q == q)
+		c->q = NULL;
+	spin_unlock_irqrestore(&c->lock, flags);
+
+	if (q->qp) {
+		rdma_disconnect(q->cm_id);
+		ib_drain_qp(q->qp);
+	}
+	for (i = 0; i < MDR_RPC_DEPTH; i++)
+		if (q->rpc[i].q)
+			del_timer_sync(&q->rpc[i].timer);
+
+	spin_lock_irqsave(&c->lock, flags);
+	for (i = 0; i < MDR_READ_SLOTS; i++) {
+		if (test_bit(i, q->rd_busy) && q->rd[i].req)
+			__mdr_park(c, q->rd[i].req, true);
+		q->rd[i].req = NULL;
+	}
+	for (i = 0; i < MDR_RPC_DEPTH; i++) {
+		struct mdr_req *req = q->rpc[i].req;
+
+		q->rpc[i].req = NULL;
+		if (!test_bit(i, q->rpc_busy) || !req)
+			continue;
+		if (req->op == MDR_REQ_RPC) {
+			req->result = -ENOTCONN;
+			complete(req->done);
+		} else {
+			__mdr_park(c, req, true);
+		}
+	}
+	spin_unlock_irqrestore(&c->lock, flags);
+	mdr_queue_free(q);
+}
+
+/*
+ * Builds a queue and connects it. On success it is the live queue.
+ * Context: process, conn->mutex held; bounded by the CM step timeouts.
+ */
+static int mdr_queue_connect(struct mdr_conn *c)
+{
+	struct rdma_conn_param param = {};
+	struct mdr_wire_conn_req pdata;
+	unsigned long flags;
+	struct mdr_queue *q;
+	int ret;
+
+	q = kzalloc(sizeof(*q), GFP_KERNEL);
+	if (!q)
+		return -ENOMEM;
+	q->conn = c;
+	init_completion(&q->cm_done);
+	q->params = (struct mdr_conn_params) {
+		.version_min = MDR_WIRE_VERSION_MIN,
+		.version_max = MDR_WIRE_VERSION,
+		.tenant = c->target.tenant,
+		.host_id = c->target.host_id,
+		.queue_depth = MDR_RPC_DEPTH,
+		.recv_depth = MDR_RECV_DEPTH,
+		.max_msg = MDR_RECV_MSG,
+	};
+	ret = mdr_conn_req_encode(&pdata, &q->params);
+	if (ret)
+		goto out_free;
+
+	q->cm_id = rdma_create_id(&init_net, mdr_cm_handler, q, RDMA_PS_TCP,
+				  IB_QPT_RC);
+	if (IS_ERR(q->cm_id)) {
+		ret = PTR_ERR(q->cm_id);
+		q->cm_id = NULL;
+		goto out_free;
+	}
+	ret = rdma_resolve_addr(q->cm_id, NULL,
+				(struct sockaddr *)&c->target.addr,
+				MDR_CM_TIMEOUT_MS);
+	if (!ret)
+		ret = mdr_cm_wait(q);	/* address, then route */
+	if (ret)
+		goto out_free;
+	ret = mdr_queue_create_ib(q);
+	if (ret)
+		goto out_free;
+
+	param.private_data = &pdata;
+	param.private_data_len = sizeof(pdata);
+	/* our READs of tables in flight; we answer none */
+	param.initiator_depth = min_t(int, MDR_READ_SLOTS,
+				      q->dev->attrs.max_qp_init_rd_atom);
+	param.responder_resources = 0;
+	param.retry_count = 7;
+	param.rnr_retry_count = 7;
+	ret = rdma_connect(q->cm_id, &param);
+	if (!ret)
+		ret = mdr_cm_wait(q);
+	if (ret)
+		goto out_free;
+
+	q->nr_rpc = q->acc.queue_depth;
+	q->next_seq = 1;
+	spin_lock_irqsave(&c->lock, flags);
+	if (c->state == MDR_CONN_DEAD) {
+		spin_unlock_irqrestore(&c->lock, flags);
+		ret = -ESHUTDOWN;
+		goto out_free;
+	}
+	q->inc = ++c->inc;
+	c->q = q;
+	c->state = MDR_CONN_LIVE;
+	spin_unlock_irqrestore(&c->lock, flags);
+	if (c->boot_id && c->boot_id != q->acc.boot_id)
+		mdr_conn_info(c, "mdnode restarted (boot id %llx -> %llx)\n",
+			      c->boot_id, q->acc.boot_id);
+	c->boot_id = q->acc.boot_id;
+	c->node_id = q->acc.node_id;
+	return 0;
+
+out_free:
+	if (q->qp) {
+		rdma_disconnect(q->cm_id);
+		ib_drain_qp(q->qp);
+	}
+	mdr_queue_free(q);
+	return ret;
+}
+
+/* ---- Leases and (re)opening ------------------------------------------ */
+
+/* Context: timer. The lease ran out before a renewal came in. */
+static void mdr_lease_timer(struct timer_list *t)
+{
+	struct mdr_tvol *tv = from_timer(tv, t, lease_timer);
+	u64 now = ktime_get_ns();
+
+	spin_lock_bh(&tv->cb_lock);
+	if (test_bit(MDR_TV_CLOSED, &tv->flags) || !tv->lease_valid) {
+		spin_unlock_bh(&tv->cb_lock);
+		return;
+	}
+	if (mdr_lease_valid(now, tv->deadline)) {
+		/* renewed meanwhile: wait for the new deadline */
+		mod_timer(&tv->lease_timer, jiffies +
+			  nsecs_to_jiffies(tv->deadline - now) + 1);
+	} else {
+		tv->lease_valid = false;
+		atomic64_inc(&tv->conn->stats.lease_expiries);
+		tv->ops->lease(tv->owner, false);
+	}
+	spin_unlock_bh(&tv->cb_lock);
+}
+
+/* A lease was granted for @lease_ms from @sent (ns); tell the volume. */
+static void mdr_lease_granted(struct mdr_tvol *tv, u64 sent, u32 lease_ms,
+			      bool notify)
+{
+	u64 deadline = mdr_lease_deadline(sent, lease_ms);
+	u64 now = ktime_get_ns();
+	bool valid = mdr_lease_valid(now, deadline);
+
+	spin_lock_bh(&tv->cb_lock);
+	tv->lease_ms = lease_ms;
+	tv->deadline = deadline;
+	tv->renew_at = mdr_lease_renew_at(sent, lease_ms);
+	if (valid && !tv->lease_valid && !test_bit(MDR_TV_CLOSED, &tv->flags)) {
+		tv->lease_valid = true;
+		if (notify)
+			tv->ops->lease(tv->owner, true);
+	}
+	if (valid && !test_bit(MDR_TV_CLOSED, &tv->flags))
+		mod_timer(&tv->lease_timer, jiffies +
+			  nsecs_to_jiffies(deadline - now) + 1);
+	spin_unlock_bh(&tv->cb_lock);
+}
+
+/*
+ * OPEN @tv on the live queue: geometry, lease, and from then on READs and
+ * ALLOCs of it flow on that queue. @info gets the reply.
+ * Context: process, sleeps (bounded by mdr_rpc()).
+ */
+static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
+		       struct mdr_msg *reply, bool notify)
+{
+	struct mdr_open_info *o = &reply->open;
+	u64 sent = ktime_get_ns();
+	bool moved = false;
+	unsigned long flags;
+	u32 inc;
+	int ret;
+
+	ret = mdr_rpc(c, tv, MDR_OP_OPEN, reply, &inc);
+	if (ret)
+		return ret;
+	spin_lock_irqsave(&c->lock, flags);
+	if (tv->opened_once && (tv->generation != o->generation ||
+				tv->nr_extents != o->table_len /
+				sizeof(struct mdr_wire_entry)))
+		moved = true;
+	tv->table_addr = o->table_addr;
+	tv->rkey = o->table_rkey;
+	tv->nr_extents = o->table_len / sizeof(struct mdr_wire_entry);
+	tv->generation = o->generation;
+	tv->open_inc = inc;
+	tv->opened_once = true;
+	clear_bit(MDR_TV_REOPEN, &tv->flags);
+	spin_unlock_irqrestore(&c->lock, flags);
+
+	mdr_lease_granted(tv, sent, o->lease_ms, notify);
+	mdr_kick(c);
+	if (moved) {
+		/*
+		 * The volume changed while we were away: nothing cached is
+		 * known good. Generation 0: no floor beyond the cache's own.
+		 */
+		mdr_conn_info(c, "volume %llu changed (generation %llu): dropping its cache\n",
+			      tv->volume_id, o->generation);
+		mdr_cb_invalidate(tv, 0, tv->nr_extents, 0, MDR_INVAL_MOVE);
+	}
+	return 0;
+}
+
+/*
+ * Renews leases before they run out and reopens volumes whose lease the
+ * node forgot (STALE) or that are not open on the live queue yet.
+ * Context: workqueue; re-arms itself for the earliest renewal.
+ */
+static void mdr_lease_work(struct work_struct *w)
+{
+	struct mdr_conn *c = container_of(to_delayed_work(w), struct mdr_conn,
+					  lease_work);
+	u64 now = ktime_get_ns();
+	u64 next = now + MDR_LEASE_TICK_MS * NSEC_PER_MSEC;
+	struct mdr_msg *reply;
+	struct mdr_tvol *tv;
+	unsigned long flags;
+	bool live;
+
+	reply = kmalloc(sizeof(*reply), GFP_KERNEL);
+	if (!reply)
+		goto out;
+	mutex_lock(&c->vols_mutex);
+	list_for_each_entry(tv, &c->vols, node) {
+		bool reopen;
+		u64 renew_at;
+		int ret;
+
+		spin_lock_irqsave(&c->lock, flags);
+		live = c->q && c->state == MDR_CONN_LIVE;
+		reopen = live && (tv->open_inc != c->q->inc ||
+				  test_bit(MDR_TV_REOPEN, &tv->flags));
+		spin_unlock_irqrestore(&c->lock, flags);
+		if (!live)
+			break;
+		if (reopen) {
+			mdr_tv_open(c, tv, reply, true);
+			continue;
+		}
+		spin_lock_bh(&tv->cb_lock);
+		renew_at = tv->renew_at;
+		spin_unlock_bh(&tv->cb_lock);
+		if (ktime_get_ns() >= renew_at) {
+			u64 sent = ktime_get_ns();
+
+			ret = mdr_rpc(c, tv, MDR_OP_RENEW, reply, NULL);
+			if (!ret) {
+				mdr_lease_granted(tv, sent, reply->lease_ms,
+						  true);
+			} else if (ret == -ESTALE) {
+				/* may already have let a move go ahead */
+				set_bit(MDR_TV_REOPEN, &tv->flags);
+				mdr_tv_open(c, tv, reply, true);
+			} else {
+				/* try again soon, before the deadline */
+				next = min(next, ktime_get_ns() +
+					   tv->lease_ms / 16 * NSEC_PER_MSEC);
+				continue;
+			}
+		}
+		spin_lock_bh(&tv->cb_lock);
+		next = min(next, tv->renew_at);
+		spin_unlock_bh(&tv->cb_lock);
+	}
+	mutex_unlock(&c->vols_mutex);
+	kfree(reply);
+out:
+	now = ktime_get_ns();
+	queue_delayed_work(mdr_wq, &c->lease_work,
+			   next > now ? nsecs_to_jiffies(next - now) + 1 : 1);
+}
+
+/* ---- Reconnect ------------------------------------------------------- */
+
+static void mdr_schedule_reconnect(struct mdr_conn *c)
+{
+	u32 ms = mdr_backoff_ms(c->attempts, MDR_BACKOFF_BASE_MS,
+				MDR_BACKOFF_MAX_MS, get_random_u32());
+
+	queue_delayed_work(mdr_wq, &c->reconnect_work, msecs_to_jiffies(ms));
+}
+
+/* Tears the broken queue down and plans the reconnect. */
+static void mdr_err_work(struct work_struct *w)
+{
+	struct mdr_conn *c = container_of(w, struct mdr_conn, err_work);
+	struct mdr_queue *q;
+	unsigned long flags;
+
+	mutex_lock(&c->mutex);
+	spin_lock_irqsave(&c->lock, flags);
+	q = c->state == MDR_CONN_LIVE ? NULL : c->q;
+	spin_unlock_irqrestore(&c->lock, flags);
+	if (q)
+		mdr_queue_destroy(c, q);
+	if (READ_ONCE(c->state) == MDR_CONN_BROKEN && !c->q)
+		mdr_schedule_reconnect(c);
+	mutex_unlock(&c->mutex);
+}
+
+static void mdr_reconnect_work(struct work_struct *w)
+{
+	struct mdr_conn *c = container_of(to_delayed_work(w), struct mdr_conn,
+					  reconnect_work);
+	unsigned long flags;
+	int ret;
+
+	mutex_lock(&c->mutex);
+	spin_lock_irqsave(&c->lock, flags);
+	if (c->state != MDR_CONN_BROKEN || c->q) {
+		spin_unlock_irqrestore(&c->lock, flags);
+		mutex_unlock(&c->mutex);
+		return;
+	}
+	c->state = MDR_CONN_CONNECTING;
+	spin_unlock_irqrestore(&c->lock, flags);
+
+	ret = mdr_queue_connect(c);
+	if (ret) {
+		bool again;
+
+		atomic64_inc(&c->stats.connect_failures);
+		spin_lock_irqsave(&c->lock, flags);
+		if (c->state == MDR_CONN_CONNECTING)
+			c->state = MDR_CONN_BROKEN;
+		again = c->state == MDR_CONN_BROKEN;
+		spin_unlock_irqrestore(&c->lock, flags);
+		c->attempts++;
+		if (again)
+			mdr_schedule_reconnect(c);
+		mutex_unlock(&c->mutex);
+		return;
+	}
+	c->attempts = 0;
+	atomic64_inc(&c->stats.reconnects);
+	mdr_conn_info(c, "reconnected\n");
+	mutex_unlock(&c->mutex);
+	/* reopen every volume on the new queue, then release what waits */
+	mod_delayed_work(mdr_wq, &c->lease_work, 0);
+}
+
+/* ---- Connections: find, create, shut down ----------------------------- */
+
+static size_t mdr_addr_len(const struct sockaddr_storage *a)
+{
+	return a->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+					  sizeof(struct sockaddr_in);
+}
+
+static bool mdr_same_target(const struct mdr_target *a,
+			    const struct mdr_target *b)
+{
+	return a->tenant == b->tenant && a->host_id == b->host_id &&
+	       a->addr.ss_family == b->addr.ss_family &&
+	       !memcmp(&a->addr, &b->addr, mdr_addr_len(&a->addr));
+}
+
+static int mdr_conn_show(struct seq_file *m, void *unused)
+{
+	struct mdr_conn *c = m->private;
+	struct mdr_conn_stats *st = &c->stats;
+	static const char * const hist[MDR_HIST_BUCKETS] = {
+		"<16", "<32", "<64", "<128", "<256", "<512", "<1024", "<2048",
+		"<4096", "<8192", "<16384", ">=16384",
+	};
+	struct mdr_queue *q;
+	struct mdr_tvol *tv;
+	unsigned long flags;
+	unsigned int i, pending = 0, vols = 0;
+	struct mdr_req *req;
+	u16 qd = 0, credits = 0, version = 0;
+
+	spin_lock_irqsave(&c->lock, flags);
+	q = c->q;
+	if (q) {
+		qd = q->acc.queue_depth;
+		credits = q->acc.push_credits;
+		version = q->acc.version;
+	}
+	list_for_each_entry(req, &c->pending, list)
+		pending++;
+	seq_printf(m, "state: %s\n", mdr_conn_state_names[c->state]);
+	spin_unlock_irqrestore(&c->lock, flags);
+	mutex_lock(&c->vols_mutex);
+	list_for_each_entry(tv, &c->vols, node)
+		vols++;
+	mutex_unlock(&c->vols_mutex);
+
+	seq_printf(m, "target: %pISpc tenant %u host %016llx\n",
+		   &c->target.addr, c->target.tenant, c->target.host_id);
+	seq_printf(m, "node_id: %016llx\nboot_id: %016llx\n", c->node_id,
+		   c->boot_id);
+	seq_printf(m, "version: %u\nqueue_depth: %u\npush_credits: %u\n",
+		   version, qd, credits);
+	seq_printf(m, "volumes: %u\npending: %u\n", vols, pending);
+#define MDR_SHOW(f) seq_printf(m, #f ": %lld\n", atomic64_read(&st->f))
+	MDR_SHOW(reads);
+	MDR_SHOW(read_entries);
+	MDR_SHOW(torn);
+	MDR_SHOW(bad_entries);
+	MDR_SHOW(rpcs);
+	MDR_SHOW(rpc_errors);
+	MDR_SHOW(retries);
+	MDR_SHOW(timeouts);
+	MDR_SHOW(late);
+	MDR_SHOW(reconnects);
+	MDR_SHOW(connect_failures);
+	MDR_SHOW(invalidations);
+	MDR_SHOW(bad_messages);
+	MDR_SHOW(failed_fast);
+	MDR_SHOW(lease_expiries);
+#undef MDR_SHOW
+	seq_puts(m, "lookup_us:");
+	for (i = 0; i < MDR_HIST_BUCKETS; i++)
+		seq_printf(m, " %s:%lld", hist[i], atomic64_read(&st->hist[i]));
+	seq_putc(m, '\n');
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(mdr_conn);
+
+static struct mdr_conn *mdr_conn_alloc(const struct mdr_target *t)
+{
+	struct mdr_conn *c;
+	char name[80];
+	unsigned int i;
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return NULL;
+	c->req_pool = kcalloc(MDR_REQ_POOL, sizeof(*c->req_pool),
+			      GFP_KERNEL);
+	if (!c->req_pool) {
+		kfree(c);
+		return NULL;
+	}
+	kref_init(&c->ref);
+	c->target = *t;
+	mutex_init(&c->mutex);
+	mutex_init(&c->vols_mutex);
+	INIT_LIST_HEAD(&c->vols);
+	spin_lock_init(&c->lock);
+	c->state = MDR_CONN_CONNECTING;
+	INIT_LIST_HEAD(&c->pending);
+	INIT_LIST_HEAD(&c->free_reqs);
+	for (i = 0; i < MDR_REQ_POOL; i++) {
+		c->req_pool[i].pooled = true;
+		list_add_tail(&c->req_pool[i].list, &c->free_reqs);
+	}
+	INIT_WORK(&c->err_work, mdr_err_work);
+	INIT_DELAYED_WORK(&c->reconnect_work, mdr_reconnect_work);
+	INIT_DELAYED_WORK(&c->lease_work, mdr_lease_work);
+	INIT_DELAYED_WORK(&c->fail_work, mdr_fail_work);
+	snprintf(name, sizeof(name), "%pISpc-%u", &t->addr, t->tenant);
+	c->debugfs = debugfs_create_file(name, 0444, mdr_debugfs_conns, c,
+					 &mdr_conn_fops);
+	return c;
+}
+
+/*
+ * The last volume left: no reconnect, no more work, queue down.
+ * Context: process, mdr_conns_mutex held.
+ */
+static void mdr_conn_shutdown(struct mdr_conn *c)
+{
+	struct mdr_req *req, *tmp;
+	struct mdr_queue *q;
+	unsigned long flags;
+	LIST_HEAD(drop);
+
+	list_del(&c->node);
+	debugfs_remove(c->debugfs);
+	spin_lock_irqsave(&c->lock, flags);
+	c->state = MDR_CONN_DEAD;
+	spin_unlock_irqrestore(&c->lock, flags);
+	/* queue first: after its drain no completion queues work again */
+	mutex_lock(&c->mutex);
+	q = c->q;
+	if (q)
+		mdr_queue_destroy(c, q);
+	mutex_unlock(&c->mutex);
+	cancel_work_sync(&c->err_work);
+	cancel_delayed_work_sync(&c->reconnect_work);
+	cancel_delayed_work_sync(&c->lease_work);
+	cancel_delayed_work_sync(&c->fail_work);
+	/* requests of closed volumes the teardown parked: no callbacks */
+	spin_lock_irqsave(&c->lock, flags);
+	list_splice_init(&c->pending, &drop);
+	spin_unlock_irqrestore(&c->lock, flags);
+	list_for_each_entry_safe(req, tmp, &drop, list) {
+		list_del_init(&req->list);
+		mdr_req_free(c, req);
+	}
+	mdr_conn_put(c);
+}
+
+/* A user of the connection to @t, connected; or ERR_PTR(). */
+static struct mdr_conn *mdr_conn_get(const struct mdr_target *t)
+{
+	struct mdr_conn *c;
+	int ret;
+
+	mutex_lock(&mdr_conns_mutex);
+	list_for_each_entry(c, &mdr_conns, node) {
+		if (mdr_same_target(&c->target, t)) {
+			c->users++;
+			mutex_unlock(&mdr_conns_mutex);
+			return c;
+		}
+	}
+	c = mdr_conn_alloc(t);
+	if (!c) {
+		mutex_unlock(&mdr_conns_mutex);
+		return ERR_PTR(-ENOMEM);
+	}
+	mutex_lock(&c->mutex);
+	ret = mdr_queue_connect(c);
+	mutex_unlock(&c->mutex);
+	if (ret) {
+		mdr_conn_warn_rl(c, "cannot connect: %d\n", ret);
+		mutex_unlock(&mdr_conns_mutex);
+		debugfs_remove(c->debugfs);
+		mdr_conn_put(c);
+		return ERR_PTR(ret);
+	}
+	c->users = 1;
+	list_add(&c->node, &mdr_conns);
+	mutex_unlock(&mdr_conns_mutex);
+	queue_delayed_work(mdr_wq, &c->lease_work,
+			   msecs_to_jiffies(MDR_LEASE_TICK_MS));
+	return c;
+}
+
+static void mdr_conn_unuse(struct mdr_conn *c)
+{
+	mutex_lock(&mdr_conns_mutex);
+	if (!--c->users)
+		mdr_conn_shutdown(c);
+	mutex_unlock(&mdr_conns_mutex);
+}
+
+/* Waits (bounded by fast_io_fail_tmo) for a reconnect under way. */
+static bool mdr_conn_wait_live(struct mdr_conn *c)
+{
+	unsigned long end = jiffies + g_fast_io_fail_tmo * HZ;
+
+	for (;;) {
+		if (READ_ONCE(c->state) == MDR_CONN_LIVE)
+			return true;
+		if (time_after(jiffies, end))
+			return false;
+		msleep(50);
+	}
+}
+
+/* ---- The transport ops ----------------------------------------------- */
+
+static struct mdr_tvol *mdr_rdma_open(const struct mdr_target *t,
+				      u64 volume_id, void *owner,
+				      const struct mdr_tvol_ops *ops,
+				      struct mdr_vol_geom *geom)
+{
+	struct mdr_msg *reply;
+	struct mdr_conn *c;
+	struct mdr_tvol *tv;
+	int ret;
+
+	if (!volume_id || !ops || !ops->entries || !ops->failed ||
+	    !ops->invalidate || !ops->lease)
+		return ERR_PTR(-EINVAL);
+	if (t->addr.ss_family != AF_INET && t->addr.ss_family != AF_INET6)
+		return ERR_PTR(-EAFNOSUPPORT);
+	reply = kmalloc(sizeof(*reply), GFP_KERNEL);
+	tv = kzalloc(sizeof(*tv), GFP_KERNEL);
+	if (!reply || !tv) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	c = mdr_conn_get(t);
+	if (IS_ERR(c)) {
+		ret = PTR_ERR(c);
+		goto out_free;
+	}
+	kref_init(&tv->ref);
+	kref_get(&c->ref);
+	tv->conn = c;
+	tv->owner = owner;
+	tv->ops = ops;
+	tv->volume_id = volume_id;
+	mutex_init(&tv->cb_mutex);
+	spin_lock_init(&tv->cb_lock);
+	timer_setup(&tv->lease_timer, mdr_lease_timer, 0);
+	INIT_LIST_HEAD(&tv->node);
+
+	ret = -ENOTCONN;
+	if (mdr_conn_wait_live(c))
+		ret = mdr_tv_open(c, tv, reply, false);
+	if (ret) {
+		mdr_conn_warn_rl(c, "volume %llu: open failed: %d\n",
+				 volume_id, ret);
+		goto out_unuse;
+	}
+
+	geom->volume_id = volume_id;
+	geom->size = reply->open.size;
+	geom->nr_extents = tv->nr_extents;
+	geom->extent_shift = reply->open.extent_shift;
+	geom->lease_ms = reply->open.lease_ms;
+	geom->generation = reply->open.generation;
+	memcpy(geom->name, reply->open.name, sizeof(geom->name));
+	mutex_lock(&c->vols_mutex);
+	list_add_tail(&tv->node, &c->vols);
+	mutex_unlock(&c->vols_mutex);
+	mod_delayed_work(mdr_wq, &c->lease_work,
+			 msecs_to_jiffies(reply->open.lease_ms / 3));
+	kfree(reply);
+	return tv;
+
+out_unuse:
+	spin_lock_bh(&tv->cb_lock);
+	set_bit(MDR_TV_CLOSED, &tv->flags);
+	spin_unlock_bh(&tv->cb_lock);
+	del_timer_sync(&tv->lease_timer);
+	mdr_conn_unuse(c);
+	mdr_tv_put(tv);
+	kfree(reply);
+	return ERR_PTR(ret);
+out_free:
+	kfree(tv);
+	kfree(reply);
+	return ERR_PTR(ret);
+}
+
+/*
+ * Always completes: the CLOSE to mdnode is best effort and bounded; in
+ * flight READs and ALLOCs finish later without calling back.
+ */
+static void mdr_rdma_close(struct mdr_tvol *tv)
+{
+	struct mdr_conn *c = tv->conn;
+	struct mdr_req *req, *tmp;
+	struct mdr_msg *reply;
+	unsigned long flags;
+	LIST_HEAD(drop);
+
+	mutex_lock(&c->vols_mutex);
+	list_del_init(&tv->node);
+	mutex_unlock(&c->vols_mutex);
+
+	reply = kmalloc(sizeof(*reply), GFP_KERNEL);
+	if (reply && READ_ONCE(c->state) == MDR_CONN_LIVE)
+		mdr_rpc(c, tv, MDR_OP_CLOSE, reply, NULL);
+	kfree(reply);
+
+	mutex_lock(&tv->cb_mutex);
+	spin_lock_bh(&tv->cb_lock);
+	set_bit(MDR_TV_CLOSED, &tv->flags);
+	spin_unlock_bh(&tv->cb_lock);
+	mutex_unlock(&tv->cb_mutex);
+	del_timer_sync(&tv->lease_timer);
+
+	spin_lock_irqsave(&c->lock, flags);
+	list_for_each_entry_safe(req, tmp, &c->pending, list)
+		if (req->tv == tv)
+			list_move_tail(&req->list, &drop);
+	spin_unlock_irqrestore(&c->lock, flags);
+	list_for_each_entry_safe(req, tmp, &drop, list) {
+		list_del_init(&req->list);
+		mdr_req_free(c, req);
+	}
+	mdr_conn_unuse(c);
+	mdr_tv_put(tv);
+}
+
+/* Dispatches or parks @req; never calls back from here. Context: any. */
+static void mdr_submit(struct mdr_conn *c, struct mdr_req *req)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&c->lock, flags);
+	if (!c->q || c->state != MDR_CONN_LIVE || !__mdr_dispatch(c, c->q, req))
+		__mdr_park(c, req, false);
+	spin_unlock_irqrestore(&c->lock, flags);
+}
+
+static int mdr_rdma_fetch(struct mdr_tvol *tv, u64 first, unsigned int count)
+{
+	struct mdr_conn *c = tv->conn;
+	struct mdr_req *req, *tmp;
+	u64 nr = READ_ONCE(tv->nr_extents);
+	LIST_HEAD(reqs);
+
+	if (!count || first >= nr || count > nr - first)
+		return -EINVAL;
+	if (test_bit(MDR_TV_CLOSED, &tv->flags))
+		return -ESHUTDOWN;
+	/* one request per READ's worth; all or none */
+	while (count) {
+		u32 n = min_t(u32, count, MDR_READ_MAX_ENTRIES);
+
+		req = mdr_req_get(c, tv, MDR_REQ_READ);
+		if (!req) {
+			list_for_each_entry_safe(req, tmp, &reqs, list) {
+				list_del_init(&req->list);
+				mdr_req_free(c, req);
+			}
+			return -ENOMEM;
+		}
+		req->first = first;
+		req->count = n;
+		list_add_tail(&req->list, &reqs);
+		first += n;
+		count -= n;
+	}
+	list_for_each_entry_safe(req, tmp, &reqs, list) {
+		list_del_init(&req->list);
+		mdr_submit(c, req);
+	}
+	return 0;
+}
+
+static int mdr_rdma_alloc(struct mdr_tvol *tv, u64 index)
+{
+	struct mdr_conn *c = tv->conn;
+	struct mdr_req *req;
+
+	if (index >= READ_ONCE(tv->nr_extents))
+		return -EINVAL;
+	if (test_bit(MDR_TV_CLOSED, &tv->flags))
+		return -ESHUTDOWN;
+	req = mdr_req_get(c, tv, MDR_REQ_ALLOC);
+	if (!req)
+		return -ENOMEM;
+	req->first = index;
+	req->count = 1;
+	mdr_submit(c, req);
+	return 0;
+}
+
+const struct mdr_transport_ops mdr_rdma_transport = {
+	.name = "rdma",
+	.open = mdr_rdma_open,
+	.close = mdr_rdma_close,
+	.fetch = mdr_rdma_fetch,
+	.alloc = mdr_rdma_alloc,
+};
+
+/* ---- RDMA device removal ---------------------------------------------- */
+
+/*
+ * The device goes away: every queue on it is torn down now (the device
+ * waits for us), and its connection reconnects later, on whatever device
+ * then reaches the node.
+ */
+static void mdr_ib_remove(struct ib_device *dev, void *client_data)
+{
+	struct mdr_conn *c;
+	unsigned long flags;
+
+	mutex_lock(&mdr_conns_mutex);
+	list_for_each_entry(c, &mdr_conns, node) {
+		struct mdr_queue *q;
+
+		mutex_lock(&c->mutex);
+		q = c->q;
+		if (q && q->dev == dev) {
+			spin_lock_irqsave(&c->lock, flags);
+			if (c->state == MDR_CONN_LIVE)
+				c->state = MDR_CONN_BROKEN;
+			spin_unlock_irqrestore(&c->lock, flags);
+			mdr_conn_info(c, "RDMA device %s removed\n",
+				      dev_name(&dev->dev));
+			mdr_queue_destroy(c, q);
+			if (c->state == MDR_CONN_BROKEN)
+				mdr_schedule_reconnect(c);
+		}
+		mutex_unlock(&c->mutex);
+	}
+	mutex_unlock(&mdr_conns_mutex);
+}
+
+static struct ib_client mdr_ib_client = {
+	.name = "mdroute",
+	.remove = mdr_ib_remove,
+};
+
+/* ---- Module ------------------------------------------------------------ */
+
+struct dentry *mdr_debugfs_root(void)
+{
+	return mdr_debugfs;
+}
+
+int mdr_rdma_init(void)
+{
+	int ret;
+
+	mdr_wq = alloc_workqueue("mdroute_rdma", WQ_MEM_RECLAIM | WQ_UNBOUND,
+				 0);
+	if (!mdr_wq)
+		return -ENOMEM;
+	mdr_debugfs = debugfs_lookup("mdroute", NULL);
+	if (mdr_debugfs) {
+		dput(mdr_debugfs);	/* the directory stays: its creator's */
+	} else {
+		mdr_debugfs = debugfs_create_dir("mdroute", NULL);
+		mdr_debugfs_owned = true;
+	}
+	mdr_debugfs_conns = debugfs_create_dir("connections", mdr_debugfs);
+	ret = ib_register_client(&mdr_ib_client);
+	if (ret) {
+		debugfs_remove_recursive(mdr_debugfs_conns);
+		if (mdr_debugfs_owned)
+			debugfs_remove_recursive(mdr_debugfs);
+		destroy_workqueue(mdr_wq);
+		return ret;
+	}
+	return 0;
+}
+
+void mdr_rdma_exit(void)
+{
+	ib_unregister_client(&mdr_ib_client);
+	WARN_ON(!list_empty(&mdr_conns));
+	destroy_workqueue(mdr_wq);
+	debugfs_remove_recursive(mdr_debugfs_conns);
+	if (mdr_debugfs_owned)
+		debugfs_remove_recursive(mdr_debugfs);
+	mdr_debugfs = NULL;
+}

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bio.c - the IO path of a volume: split at extent boundaries, look the
+ * extent up, remap to the backing device or park until the location is
+ * known. Never waits for the network: a miss parks the bio and returns.
+ */
+#include <linux/bio.h>
+#include <linux/blkdev.h>
+#include <linux/jiffies.h>
+#include <linux/slab.h>
+#include <linux/mdroute_wire.h>
+
+#include "core/params.h"
+#include "volume/backing.h"
+#include "volume/extent.h"
+#include "volume/volume.h"
+
+#define CREATE_TRACE_POINTS
+#include "volume/trace.h"
+
+static enum mdr_vol_stat_op mdr_stat_op(const struct bio *bio)
+{
+	switch (bio_op(bio)) {
+	case REQ_OP_DISCARD:
+		return MDR_STAT_DISCARD;
+	case REQ_OP_WRITE_ZEROES:
+		return MDR_STAT_WRITE_ZEROES;
+	default:
+		return op_is_write(bio_op(bio)) ? MDR_STAT_WRITE : MDR_STAT_READ;
+	}
+}
+
+/**
+ * mdr_vol_backing() - the backing device for @dev_id, as this volume uses it
+ * @vol:	the volume
+ * @dev_id:	cluster-wide device id from an entry
+ *
+ * The first use makes the volume a user of the device, so it cannot be
+ * unbound while the volume is attached.
+ *
+ * Context: any.
+ * Return: the device, or NULL if it is not bound on this host.
+ */
+struct mdr_backing *mdr_vol_backing(struct mdr_vol *vol, u32 dev_id)
+{
+	struct mdr_backing *b, *old;
+	unsigned long flags;
+
+	b = xa_load(&vol->devs, dev_id);
+	if (likely(b))
+		return b;
+
+	b = mdr_backing_get_user(dev_id);
+	if (!b)
+		return NULL;
+	spin_lock_irqsave(&vol->devs_lock, flags);
+	old = xa_load(&vol->devs, dev_id);
+	if (!old && xa_err(xa_store(&vol->devs, dev_id, b, GFP_ATOMIC)))
+		old = ERR_PTR(-ENOMEM);
+	spin_unlock_irqrestore(&vol->devs_lock, flags);
+	if (old) {
+		/* raced with another CPU, or no memory: give ours back */
+		mdr_backing_put_user(b);
+		return IS_ERR(old) ? NULL : old;
+	}
+	return b;
+}
+
+static void mdr_clone_endio(struct bio *clone)
+{
+	struct mdr_io *io = container_of(clone, struct mdr_io, clone);
+	struct mdr_vol *vol = io->vol;
+	struct bio *orig = io->orig;
+	mdr_inflight_token_t token = io->token;
+
+	if (unlikely(clone->bi_status)) {
+		orig->bi_status = clone->bi_status;
+		mdr_vol_stat_inc(vol, errors);
+	}
+	bio_end_io_acct(orig, io->start);
+	bio_put(clone);
+	bio_endio(orig);
+	/* last: once the count drops, detach may free @vol */
+	mdr_inflight_exit(&vol->inflight, token);
+}
+
+/* Extent @index of @vol is at @loc, MAPPED: send @bio there. */
+static void mdr_remap(struct mdr_vol *vol, struct bio *bio, u64 index,
+		      const struct mdr_loc *loc)
+{
+	unsigned int shift = vol->geom.extent_shift;
+	u64 ext_sectors = 1ULL << mdr_ext_sector_shift(shift);
+	struct mdr_backing *b;
+	struct bio *clone;
+	struct mdr_io *io;
+	mdr_inflight_token_t token;
+
+	b = mdr_vol_backing(vol, loc->dev_id);
+	if (unlikely(!b)) {
+		atomic64_inc(&vol->bad_dev);
+		pr_warn_ratelimited("mdr%d: extent %llu is on device %u, which is not bound here\n",
+				    vol->index, index, loc->dev_id);
+		mdr_vol_stat_inc(vol, errors);
+		bio_io_error(bio);
+		return;
+	}
+	if (unlikely(loc->pstart + ext_sectors < loc->pstart ||
+		     loc->pstart + ext_sectors > bdev_nr_sectors(b->bdev))) {
+		pr_warn_ratelimited("mdr%d: extent %llu at sector %llu lies beyond device %u\n",
+				    vol->index, index, loc->pstart, loc->dev_id);
+		mdr_vol_stat_inc(vol, errors);
+		bio_io_error(bio);
+		return;
+	}
+	if (mdr_inflight_enter(&vol->inflight, index, &token)) {
+		mdr_vol_defer(vol, bio);	/* an invalidation drains it */
+		return;
+	}
+
+	clone = bio_alloc_clone(b->bdev, bio, GFP_NOIO, &vol->clone_bs);
+	if (unlikely(!clone)) {
+		mdr_inflight_exit(&vol->inflight, token);
+		bio_io_error(bio);
+		return;
+	}
+	io = container_of(clone, struct mdr_io, clone);
+	io->vol = vol;
+	io->orig = bio;
+	io->token = token;
+	io->start = bio_start_io_acct(bio);
+	clone->bi_iter.bi_sector =
+		mdr_ext_remap(bio->bi_iter.bi_sector, loc->pstart, shift);
+	clone->bi_end_io = mdr_clone_endio;
+	clone->bi_private = io;
+	trace_mdr_remap(vol->index, bio, index, loc->dev_id,
+			clone->bi_iter.bi_sector);
+	submit_bio_noacct(clone);
+}
+
+/* Park @bio on extent @index and start what it needs. */
+static void mdr_park(struct mdr_vol *vol, struct bio *bio, u64 index,
+		     bool alloc)
+{
+	struct mdr_wait *spare;
+	enum mdr_park_action act;
+	unsigned int count = 1;
+	int ret;
+
+	spare = kzalloc(sizeof(*spare), GFP_NOWAIT | __GFP_NOWARN);
+	if (unlikely(!spare)) {
+		bio->bi_status = BLK_STS_RESOURCE;
+		bio_endio(bio);
+		return;
+	}
+	act = mdr_waitlist_park(&vol->wait, index, bio, alloc, &spare, jiffies);
+	kfree(spare);
+
+	switch (act) {
+	case MDR_PARK_JOINED:
+		return;
+	case MDR_PARK_ALLOC:
+		mdr_vol_stat_inc(vol, allocs);
+		trace_mdr_miss(vol->index, index, true);
+		ret = vol->tops->alloc(vol->tvol, index);
+		break;
+	case MDR_PARK_FETCH:
+	default:
+		/* a run of misses on adjacent extents reads ahead */
+		if (READ_ONCE(vol->last_miss) + 1 == index && g_prefetch > 1)
+			count = min_t(u64, g_prefetch,
+				      vol->geom.nr_extents - index);
+		WRITE_ONCE(vol->last_miss, index);
+		trace_mdr_miss(vol->index, index, false);
+		ret = vol->tops->fetch(vol->tvol, index, count);
+		break;
+	}
+	if (ret)	/* nothing will answer: fail what waits */
+		mdr_vol_failed(vol, index, 1, ret);
+}
+
+/**
+ * mdr_route() - send a bio that lies within one extent where it belongs
+ * @vol:	the volume
+ * @bio:	no larger than the rest of its extent
+ *
+ * Context: process (submit_bio or the resubmit work); does not sleep
+ * except for bio mempools.
+ */
+void mdr_route(struct mdr_vol *vol, struct bio *bio)
+{
+	u64 index = mdr_ext_index(bio->bi_iter.bi_sector,
+				  vol->geom.extent_shift);
+	struct mdr_loc loc;
+
+	if (unlikely(test_bit(MDR_VOL_F_DYING, &vol->flags))) {
+		bio_io_error(bio);
+		return;
+	}
+	if (unlikely(!test_bit(MDR_VOL_F_LEASE, &vol->flags))) {
+		mdr_vol_defer(vol, bio);
+		return;
+	}
+	if (mdr_cache_lookup(&vol->cache, index, &loc) == MDR_CACHE_MISS) {
+		mdr_vol_stat_inc(vol, misses);
+		mdr_park(vol, bio, index, false);
+		return;
+	}
+	mdr_vol_stat_inc(vol, hits);
+
+	switch (loc.state) {
+	case MDR_EXT_MAPPED:
+		mdr_remap(vol, bio, index, &loc);
+		return;
+	case MDR_EXT_UNALLOCATED:
+		switch (bio_op(bio)) {
+		case REQ_OP_READ:
+			/* never written: zeros, without touching a device */
+			mdr_vol_stat_inc(vol, zero_reads);
+			zero_fill_bio(bio);
+			bio_endio(bio);
+			return;
+		case REQ_OP_DISCARD:
+		case REQ_OP_WRITE_ZEROES:
+			bio_endio(bio);	/* it reads as zeros already */
+			return;
+		default:
+			mdr_park(vol, bio, index, true);
+			return;
+		}
+	case MDR_EXT_FROZEN:
+	default:
+		/* moving: the invalidation that ends the move resubmits it */
+		mdr_vol_defer(vol, bio);
+		return;
+	}
+}
+
+/* Flush every backing device the volume has used; completes with @bio. */
+static void mdr_flush(struct mdr_vol *vol, struct bio *bio)
+{
+	struct mdr_backing *b;
+	unsigned long id;
+
+	mdr_vol_stat_inc(vol, flushes);
+	xa_for_each(&vol->devs, id, b) {
+		struct bio *child = bio_alloc_bioset(b->bdev, 0,
+						     REQ_OP_WRITE | REQ_PREFLUSH |
+						     REQ_SYNC, GFP_NOIO,
+						     &vol->split_bs);
+
+		bio_chain(child, bio);
+		submit_bio_noacct(child);
+	}
+}
+
+/**
+ * mdr_submit_bio() - entry point of /dev/mdrN
+ * @bio:	from the block layer
+ *
+ * Context: process; never waits for the metadata service.
+ */
+void mdr_submit_bio(struct bio *bio)
+{
+	struct mdr_vol *vol = bio->bi_bdev->bd_disk->private_data;
+	unsigned int shift = vol->geom.extent_shift;
+	enum mdr_vol_stat_op op;
+	u64 sectors;
+
+	if (unlikely(test_bit(MDR_VOL_F_DYING, &vol->flags))) {
+		bio_io_error(bio);
+		return;
+	}
+	bio = bio_split_to_limits(bio);
+	if (!bio)
+		return;
+
+	if (bio->bi_opf & REQ_PREFLUSH) {
+		mdr_flush(vol, bio);
+		bio->bi_opf &= ~REQ_PREFLUSH;
+		if (!bio_sectors(bio)) {
+			bio_endio(bio);	/* after the chained flushes */
+			return;
+		}
+	}
+
+	/*
+	 * One extent per bio: split off what lies in the first extent and
+	 * requeue the rest, which comes back here (md's pattern: one split
+	 * per pass keeps the bio_set's reserve sufficient).
+	 */
+	sectors = mdr_ext_split_sectors(bio->bi_iter.bi_sector,
+					bio_sectors(bio), shift);
+	if (sectors < bio_sectors(bio)) {
+		struct bio *split = bio_split(bio, sectors, GFP_NOIO,
+					      &vol->split_bs);
+
+		bio_chain(split, bio);
+		submit_bio_noacct(bio);
+		bio = split;
+	}
+
+	op = mdr_stat_op(bio);
+	this_cpu_inc(vol->stats->ops[op]);
+	this_cpu_add(vol->stats->bytes[op], bio->bi_iter.bi_size);
+	mdr_route(vol, bio);
+}

@@ -1,0 +1,712 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * volume.c - attach and detach of volumes, and what the transport tells
+ * them (entries, failures, invalidations, leases).
+ */
+#include <linux/blkdev.h>
+#include <linux/delay.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/jiffies.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/slab.h>
+#include <linux/xarray.h>
+#include <linux/mdroute.h>
+#include <linux/mdroute_wire.h>
+
+#include "core/params.h"
+#include "volume/backing.h"
+#include "volume/extent.h"
+#include "volume/volume.h"
+
+#define MDR_MINORS	16		/* partitions per volume */
+#define MDR_MAX_VOLUMES	(1U << 16)
+
+static DEFINE_MUTEX(mdr_vol_mutex);	/* attach, detach, list */
+static DEFINE_XARRAY_ALLOC(mdr_vols);	/* index -> mdr_vol */
+static int mdr_major;
+static struct workqueue_struct *mdr_wq;
+
+static void mdr_vol_kick(struct mdr_vol *vol)
+{
+	queue_work(mdr_wq, &vol->resubmit_work);
+}
+
+/**
+ * mdr_vol_defer() - hold @bio until the lease is valid or a drain ends
+ * @vol:	the volume
+ * @bio:	a bio within one extent
+ *
+ * Deferred bios are routed again when the transport reports a valid lease
+ * or an invalidation ends; without a lease they fail after
+ * fast_io_fail_tmo.
+ *
+ * Context: any.
+ */
+void mdr_vol_defer(struct mdr_vol *vol, struct bio *bio)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&vol->defer_lock, flags);
+	if (bio_list_empty(&vol->deferred))
+		vol->deferred_since = jiffies;
+	bio_list_add(&vol->deferred, bio);
+	spin_unlock_irqrestore(&vol->defer_lock, flags);
+	mdr_vol_stat_inc(vol, deferred);
+	queue_delayed_work(mdr_wq, &vol->expire_work, HZ);
+}
+
+static struct bio_list mdr_vol_take_deferred(struct mdr_vol *vol)
+{
+	struct bio_list list;
+	unsigned long flags;
+
+	spin_lock_irqsave(&vol->defer_lock, flags);
+	list = vol->deferred;
+	bio_list_init(&vol->deferred);
+	spin_unlock_irqrestore(&vol->defer_lock, flags);
+	return list;
+}
+
+static void mdr_bio_list_fail(struct mdr_vol *vol, struct bio_list *list,
+			      blk_status_t status)
+{
+	struct bio *bio;
+
+	while ((bio = bio_list_pop(list))) {
+		mdr_vol_stat_inc(vol, errors);
+		bio->bi_status = status;
+		bio_endio(bio);
+	}
+}
+
+static void mdr_vol_resubmit_work(struct work_struct *work)
+{
+	struct mdr_vol *vol = container_of(work, struct mdr_vol, resubmit_work);
+	struct bio_list list = mdr_vol_take_deferred(vol);
+	struct bio *bio;
+
+	while ((bio = bio_list_pop(&list)))
+		mdr_route(vol, bio);
+}
+
+static void mdr_vol_expire_work(struct work_struct *work)
+{
+	struct mdr_vol *vol = container_of(to_delayed_work(work),
+					   struct mdr_vol, expire_work);
+	unsigned long deadline, flags;
+	struct bio_list list;
+	bool empty;
+
+	spin_lock_irqsave(&vol->defer_lock, flags);
+	empty = bio_list_empty(&vol->deferred);
+	deadline = vol->deferred_since + g_fast_io_fail_tmo * HZ;
+	spin_unlock_irqrestore(&vol->defer_lock, flags);
+	if (empty)
+		return;
+
+	if (test_bit(MDR_VOL_F_LEASE, &vol->flags)) {
+		/* waiting for a moving extent: look again */
+		mdr_vol_kick(vol);
+	} else if (time_after_eq(jiffies, deadline)) {
+		list = mdr_vol_take_deferred(vol);
+		pr_warn_ratelimited("mdr%d: no lease for %us: failing IO\n",
+				    vol->index, g_fast_io_fail_tmo);
+		mdr_bio_list_fail(vol, &list, BLK_STS_IOERR);
+		return;
+	}
+	queue_delayed_work(mdr_wq, &vol->expire_work, HZ);
+}
+
+/* Entries arrived: cache them and route what waited for them. */
+static void mdr_vol_entries(void *owner, u64 first,
+			    const struct mdr_wire_entry *e, unsigned int n)
+{
+	struct mdr_vol *vol = owner;
+	struct bio_list ready;
+	bool kick = false;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		u64 index = first + i;
+		struct mdr_loc loc = {
+			.generation = le64_to_cpu(e[i].generation),
+			.pstart = le64_to_cpu(e[i].pstart),
+			.dev_id = le32_to_cpu(e[i].dev_id),
+			.state = e[i].state,
+		};
+		unsigned long wflags = 0;
+		bool waited;
+
+		bio_list_init(&ready);
+		waited = mdr_waitlist_take(&vol->wait, index, &ready, &wflags);
+		/* invalidated while in flight: let the bios fetch again */
+		if (!test_bit(MDR_WAIT_STALE, &wflags))
+			mdr_cache_insert(&vol->cache, index, &loc);
+		if (!waited)
+			continue;
+
+		spin_lock_bh(&vol->defer_lock);
+		if (bio_list_empty(&vol->deferred))
+			vol->deferred_since = jiffies;
+		bio_list_merge(&vol->deferred, &ready);
+		spin_unlock_bh(&vol->defer_lock);
+		kick = true;
+	}
+	if (kick)
+		mdr_vol_kick(vol);
+}
+
+/**
+ * mdr_vol_failed() - a fetch or allocation of [@first, @first + @n) failed
+ * @owner:	the volume
+ * @first:	first extent
+ * @n:		extents
+ * @err:	-errno; -EAGAIN retries later, anything else fails the bios
+ *
+ * Context: any.
+ */
+void mdr_vol_failed(void *owner, u64 first, unsigned int n, int err)
+{
+	blk_status_t status = errno_to_blk_status(err);
+	struct mdr_vol *vol = owner;
+	struct bio_list list;
+	unsigned long wflags;
+	struct bio *bio;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		bio_list_init(&list);
+		if (!mdr_waitlist_take(&vol->wait, first + i, &list, &wflags))
+			continue;
+		if (err == -EAGAIN) {
+			while ((bio = bio_list_pop(&list)))
+				mdr_vol_defer(vol, bio);
+			continue;
+		}
+		pr_warn_ratelimited("mdr%d: extent %llu: %s failed: %d\n",
+				    vol->index, first + i,
+				    test_bit(MDR_WAIT_ALLOC, &wflags) ?
+				    "allocation" : "lookup", err);
+		mdr_bio_list_fail(vol, &list, status);
+	}
+}
+
+/*
+ * mdnode changed entries [first, first + count): block new IO to them,
+ * forget them, wait for IO already at the devices when the data moves.
+ */
+static void mdr_vol_invalidate(void *owner, u64 first, u64 count,
+			       u64 generation, u32 reason)
+{
+	struct mdr_vol *vol = owner;
+	bool drain = reason != MDR_INVAL_ALLOC;
+
+	if (drain) {
+		/* MDR_INFLIGHT_BLOCKS drains running: wait for a slot */
+		while (mdr_inflight_block(&vol->inflight, first, count))
+			usleep_range(100, 1000);
+	}
+	mdr_waitlist_mark_stale(&vol->wait, first, count);
+	if (generation)
+		mdr_cache_drop(&vol->cache, first, count, generation);
+	else	/* the volume changed: what we saw of it bounds nothing */
+		mdr_cache_forget(&vol->cache, first, count);
+	if (drain) {
+		mdr_inflight_drain(&vol->inflight, first, count);
+		mdr_inflight_unblock(&vol->inflight, first, count);
+	}
+	mdr_vol_kick(vol);
+}
+
+static void mdr_vol_lease(void *owner, bool valid)
+{
+	struct mdr_vol *vol = owner;
+
+	if (valid) {
+		set_bit(MDR_VOL_F_LEASE, &vol->flags);
+		mdr_vol_kick(vol);
+	} else if (test_and_clear_bit(MDR_VOL_F_LEASE, &vol->flags)) {
+		pr_warn("mdr%d: lease of volume %llu expired: IO waits\n",
+			vol->index, vol->geom.volume_id);
+	}
+}
+
+const struct mdr_tvol_ops mdr_vol_tvol_ops = {
+	.entries	= mdr_vol_entries,
+	.failed		= mdr_vol_failed,
+	.invalidate	= mdr_vol_invalidate,
+	.lease		= mdr_vol_lease,
+};
+
+static int mdr_bdev_open(struct block_device *bdev, fmode_t mode)
+{
+	struct mdr_vol *vol = bdev->bd_disk->private_data;
+
+	/* bd_disk->open_mutex is held: detach checks openers under it */
+	if (test_bit(MDR_VOL_F_DYING, &vol->flags))
+		return -ENXIO;
+	return 0;
+}
+
+static void mdr_bdev_release(struct gendisk *disk, fmode_t mode)
+{
+}
+
+static const struct block_device_operations mdr_bdev_ops = {
+	.owner		= THIS_MODULE,
+	.submit_bio	= mdr_submit_bio,
+	.open		= mdr_bdev_open,
+	.release	= mdr_bdev_release,
+};
+
+static int mdr_target_from_ioctl(const struct mdr_ioctl_target *in,
+				 struct mdr_target *t)
+{
+	u16 port = in->port ? in->port : MDR_WIRE_PORT;
+
+	memset(t, 0, sizeof(*t));
+	if (!in->host_id || in->reserved)
+		return -EINVAL;
+	t->tenant = in->tenant;
+	t->host_id = in->host_id;
+	switch (in->family) {
+	case AF_INET: {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&t->addr;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		memcpy(&sin->sin_addr, in->addr, 4);
+		if (memchr_inv(in->addr + 4, 0, sizeof(in->addr) - 4) ||
+		    in->scope_id)
+			return -EINVAL;
+		return 0;
+	}
+	case AF_INET6: {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&t->addr;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		memcpy(&sin6->sin6_addr, in->addr, 16);
+		sin6->sin6_scope_id = in->scope_id;
+		return 0;
+	}
+	default:
+		return -EAFNOSUPPORT;
+	}
+}
+
+static void mdr_target_to_ioctl(const struct mdr_target *t,
+				struct mdr_ioctl_target *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->tenant = t->tenant;
+	out->host_id = t->host_id;
+	out->family = t->addr.ss_family;
+	if (t->addr.ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const void *)&t->addr;
+
+		out->port = ntohs(sin->sin_port);
+		memcpy(out->addr, &sin->sin_addr, 4);
+	} else {
+		const struct sockaddr_in6 *sin6 = (const void *)&t->addr;
+
+		out->port = ntohs(sin6->sin6_port);
+		memcpy(out->addr, &sin6->sin6_addr, 16);
+		out->scope_id = sin6->sin6_scope_id;
+	}
+}
+
+static bool mdr_target_equal(const struct mdr_target *a,
+			     const struct mdr_target *b)
+{
+	return a->tenant == b->tenant &&
+	       !memcmp(&a->addr, &b->addr, sizeof(a->addr));
+}
+
+/* What the metadata service said must make sense before a disk exists. */
+static int mdr_geom_check(const struct mdr_vol_geom *g, u64 volume_id)
+{
+	u64 ext;
+
+	if (g->volume_id != volume_id ||
+	    g->extent_shift < MDR_WIRE_EXTENT_SHIFT_MIN ||
+	    g->extent_shift > MDR_WIRE_EXTENT_SHIFT_MAX ||
+	    !g->size || g->size % 4096)
+		return -EPROTO;
+	ext = 1ULL << g->extent_shift;
+	if (g->nr_extents != DIV_ROUND_UP_ULL(g->size, ext))
+		return -EPROTO;
+	return 0;
+}
+
+static void mdr_vol_info(struct mdr_vol *vol, struct mdr_ioctl_vol_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->index = vol->index;
+	info->extent_shift = vol->geom.extent_shift;
+	info->volume_id = vol->geom.volume_id;
+	info->size = vol->geom.size;
+	mdr_target_to_ioctl(&vol->target, &info->target);
+	if (test_bit(MDR_VOL_F_LEASE, &vol->flags))
+		info->flags |= MDR_VOL_LEASE_VALID;
+	if (test_bit(MDR_VOL_F_READONLY, &vol->flags))
+		info->flags |= MDR_VOL_READONLY;
+	if (test_bit(MDR_VOL_F_DYING, &vol->flags))
+		info->flags |= MDR_VOL_DYING;
+	if (vol->disk)
+		info->open_count = disk_openers(vol->disk);
+	info->cached = mdr_cache_count(&vol->cache);
+	info->inflight = mdr_inflight_total(&vol->inflight);
+	strscpy(info->name, vol->geom.name, sizeof(info->name));
+}
+
+/* Undo everything but the disk; tolerates a volume set up halfway. */
+static void mdr_vol_free(struct mdr_vol *vol)
+{
+	struct mdr_backing *b;
+	unsigned long id;
+
+	xa_for_each(&vol->devs, id, b)
+		mdr_backing_put_user(b);
+	xa_destroy(&vol->devs);
+	mdr_cache_destroy(&vol->cache);
+	bioset_exit(&vol->clone_bs);
+	bioset_exit(&vol->split_bs);
+	free_percpu(vol->stats);
+	kfree(vol);
+}
+
+static struct mdr_vol *mdr_vol_alloc(void)
+{
+	struct mdr_vol *vol;
+
+	vol = kzalloc(sizeof(*vol), GFP_KERNEL);
+	if (!vol)
+		return NULL;
+	vol->index = -1;
+	xa_init(&vol->devs);
+	spin_lock_init(&vol->devs_lock);
+	spin_lock_init(&vol->defer_lock);
+	bio_list_init(&vol->deferred);
+	INIT_WORK(&vol->resubmit_work, mdr_vol_resubmit_work);
+	INIT_DELAYED_WORK(&vol->expire_work, mdr_vol_expire_work);
+	mdr_inflight_init(&vol->inflight);
+	mdr_waitlist_init(&vol->wait);
+	atomic64_set(&vol->bad_dev, 0);
+	vol->last_miss = U64_MAX - 1;
+	vol->tops = &mdr_rdma_transport;
+
+	if (mdr_cache_init(&vol->cache, max(g_cache_max_extents, 1U)))
+		goto out_free;
+	vol->stats = alloc_percpu(struct mdr_vol_stats);
+	if (!vol->stats)
+		goto out_free;
+	if (bioset_init(&vol->split_bs, BIO_POOL_SIZE, 0, 0))
+		goto out_free;
+	if (bioset_init(&vol->clone_bs, BIO_POOL_SIZE,
+			offsetof(struct mdr_io, clone), 0))
+		goto out_free;
+	return vol;
+
+out_free:
+	mdr_vol_free(vol);
+	return NULL;
+}
+
+static int mdr_vol_add_disk(struct mdr_vol *vol)
+{
+	u32 ext_sectors = 1U << mdr_ext_sector_shift(vol->geom.extent_shift);
+	struct queue_limits lim;
+	struct request_queue *q;
+	struct gendisk *disk;
+	int ret;
+
+	disk = blk_alloc_disk(NUMA_NO_NODE);
+	if (!disk)
+		return -ENOMEM;
+	q = disk->queue;
+
+	/* the strictest limits of every device the volume may use */
+	blk_set_stacking_limits(&lim);
+	mdr_backing_limits(&lim);
+	blk_queue_logical_block_size(q, max(lim.logical_block_size, 512U));
+	blk_queue_physical_block_size(q, max(lim.physical_block_size, 512U));
+	blk_queue_io_min(q, lim.io_min);
+	blk_queue_max_hw_sectors(q, min(lim.max_hw_sectors, ext_sectors));
+	blk_queue_chunk_sectors(q, ext_sectors);	/* split per extent */
+	blk_queue_max_discard_sectors(q, min(lim.max_discard_sectors,
+					     ext_sectors));
+	if (lim.max_discard_sectors)
+		q->limits.discard_granularity =
+			max(lim.discard_granularity, lim.logical_block_size);
+	blk_queue_max_write_zeroes_sectors(q, min(lim.max_write_zeroes_sectors,
+						  ext_sectors));
+	/* devices bound later may cache writes: always pass flush and FUA */
+	blk_queue_write_cache(q, true, true);
+	blk_queue_flag_set(QUEUE_FLAG_NONROT, q);
+
+	disk->major = mdr_major;
+	disk->first_minor = vol->index * MDR_MINORS;
+	disk->minors = MDR_MINORS;
+	disk->fops = &mdr_bdev_ops;
+	disk->private_data = vol;
+	snprintf(disk->disk_name, DISK_NAME_LEN, "mdr%d", vol->index);
+	set_capacity(disk, vol->geom.size >> SECTOR_SHIFT);
+	if (test_bit(MDR_VOL_F_READONLY, &vol->flags))
+		set_disk_ro(disk, true);
+
+	vol->disk = disk;
+	ret = device_add_disk(NULL, disk, mdr_vol_attr_groups);
+	if (ret) {
+		vol->disk = NULL;
+		put_disk(disk);
+	}
+	return ret;
+}
+
+/**
+ * mdr_vol_attach() - MDR_IOC_ATTACH: open a volume and create /dev/mdrN
+ * @a:		the ioctl argument; @a->info is filled on success
+ * @readonly:	the disk is read-only
+ *
+ * Context: process; sleeps (connects to the metadata service).
+ * Return: 0 or -errno.
+ */
+int mdr_vol_attach(struct mdr_ioctl_attach *a, bool readonly)
+{
+	struct mdr_vol *vol, *other;
+	unsigned long i;
+	u32 index;
+	int ret;
+
+	if (!a->volume_id)
+		return -EINVAL;
+	vol = mdr_vol_alloc();
+	if (!vol)
+		return -ENOMEM;
+	ret = mdr_target_from_ioctl(&a->target, &vol->target);
+	if (ret)
+		goto out_free;
+	if (readonly)
+		set_bit(MDR_VOL_F_READONLY, &vol->flags);
+
+	/* reserve an index; the volume becomes visible once it works */
+	mutex_lock(&mdr_vol_mutex);
+	xa_for_each(&mdr_vols, i, other) {
+		if (other->geom.volume_id == a->volume_id &&
+		    mdr_target_equal(&other->target, &vol->target)) {
+			mutex_unlock(&mdr_vol_mutex);
+			ret = -EEXIST;
+			goto out_free;
+		}
+	}
+	ret = xa_alloc(&mdr_vols, &index, NULL,
+		       XA_LIMIT(0, MDR_MAX_VOLUMES - 1), GFP_KERNEL);
+	mutex_unlock(&mdr_vol_mutex);
+	if (ret)
+		goto out_free;
+	vol->index = index;
+
+	/* the open grants a lease; the transport reports when it lapses */
+	set_bit(MDR_VOL_F_LEASE, &vol->flags);
+	vol->tvol = vol->tops->open(&vol->target, a->volume_id, vol,
+				    &mdr_vol_tvol_ops, &vol->geom);
+	if (IS_ERR(vol->tvol)) {
+		ret = PTR_ERR(vol->tvol);
+		vol->tvol = NULL;
+		goto out_release_index;
+	}
+	vol->geom.name[sizeof(vol->geom.name) - 1] = '\0';
+	ret = mdr_geom_check(&vol->geom, a->volume_id);
+	if (ret) {
+		pr_warn("volume %llu: the metadata service described it inconsistently\n",
+			a->volume_id);
+		goto out_close;
+	}
+
+	ret = mdr_vol_add_disk(vol);
+	if (ret)
+		goto out_close;
+
+	mutex_lock(&mdr_vol_mutex);
+	xa_store(&mdr_vols, index, vol, GFP_KERNEL);	/* slot exists */
+	mutex_unlock(&mdr_vol_mutex);
+
+	__module_get(THIS_MODULE);	/* rmmod waits for the detach */
+	mdr_vol_info(vol, &a->info);
+	pr_info("mdr%d: volume %llu \"%s\" attached (%llu bytes, %u KiB extents, tenant %u)\n",
+		vol->index, vol->geom.volume_id, vol->geom.name, vol->geom.size,
+		1U << (vol->geom.extent_shift - 10), vol->target.tenant);
+	return 0;
+
+out_close:
+	vol->tops->close(vol->tvol);
+out_release_index:
+	mutex_lock(&mdr_vol_mutex);
+	xa_erase(&mdr_vols, index);
+	mutex_unlock(&mdr_vol_mutex);
+out_free:
+	mdr_vol_free(vol);
+	return ret;
+}
+
+/* Fail every bio parked or deferred on @vol. */
+static void mdr_vol_fail_all(struct mdr_vol *vol, blk_status_t status)
+{
+	struct bio_list list = mdr_vol_take_deferred(vol);
+	struct mdr_wait *w;
+
+	mdr_bio_list_fail(vol, &list, status);
+	while ((w = mdr_waitlist_pop_any(&vol->wait))) {
+		mdr_bio_list_fail(vol, &w->bios, status);
+		kfree(w);
+	}
+}
+
+/**
+ * mdr_vol_detach() - MDR_IOC_DETACH: remove /dev/mdrN
+ * @index:	N
+ * @volume_id:	must match, unless 0
+ * @force:	fail pending IO and detach even if the disk is open
+ *
+ * Context: process; sleeps until IO at the backing devices completes.
+ * Return: 0, -ENXIO (no such volume), -EINVAL (another volume is
+ * attached there) or -EBUSY (open, without @force).
+ */
+int mdr_vol_detach(u32 index, u64 volume_id, bool force)
+{
+	struct mdr_vol *vol;
+	int ret = 0;
+
+	mutex_lock(&mdr_vol_mutex);
+	vol = xa_load(&mdr_vols, index);
+	if (!vol || !vol->disk) {
+		mutex_unlock(&mdr_vol_mutex);
+		return -ENXIO;
+	}
+	if (volume_id && vol->geom.volume_id != volume_id) {
+		mutex_unlock(&mdr_vol_mutex);
+		return -EINVAL;
+	}
+	mutex_lock(&vol->disk->open_mutex);
+	if (disk_openers(vol->disk) && !force)
+		ret = -EBUSY;
+	else
+		set_bit(MDR_VOL_F_DYING, &vol->flags);
+	mutex_unlock(&vol->disk->open_mutex);
+	if (ret) {
+		mutex_unlock(&mdr_vol_mutex);
+		return ret;
+	}
+	xa_erase(&mdr_vols, index);
+	mutex_unlock(&mdr_vol_mutex);
+
+	pr_info("mdr%d: detaching volume %llu%s\n", vol->index,
+		vol->geom.volume_id, force ? " (forced)" : "");
+	/* new IO fails from here; IO parked for the network fails now */
+	mdr_vol_fail_all(vol, BLK_STS_IOERR);
+	del_gendisk(vol->disk);
+
+	/* after close() the transport calls nothing back */
+	vol->tops->close(vol->tvol);
+	cancel_delayed_work_sync(&vol->expire_work);
+	flush_work(&vol->resubmit_work);
+	mdr_vol_fail_all(vol, BLK_STS_IOERR);
+
+	/* IO at the backing devices always completes */
+	while (mdr_inflight_total(&vol->inflight))
+		msleep(20);
+
+	put_disk(vol->disk);
+	vol->disk = NULL;
+	mdr_vol_free(vol);
+	module_put(THIS_MODULE);
+	return 0;
+}
+
+/**
+ * mdr_vol_list() - describe the attached volumes, in index order
+ * @out:	room for @count struct mdr_ioctl_vol_info
+ * @start:	lowest index to describe
+ * @count:	elements of @out
+ * @total:	out: volumes attached
+ *
+ * Return: descriptions written.
+ */
+int mdr_vol_list(void *out, u32 start, u32 count, u32 *total)
+{
+	struct mdr_ioctl_vol_info *info = out;
+	struct mdr_vol *vol;
+	unsigned long i;
+	u32 n = 0, all = 0;
+
+	mutex_lock(&mdr_vol_mutex);
+	xa_for_each(&mdr_vols, i, vol) {
+		if (i >= start && n < count)
+			mdr_vol_info(vol, &info[n++]);
+		all++;
+	}
+	mutex_unlock(&mdr_vol_mutex);
+	*total = all;
+	return n;
+}
+
+/**
+ * mdr_vol_status() - describe volume @info->index
+ * @info:	in: index; out: the volume
+ *
+ * Return: 0 or -ENXIO.
+ */
+int mdr_vol_status(struct mdr_ioctl_vol_info *info)
+{
+	struct mdr_vol *vol;
+	int ret = -ENXIO;
+
+	mutex_lock(&mdr_vol_mutex);
+	vol = xa_load(&mdr_vols, info->index);
+	if (vol) {
+		mdr_vol_info(vol, info);
+		ret = 0;
+	}
+	mutex_unlock(&mdr_vol_mutex);
+	return ret;
+}
+
+/* Volumes attached now: rmmod is refused while there are any. */
+unsigned int mdr_vol_count(void)
+{
+	struct mdr_vol *vol;
+	unsigned int n = 0;
+	unsigned long i;
+
+	mutex_lock(&mdr_vol_mutex);
+	xa_for_each(&mdr_vols, i, vol)
+		n++;
+	mutex_unlock(&mdr_vol_mutex);
+	return n;
+}
+
+int mdr_vol_init(void)
+{
+	int ret;
+
+	mdr_wq = alloc_workqueue("mdroute", WQ_MEM_RECLAIM, 0);
+	if (!mdr_wq)
+		return -ENOMEM;
+	mdr_major = register_blkdev(0, "mdr");
+	if (mdr_major < 0) {
+		ret = mdr_major;
+		destroy_workqueue(mdr_wq);
+		return ret;
+	}
+	return 0;
+}
+
+void mdr_vol_exit(void)
+{
+	unregister_blkdev(mdr_major, "mdr");
+	destroy_workqueue(mdr_wq);
+	mdr_backing_exit();
+}

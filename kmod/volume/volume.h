@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * volume.h - an attached volume: /dev/mdrN, its location cache and its
+ * link to the metadata service.
+ */
+#ifndef MDR_VOLUME_H
+#define MDR_VOLUME_H
+
+#include <linux/bio.h>
+#include <linux/blkdev.h>
+#include <linux/percpu.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+
+#include "cache/extent_cache.h"
+#include "cache/inflight.h"
+#include "cache/waitlist.h"
+#include "transport/transport.h"
+
+struct mdr_ioctl_attach;
+struct mdr_ioctl_vol_info;
+
+/* Per-CPU counters of one volume (sysfs mdroute/stats). */
+struct mdr_vol_stats {
+	u64 hits;		/* lookups served by the cache */
+	u64 misses;		/* lookups that fetched */
+	u64 zero_reads;		/* reads of unallocated extents */
+	u64 allocs;		/* allocations asked for */
+	u64 deferred;		/* bios parked for a lease or a drain */
+	u64 ops[4];		/* reads, writes, discards, write-zeroes */
+	u64 bytes[4];		/* and their bytes */
+	u64 flushes;
+	u64 errors;		/* bios failed */
+};
+
+enum mdr_vol_stat_op {
+	MDR_STAT_READ,
+	MDR_STAT_WRITE,
+	MDR_STAT_DISCARD,
+	MDR_STAT_WRITE_ZEROES,
+};
+
+/* bits of &mdr_vol.flags */
+enum {
+	MDR_VOL_F_LEASE,	/* the lease is valid: IO may be issued */
+	MDR_VOL_F_DYING,	/* detach started: new IO fails */
+	MDR_VOL_F_READONLY,
+};
+
+/**
+ * struct mdr_vol - an attached volume
+ * @index:	N of /dev/mdrN
+ * @disk:	the block device
+ * @geom:	what the metadata service said at open
+ * @target:	where the metadata service is
+ * @flags:	MDR_VOL_F_* bits
+ * @tops:	transport
+ * @tvol:	the transport's handle of this volume
+ * @cache:	extent locations
+ * @inflight:	per-extent in-flight IO, for drains
+ * @wait:	bios parked on an extent being fetched or allocated
+ * @split_bs:	bios split at extent boundaries
+ * @clone_bs:	clones sent to backing devices (front: struct mdr_io)
+ * @devs:	dev_id -> struct mdr_backing this volume uses
+ * @devs_lock:	serialises additions to @devs
+ * @defer_lock:	protects @deferred and @deferred_since
+ * @deferred:	bios waiting for a lease or the end of a drain
+ * @deferred_since: jiffies when @deferred became non-empty
+ * @resubmit_work: routes @deferred again
+ * @expire_work: fails @deferred after fast_io_fail_tmo without a lease
+ * @last_miss:	extent of the last miss: sequential misses prefetch
+ * @stats:	per-CPU counters
+ * @bad_dev:	IO to extents on devices not bound here
+ */
+struct mdr_vol {
+	int index;
+	struct gendisk *disk;
+	struct mdr_vol_geom geom;
+	struct mdr_target target;
+	unsigned long flags;
+	const struct mdr_transport_ops *tops;
+	struct mdr_tvol *tvol;
+	struct mdr_cache cache;
+	struct mdr_inflight inflight;
+	struct mdr_waitlist wait;
+	struct bio_set split_bs;
+	struct bio_set clone_bs;
+	struct xarray devs;
+	spinlock_t devs_lock;
+	spinlock_t defer_lock;
+	struct bio_list deferred;
+	unsigned long deferred_since;
+	struct work_struct resubmit_work;
+	struct delayed_work expire_work;
+	u64 last_miss;
+	struct mdr_vol_stats __percpu *stats;
+	atomic64_t bad_dev;
+};
+
+/**
+ * struct mdr_io - a bio on its way to a backing device
+ * @vol:	its volume
+ * @orig:	the volume's bio it carries
+ * @start:	jiffies, for IO accounting
+ * @token:	in-flight accounting
+ * @clone:	sent to the device; must be last (bioset front_pad)
+ */
+struct mdr_io {
+	struct mdr_vol *vol;
+	struct bio *orig;
+	unsigned long start;
+	mdr_inflight_token_t token;
+	struct bio clone;
+};
+
+#define mdr_vol_stat_inc(vol, field) this_cpu_inc((vol)->stats->field)
+
+/* volume.c */
+int mdr_vol_attach(struct mdr_ioctl_attach *a, bool readonly);
+int mdr_vol_detach(u32 index, u64 volume_id, bool force);
+int mdr_vol_list(void *out, u32 start, u32 count, u32 *total);
+int mdr_vol_status(struct mdr_ioctl_vol_info *info);
+unsigned int mdr_vol_count(void);
+void mdr_vol_defer(struct mdr_vol *vol, struct bio *bio);
+void mdr_vol_failed(void *owner, u64 first, unsigned int n, int err);
+int mdr_vol_init(void);
+void mdr_vol_exit(void);
+extern const struct mdr_tvol_ops mdr_vol_tvol_ops;
+
+/* bio.c */
+void mdr_submit_bio(struct bio *bio);
+void mdr_route(struct mdr_vol *vol, struct bio *bio);
+struct mdr_backing *mdr_vol_backing(struct mdr_vol *vol, u32 dev_id);
+
+/* sysfs.c */
+extern const struct attribute_group *mdr_vol_attr_groups[];
+
+#endif /* MDR_VOLUME_H */

@@ -1,0 +1,701 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * proto_test.c - KUnit: extent entries, connection private data, message
+ * validation, reconnect backoff and lease math of kmod/proto/.
+ */
+#include <kunit/test.h>
+#include <linux/string.h>
+
+#include "proto/proto.h"
+
+#define VOL	0x0123456789abcdefULL
+
+static struct mdr_wire_entry make_entry(u64 gen, u64 pstart, u32 dev,
+					u8 state, u64 vol, u64 index)
+{
+	struct mdr_wire_entry e;
+
+	memset(&e, 0, sizeof(e));
+	e.generation = cpu_to_le64(gen);
+	e.pstart = cpu_to_le64(pstart);
+	e.dev_id = cpu_to_le32(dev);
+	e.state = state;
+	mdr_entry_seal(&e, vol, index);
+	return e;
+}
+
+/* ---- Entries --------------------------------------------------------- */
+
+static void proto_test_entry_known_answer(struct kunit *test)
+{
+	static const u8 want[32] = {
+		0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x20, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x03, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0x5d, 0xd3, 0x89, 0x13,
+	};
+	struct mdr_wire_entry e = make_entry(7, 0x200000, 3, MDR_EXT_MAPPED,
+					     VOL, 42);
+
+	KUNIT_EXPECT_EQ(test, mdr_entry_crc(&e, VOL, 42), 0x1389d35dU);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(e.crc), 0x1389d35dU);
+	KUNIT_EXPECT_EQ(test, memcmp(&e, want, sizeof(want)), 0);
+	KUNIT_EXPECT_EQ(test, mdr_entry_check(&e, VOL, 42, 0), MDR_ENTRY_OK);
+}
+
+/* The entry is made for (VOL, 42); the case may break it, then checks. */
+struct entry_case {
+	const char *name;
+	u64 gen, pstart;
+	u32 dev;
+	u8 state;
+	void (*mangle)(struct mdr_wire_entry *e);
+	bool reseal;		/* seal again after mangle */
+	u64 vol, index, min_gen;	/* what the reader expects */
+	enum mdr_entry_verdict want;
+};
+
+static void flip_pstart_bit(struct mdr_wire_entry *e)
+{
+	((u8 *)e)[9] ^= 0x01;
+}
+
+/* A READ racing a write: new generation, old placement. */
+static void tear_entry(struct mdr_wire_entry *e)
+{
+	e->generation = cpu_to_le64(le64_to_cpu(e->generation) + 1);
+}
+
+static void flip_crc(struct mdr_wire_entry *e)
+{
+	e->crc ^= cpu_to_le32(0x80000000);
+}
+
+static void set_reserved(struct mdr_wire_entry *e)
+{
+	e->reserved[1] = 1;
+}
+
+static void set_reserved2(struct mdr_wire_entry *e)
+{
+	e->reserved2 = cpu_to_le32(1);
+}
+
+static const struct entry_case entry_cases[] = {
+	{ "mapped", 7, 0x200000, 3, MDR_EXT_MAPPED, NULL, false,
+	  VOL, 42, 0, MDR_ENTRY_OK },
+	{ "unallocated", 1, 0, 0, MDR_EXT_UNALLOCATED, NULL, false,
+	  VOL, 42, 0, MDR_ENTRY_OK },
+	{ "frozen", 9, 0x800, 2, MDR_EXT_FROZEN, NULL, false,
+	  VOL, 42, 0, MDR_ENTRY_OK },
+	{ "same generation as seen", 7, 0x200000, 3, MDR_EXT_MAPPED, NULL,
+	  false, VOL, 42, 7, MDR_ENTRY_OK },
+	{ "torn: one bit", 7, 0x200000, 3, MDR_EXT_MAPPED, flip_pstart_bit,
+	  false, VOL, 42, 0, MDR_ENTRY_BAD_CRC },
+	{ "torn: racing update", 7, 0x200000, 3, MDR_EXT_MAPPED, tear_entry,
+	  false, VOL, 42, 0, MDR_ENTRY_BAD_CRC },
+	{ "crc flipped", 7, 0x200000, 3, MDR_EXT_MAPPED, flip_crc, false,
+	  VOL, 42, 0, MDR_ENTRY_BAD_CRC },
+	{ "misaddressed index", 7, 0x200000, 3, MDR_EXT_MAPPED, NULL, false,
+	  VOL, 43, 0, MDR_ENTRY_BAD_CRC },
+	{ "foreign volume", 7, 0x200000, 3, MDR_EXT_MAPPED, NULL, false,
+	  VOL + 1, 42, 0, MDR_ENTRY_BAD_CRC },
+	{ "stale generation", 7, 0x200000, 3, MDR_EXT_MAPPED, NULL, false,
+	  VOL, 42, 8, MDR_ENTRY_STALE },
+	{ "reserved set", 7, 0x200000, 3, MDR_EXT_MAPPED, set_reserved, true,
+	  VOL, 42, 0, MDR_ENTRY_RESERVED },
+	{ "reserved2 set", 7, 0x200000, 3, MDR_EXT_MAPPED, set_reserved2,
+	  true, VOL, 42, 0, MDR_ENTRY_RESERVED },
+	{ "state out of range", 7, 0x200000, 3, MDR_EXT_STATE_MAX, NULL,
+	  false, VOL, 42, 0, MDR_ENTRY_BAD_STATE },
+	{ "state 0xff", 7, 0x200000, 3, 0xff, NULL, false,
+	  VOL, 42, 0, MDR_ENTRY_BAD_STATE },
+	{ "unallocated with a device", 1, 0, 3, MDR_EXT_UNALLOCATED, NULL,
+	  false, VOL, 42, 0, MDR_ENTRY_UNALLOC_PLACED },
+	{ "unallocated with a pstart", 1, 8, 0, MDR_EXT_UNALLOCATED, NULL,
+	  false, VOL, 42, 0, MDR_ENTRY_UNALLOC_PLACED },
+	{ "generation zero", 0, 0x200000, 3, MDR_EXT_MAPPED, NULL, false,
+	  VOL, 42, 0, MDR_ENTRY_ZERO_GEN },
+	{ "mapped without a device", 7, 0x200000, 0, MDR_EXT_MAPPED, NULL,
+	  false, VOL, 42, 0, MDR_ENTRY_NO_DEVICE },
+	{ "frozen without a device", 7, 0x200000, 0, MDR_EXT_FROZEN, NULL,
+	  false, VOL, 42, 0, MDR_ENTRY_NO_DEVICE },
+};
+
+static void entry_case_desc(const struct entry_case *c, char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(entry, entry_cases, entry_case_desc);
+
+static void proto_test_entry_check(struct kunit *test)
+{
+	const struct entry_case *c = test->param_value;
+	struct mdr_wire_entry e = make_entry(c->gen, c->pstart, c->dev,
+					     c->state, VOL, 42);
+
+	if (c->mangle)
+		c->mangle(&e);
+	if (c->reseal)
+		mdr_entry_seal(&e, VOL, 42);
+	KUNIT_EXPECT_EQ(test, mdr_entry_check(&e, c->vol, c->index, c->min_gen),
+			c->want);
+	KUNIT_EXPECT_NOT_NULL(test, mdr_entry_verdict_name(c->want));
+}
+
+static void proto_test_entry_unaligned(struct kunit *test)
+{
+	u8 buf[sizeof(struct mdr_wire_entry) + 1];
+	struct mdr_wire_entry e = make_entry(5, 0x1000, 9, MDR_EXT_MAPPED,
+					     VOL, 7);
+
+	memcpy(buf + 1, &e, sizeof(e));
+	KUNIT_EXPECT_EQ(test, mdr_entry_check((void *)(buf + 1), VOL, 7, 5),
+			MDR_ENTRY_OK);
+}
+
+/* ---- Connection private data ---------------------------------------- */
+
+static const struct mdr_conn_params sent = {
+	.version_min = MDR_WIRE_VERSION_MIN,
+	.version_max = MDR_WIRE_VERSION,
+	.tenant = 5,
+	.host_id = 0x1122334455667788ULL,
+	.queue_depth = 16,
+	.recv_depth = 32,
+	.max_msg = 256,
+};
+
+static void proto_test_conn_req_encode(struct kunit *test)
+{
+	struct mdr_wire_conn_req r;
+	struct mdr_conn_params bad = sent;
+
+	KUNIT_ASSERT_EQ(test, mdr_conn_req_encode(&r, &sent), 0);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(r.magic), MDR_WIRE_CONN_MAGIC);
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.role), (u16)MDR_ROLE_HOST);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(r.tenant), 5U);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(r.host_id), sent.host_id);
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.queue_depth), 16);
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.recv_depth), 32);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(r.max_msg), 256U);
+	KUNIT_EXPECT_TRUE(test, !memchr_inv(r.reserved, 0, sizeof(r.reserved)));
+
+	bad.recv_depth = bad.queue_depth;
+	KUNIT_EXPECT_EQ(test, mdr_conn_req_encode(&r, &bad), -EINVAL);
+	bad = sent;
+	bad.max_msg = MDR_WIRE_MSG_MIN - 1;
+	KUNIT_EXPECT_EQ(test, mdr_conn_req_encode(&r, &bad), -EINVAL);
+	bad = sent;
+	bad.version_min = 0;
+	KUNIT_EXPECT_EQ(test, mdr_conn_req_encode(&r, &bad), -EINVAL);
+}
+
+struct rep_case {
+	const char *name;
+	u32 magic;
+	u16 version, flags, queue_depth, push_credits;
+	u32 max_msg;
+	u8 nonce0;
+	size_t len;
+	int want;
+};
+
+static const struct rep_case rep_cases[] = {
+	{ "good", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 16, 16, 4096, 0,
+	  48, 0 },
+	{ "padded by rdma_cm", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 16,
+	  16, 4096, 0, 56, 0 },
+	{ "smaller queue", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 4, 8,
+	  4096, 0, 48, 0 },
+	{ "short", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 16, 16, 4096, 0,
+	  47, -EPROTO },
+	{ "empty", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 16, 16, 4096, 0,
+	  0, -EPROTO },
+	{ "bad magic", 0x12345678, MDR_WIRE_VERSION, 0, 16, 16, 4096, 0, 48,
+	  -EPROTO },
+	{ "version above asked", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION + 1, 0,
+	  16, 16, 4096, 0, 48, -EPROTO },
+	{ "version zero", MDR_WIRE_CONN_MAGIC, 0, 0, 16, 16, 4096, 0, 48,
+	  -EPROTO },
+	{ "flags", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 1, 16, 16, 4096, 0,
+	  48, -EINVAL },
+	{ "queue depth zero", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 0, 16,
+	  4096, 0, 48, -EINVAL },
+	{ "queue depth above asked", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0,
+	  17, 15, 4096, 0, 48, -EINVAL },
+	{ "push credits beyond buffers", MDR_WIRE_CONN_MAGIC,
+	  MDR_WIRE_VERSION, 0, 16, 17, 4096, 0, 48, -EINVAL },
+	{ "no push credits", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 16, 0,
+	  4096, 0, 48, -EINVAL },
+	{ "max_msg too small", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 16,
+	  16, 255, 0, 48, -EINVAL },
+	{ "max_msg too large", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 16,
+	  16, MDR_WIRE_MSG_MAX + 1, 0, 48, -EINVAL },
+	{ "nonce on a host connection", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION,
+	  0, 16, 16, 4096, 1, 48, -EINVAL },
+};
+
+static void rep_case_desc(const struct rep_case *c, char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(rep, rep_cases, rep_case_desc);
+
+static void proto_test_conn_rep(struct kunit *test)
+{
+	const struct rep_case *c = test->param_value;
+	u8 buf[64] = {};
+	struct mdr_wire_conn_rep *r = (void *)buf;
+	struct mdr_conn_accept a;
+	const char *why = NULL;
+	int ret;
+
+	r->magic = cpu_to_le32(c->magic);
+	r->version = cpu_to_le16(c->version);
+	r->flags = cpu_to_le16(c->flags);
+	r->queue_depth = cpu_to_le16(c->queue_depth);
+	r->push_credits = cpu_to_le16(c->push_credits);
+	r->max_msg = cpu_to_le32(c->max_msg);
+	r->node_id = cpu_to_le64(77);
+	r->boot_id = cpu_to_le64(0xb007);
+	r->nonce[3] = c->nonce0;
+	ret = mdr_conn_rep_parse(c->len ? buf : NULL, c->len, &sent, &a, &why);
+	KUNIT_EXPECT_EQ(test, ret, c->want);
+	if (ret) {
+		KUNIT_EXPECT_NOT_NULL(test, why);
+		return;
+	}
+	KUNIT_EXPECT_EQ(test, a.version, MDR_WIRE_VERSION);
+	KUNIT_EXPECT_EQ(test, a.queue_depth, c->queue_depth);
+	KUNIT_EXPECT_EQ(test, a.push_credits, c->push_credits);
+	KUNIT_EXPECT_EQ(test, a.node_id, 77ULL);
+	KUNIT_EXPECT_EQ(test, a.boot_id, 0xb007ULL);
+}
+
+static void proto_test_conn_rej(struct kunit *test)
+{
+	struct mdr_wire_conn_rej r = {
+		.magic = cpu_to_le32(MDR_WIRE_CONN_MAGIC),
+		.version = cpu_to_le16(1),
+		.status = cpu_to_le16(MDR_ST_VERSION),
+	};
+	const char *why;
+	u16 st, ver;
+
+	KUNIT_EXPECT_EQ(test, mdr_conn_rej_parse(&r, sizeof(r), &st, &ver,
+						 &why), 0);
+	KUNIT_EXPECT_EQ(test, st, (u16)MDR_ST_VERSION);
+	KUNIT_EXPECT_EQ(test, mdr_conn_rej_parse(NULL, 0, &st, &ver, &why),
+			-EPROTO);
+	KUNIT_EXPECT_EQ(test, mdr_conn_rej_parse(&r, sizeof(r) - 1, &st, &ver,
+						 &why), -EPROTO);
+	r.version = 0;
+	KUNIT_EXPECT_EQ(test, mdr_conn_rej_parse(&r, sizeof(r), &st, &ver,
+						 &why), -EINVAL);
+	r.status = cpu_to_le16(MDR_ST_OK);
+	KUNIT_EXPECT_EQ(test, mdr_conn_rej_parse(&r, sizeof(r), &st, &ver,
+						 &why), -EINVAL);
+	r.status = cpu_to_le16(MDR_ST_MAX);
+	KUNIT_EXPECT_EQ(test, mdr_conn_rej_parse(&r, sizeof(r), &st, &ver,
+						 &why), -EINVAL);
+	r.status = cpu_to_le16(MDR_ST_PERM);
+	r.magic = 0;
+	KUNIT_EXPECT_EQ(test, mdr_conn_rej_parse(&r, sizeof(r), &st, &ver,
+						 &why), -EPROTO);
+}
+
+static void proto_test_version_negotiate(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, mdr_version_negotiate(1, 1), 1);
+	KUNIT_EXPECT_EQ(test, mdr_version_negotiate(1, 9), MDR_WIRE_VERSION);
+	KUNIT_EXPECT_EQ(test, mdr_version_negotiate(MDR_WIRE_VERSION + 1, 9),
+			-EPROTONOSUPPORT);
+	KUNIT_EXPECT_EQ(test, mdr_version_negotiate(2, 1), -EPROTONOSUPPORT);
+	KUNIT_EXPECT_EQ(test, mdr_version_negotiate(0, 0), -EPROTONOSUPPORT);
+}
+
+/* ---- Messages -------------------------------------------------------- */
+
+static void put_hdr(void *buf, u16 op, u16 flags, u16 status, u32 len,
+		    u64 req_id)
+{
+	struct mdr_wire_hdr h = {
+		.magic = cpu_to_le16(MDR_WIRE_MSG_MAGIC),
+		.opcode = cpu_to_le16(op),
+		.flags = cpu_to_le16(flags),
+		.status = cpu_to_le16(status),
+		.length = cpu_to_le32(len),
+		.req_id = cpu_to_le64(req_id),
+	};
+
+	memcpy(buf, &h, sizeof(h));
+}
+
+static size_t good_open_rep(void *buf)
+{
+	struct mdr_wire_open_rep r;
+
+	memset(&r, 0, sizeof(r));
+	put_hdr(&r, MDR_OP_OPEN, MDR_WIRE_F_REPLY, 0, sizeof(r), 9);
+	r.volume_id = cpu_to_le64(VOL);
+	r.size = cpu_to_le64(10ULL << 22);
+	r.table_addr = cpu_to_le64(0x7f0000001000ULL);
+	r.table_len = cpu_to_le64(10 * 32);
+	r.table_rkey = cpu_to_le32(0x1234);
+	r.extent_shift = cpu_to_le32(22);
+	r.lease_ms = cpu_to_le32(5000);
+	r.generation = cpu_to_le64(1);
+	strscpy(r.name, "vol-1", sizeof(r.name));
+	memcpy(buf, &r, sizeof(r));
+	return sizeof(r);
+}
+
+static size_t good_inval(void *buf)
+{
+	struct mdr_wire_inval r;
+
+	memset(&r, 0, sizeof(r));
+	put_hdr(&r, MDR_OP_INVALIDATE, 0, 0, sizeof(r), 33);
+	r.volume_id = cpu_to_le64(VOL);
+	r.first = cpu_to_le64(4);
+	r.count = cpu_to_le64(2);
+	r.generation = cpu_to_le64(12);
+	r.reason = cpu_to_le32(MDR_INVAL_MOVE);
+	memcpy(buf, &r, sizeof(r));
+	return sizeof(r);
+}
+
+static size_t good_alloc_rep(void *buf)
+{
+	struct mdr_wire_alloc_rep r;
+
+	memset(&r, 0, sizeof(r));
+	put_hdr(&r, MDR_OP_ALLOC, MDR_WIRE_F_REPLY, 0, sizeof(r), 3);
+	r.volume_id = cpu_to_le64(VOL);
+	r.index = cpu_to_le64(42);
+	r.entry = make_entry(7, 0x200000, 3, MDR_EXT_MAPPED, VOL, 42);
+	memcpy(buf, &r, sizeof(r));
+	return sizeof(r);
+}
+
+static size_t good_renew_rep(void *buf)
+{
+	struct mdr_wire_renew_rep r;
+
+	memset(&r, 0, sizeof(r));
+	put_hdr(&r, MDR_OP_RENEW, MDR_WIRE_F_REPLY, 0, sizeof(r), 4);
+	r.lease_ms = cpu_to_le32(5000);
+	memcpy(buf, &r, sizeof(r));
+	return sizeof(r);
+}
+
+/* A bare header: how mdnode says no. */
+static size_t error_rep(void *buf)
+{
+	put_hdr(buf, MDR_OP_CLOSE, MDR_WIRE_F_REPLY, MDR_ST_STALE, 24, 5);
+	return 24;
+}
+
+#define OFF(type, field)	offsetof(struct type, field)
+
+/*
+ * A good message of @base, with @size bytes at @off overwritten by @val
+ * (little-endian), received as @received bytes (0: the message's length).
+ */
+struct msg_case {
+	const char *name;
+	size_t (*base)(void *buf);
+	unsigned int off, size;
+	u64 val;
+	int received;
+	int want;
+};
+
+static const struct msg_case msg_cases[] = {
+	{ "open_rep good", good_open_rep, 0, 0, 0, 0, 0 },
+	{ "inval good", good_inval, 0, 0, 0, 0, 0 },
+	{ "alloc_rep good", good_alloc_rep, 0, 0, 0, 0, 0 },
+	{ "renew_rep good", good_renew_rep, 0, 0, 0, 0, 0 },
+	{ "received longer than length", good_inval, 0, 0, 0, 256, 0 },
+	/* framing and header */
+	{ "shorter than a header", good_inval, 0, 0, 0, 23, -EPROTO },
+	{ "bad magic", good_inval, OFF(mdr_wire_hdr, magic), 2, 0x4d6e, 0,
+	  -EPROTO },
+	{ "length above received", good_inval, OFF(mdr_wire_hdr, length), 4,
+	  65, 0, -EPROTO },
+	{ "length below header", good_inval, OFF(mdr_wire_hdr, length), 4, 23,
+	  0, -EPROTO },
+	{ "length zero", good_inval, OFF(mdr_wire_hdr, length), 4, 0, 0,
+	  -EPROTO },
+	{ "length above MSG_MAX", good_inval, OFF(mdr_wire_hdr, length), 4,
+	  MDR_WIRE_MSG_MAX + 1, 0, -EPROTO },
+	{ "unknown opcode", good_inval, OFF(mdr_wire_hdr, opcode), 2, 0x11, 0,
+	  -EPROTO },
+	{ "unknown flags", good_inval, OFF(mdr_wire_hdr, flags), 2, 0x2, 0,
+	  -EPROTO },
+	{ "status out of range", good_open_rep, OFF(mdr_wire_hdr, status), 2,
+	  MDR_ST_MAX, 0, -EPROTO },
+	{ "status in a push", good_inval, OFF(mdr_wire_hdr, status), 2, 1, 0,
+	  -EPROTO },
+	{ "reserved in header", good_inval, OFF(mdr_wire_hdr, reserved), 4, 1,
+	  0, -EPROTO },
+	/* direction and size per opcode */
+	{ "open request to a host", good_open_rep, OFF(mdr_wire_hdr, flags),
+	  2, 0, 0, -EPROTO },
+	{ "ack to a host", good_inval, OFF(mdr_wire_hdr, flags), 2,
+	  MDR_WIRE_F_REPLY, 0, -EPROTO },
+	{ "admin reply to a host", good_renew_rep, OFF(mdr_wire_hdr, opcode),
+	  2, MDR_OP_VOL_LIST, 0, -EPROTO },
+	{ "open_rep short", good_open_rep, OFF(mdr_wire_hdr, length), 4, 143,
+	  0, -EPROTO },
+	{ "inval long", good_inval, OFF(mdr_wire_hdr, length), 4, 65, 256,
+	  -EPROTO },
+	{ "renew_rep as a close_rep", good_renew_rep,
+	  OFF(mdr_wire_hdr, opcode), 2, MDR_OP_CLOSE, 0, -EPROTO },
+	{ "error reply with a body", good_renew_rep,
+	  OFF(mdr_wire_hdr, status), 2, MDR_ST_STALE, 0, -EPROTO },
+	{ "error reply", error_rep, 0, 0, 0, 0, 0 },
+	{ "error reply padded", error_rep, 0, 0, 0, 64, 0 },
+	{ "error reply of an admin op", error_rep, OFF(mdr_wire_hdr, opcode),
+	  2, MDR_OP_VOL_INFO, 0, -EPROTO },
+	{ "error reply status out of range", error_rep,
+	  OFF(mdr_wire_hdr, status), 2, MDR_ST_MAX, 0, -EPROTO },
+	{ "close_rep", error_rep, OFF(mdr_wire_hdr, opcode) + 2, 4,
+	  MDR_WIRE_F_REPLY, 0, 0 },
+	/* bodies */
+	{ "open_rep flags", good_open_rep, OFF(mdr_wire_open_rep, flags), 4,
+	  1, 0, -EINVAL },
+	{ "open_rep volume zero", good_open_rep,
+	  OFF(mdr_wire_open_rep, volume_id), 8, 0, 0, -EINVAL },
+	{ "open_rep size unaligned", good_open_rep,
+	  OFF(mdr_wire_open_rep, size), 8, (10ULL << 22) + 512, 0, -EINVAL },
+	{ "open_rep size zero", good_open_rep, OFF(mdr_wire_open_rep, size),
+	  8, 0, 0, -EINVAL },
+	{ "open_rep shift small", good_open_rep,
+	  OFF(mdr_wire_open_rep, extent_shift), 4, 15, 0, -EINVAL },
+	{ "open_rep shift large", good_open_rep,
+	  OFF(mdr_wire_open_rep, extent_shift), 4, 31, 0, -EINVAL },
+	{ "open_rep table short", good_open_rep,
+	  OFF(mdr_wire_open_rep, table_len), 8, 9 * 32, 0, -EINVAL },
+	{ "open_rep table wraps", good_open_rep,
+	  OFF(mdr_wire_open_rep, table_addr), 8, ~0ULL - 100, 0, -EINVAL },
+	{ "open_rep lease zero", good_open_rep,
+	  OFF(mdr_wire_open_rep, lease_ms), 4, 0, 0, -EINVAL },
+	{ "open_rep name empty", good_open_rep, OFF(mdr_wire_open_rep, name),
+	  1, 0, 0, -EINVAL },
+	{ "open_rep name bad char", good_open_rep,
+	  OFF(mdr_wire_open_rep, name), 1, '/', 0, -EINVAL },
+	{ "open_rep name not padded", good_open_rep,
+	  OFF(mdr_wire_open_rep, name) + 10, 1, 'x', 0, -EINVAL },
+	{ "open_rep name tail not zero", good_open_rep,
+	  OFF(mdr_wire_open_rep, name) + 56, 8, 0x4141414141414141ULL, 0,
+	  -EINVAL },
+	{ "renew_rep reserved", good_renew_rep,
+	  OFF(mdr_wire_renew_rep, reserved), 4, 1, 0, -EINVAL },
+	{ "renew_rep lease zero", good_renew_rep,
+	  OFF(mdr_wire_renew_rep, lease_ms), 4, 0, 0, -EINVAL },
+	{ "alloc_rep volume zero", good_alloc_rep,
+	  OFF(mdr_wire_alloc_rep, volume_id), 8, 0, 0, -EINVAL },
+	{ "alloc_rep misaddressed", good_alloc_rep,
+	  OFF(mdr_wire_alloc_rep, index), 8, 41, 0, -EINVAL },
+	{ "alloc_rep torn", good_alloc_rep,
+	  OFF(mdr_wire_alloc_rep, entry) + 8, 8, 0x400000, 0, -EINVAL },
+	{ "inval reserved", good_inval, OFF(mdr_wire_inval, reserved), 4, 1,
+	  0, -EINVAL },
+	{ "inval volume zero", good_inval, OFF(mdr_wire_inval, volume_id), 8,
+	  0, 0, -EINVAL },
+	{ "inval count zero", good_inval, OFF(mdr_wire_inval, count), 8, 0, 0,
+	  -EINVAL },
+	{ "inval range wraps", good_inval, OFF(mdr_wire_inval, count), 8,
+	  ~0ULL - 2, 0, -EINVAL },
+	{ "inval generation zero", good_inval,
+	  OFF(mdr_wire_inval, generation), 8, 0, 0, -EINVAL },
+	{ "inval reason zero", good_inval, OFF(mdr_wire_inval, reason), 4, 0,
+	  0, -EINVAL },
+	{ "inval reason unknown", good_inval, OFF(mdr_wire_inval, reason), 4,
+	  4, 0, -EINVAL },
+};
+
+static void msg_case_desc(const struct msg_case *c, char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(msg, msg_cases, msg_case_desc);
+
+static void proto_test_msg_parse(struct kunit *test)
+{
+	const struct msg_case *c = test->param_value;
+	u8 buf[512] = {};
+	__le64 v = cpu_to_le64(c->val);
+	const char *why = NULL;
+	struct mdr_msg m;
+	size_t len;
+	int ret;
+
+	len = c->base(buf);
+	if (c->size)
+		memcpy(buf + c->off, &v, c->size);
+	ret = mdr_msg_parse(buf, c->received ? c->received : len, &m, &why);
+	KUNIT_EXPECT_EQ_MSG(test, ret, c->want, "why: %s", why ?: "-");
+	if (ret)
+		KUNIT_EXPECT_NOT_NULL(test, why);
+}
+
+static void proto_test_msg_fields(struct kunit *test)
+{
+	u8 buf[256] = {};
+	const char *why;
+	struct mdr_msg m;
+
+	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, good_open_rep(buf), &m, &why),
+			0);
+	KUNIT_EXPECT_TRUE(test, mdr_msg_is_reply(&m));
+	KUNIT_EXPECT_EQ(test, m.req_id, 9ULL);
+	KUNIT_EXPECT_EQ(test, m.open.volume_id, VOL);
+	KUNIT_EXPECT_EQ(test, m.open.table_rkey, 0x1234U);
+	KUNIT_EXPECT_EQ(test, m.open.lease_ms, 5000U);
+	KUNIT_EXPECT_STREQ(test, m.open.name, "vol-1");
+
+	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, good_inval(buf), &m, &why),
+			0);
+	KUNIT_EXPECT_FALSE(test, mdr_msg_is_reply(&m));
+	KUNIT_EXPECT_EQ(test, m.inval.first, 4ULL);
+	KUNIT_EXPECT_EQ(test, m.inval.count, 2ULL);
+	KUNIT_EXPECT_EQ(test, m.inval.generation, 12ULL);
+
+	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, good_alloc_rep(buf), &m,
+					    &why), 0);
+	KUNIT_EXPECT_EQ(test, m.alloc.index, 42ULL);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(m.alloc.entry.crc), 0x1389d35dU);
+}
+
+/* What a host sends passes mdnode's rules: sizes, header, ack echo. */
+static void proto_test_msg_encode(struct kunit *test)
+{
+	u8 buf[256];
+	struct mdr_wire_hdr h;
+	struct mdr_inval_info inv = {
+		.volume_id = VOL, .first = 1, .count = 3, .generation = 4,
+		.reason = MDR_INVAL_ALLOC,
+	};
+	struct mdr_msg m;
+	const char *why;
+
+	KUNIT_EXPECT_EQ(test, mdr_msg_open_req(buf, 1, VOL),
+			sizeof(struct mdr_wire_open_req));
+	memcpy(&h, buf, sizeof(h));
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(h.opcode), (u16)MDR_OP_OPEN);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(h.length), 104U);
+	KUNIT_EXPECT_EQ(test, mdr_msg_vol_req(buf, MDR_OP_RENEW, 2, VOL),
+			sizeof(struct mdr_wire_vol_req));
+	KUNIT_EXPECT_EQ(test, mdr_msg_alloc_req(buf, 3, VOL, 9),
+			sizeof(struct mdr_wire_alloc_req));
+	mdr_msg_set_req_id(buf, 0xabcdef);
+	memcpy(&h, buf, sizeof(h));
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(h.req_id), 0xabcdefULL);
+
+	/* an ack is the push with MDR_WIRE_F_REPLY: clear it to re-parse */
+	KUNIT_EXPECT_EQ(test, mdr_msg_inval_ack(buf, 77, &inv),
+			sizeof(struct mdr_wire_inval));
+	memcpy(&h, buf, sizeof(h));
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(h.flags), MDR_WIRE_F_REPLY);
+	h.flags = 0;
+	memcpy(buf, &h, sizeof(h));
+	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, 64, &m, &why), 0);
+	KUNIT_EXPECT_EQ(test, m.req_id, 77ULL);
+	KUNIT_EXPECT_EQ(test, m.inval.count, 3ULL);
+}
+
+static void proto_test_status_to_errno(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, mdr_status_to_errno(MDR_ST_OK), 0);
+	KUNIT_EXPECT_EQ(test, mdr_status_to_errno(MDR_ST_NOSPC), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, mdr_status_to_errno(MDR_ST_STALE), -ESTALE);
+	KUNIT_EXPECT_EQ(test, mdr_status_to_errno(MDR_ST_NOMEM), -ENOMEM);
+	KUNIT_EXPECT_EQ(test, mdr_status_to_errno(MDR_ST_MAX), -EPROTO);
+	KUNIT_EXPECT_EQ(test, mdr_status_to_errno(0xffff), -EPROTO);
+}
+
+/* ---- Backoff and leases ---------------------------------------------- */
+
+static void proto_test_backoff_bounds(struct kunit *test)
+{
+	static const u32 rnds[] = { 0, 1, 499, 500, 0x7fffffff, 0xffffffff };
+	unsigned int a, i;
+
+	for (a = 0; a < 40; a++) {
+		u64 d = a < 6 ? 1000ULL << a : 30000;
+
+		d = min_t(u64, d, 30000);
+		for (i = 0; i < ARRAY_SIZE(rnds); i++) {
+			u32 ms = mdr_backoff_ms(a, 1000, 30000, rnds[i]);
+
+			KUNIT_EXPECT_GE(test, ms, (u32)(d / 2));
+			KUNIT_EXPECT_LE(test, ms, (u32)d);
+		}
+	}
+	KUNIT_EXPECT_EQ(test, mdr_backoff_ms(0, 1000, 30000, 0), 500U);
+	KUNIT_EXPECT_EQ(test, mdr_backoff_ms(1, 1000, 30000, 1000), 2000U);
+	KUNIT_EXPECT_EQ(test, mdr_backoff_ms(~0U, 1000, 30000, 0), 15000U);
+	KUNIT_EXPECT_EQ(test, mdr_backoff_ms(3, 0, 30000, 7), 0U);
+}
+
+static void proto_test_backoff_jitter_spreads(struct kunit *test)
+{
+	u32 lo = mdr_backoff_ms(2, 1000, 30000, 0);
+	u32 hi = mdr_backoff_ms(2, 1000, 30000, 2000);
+
+	KUNIT_EXPECT_EQ(test, lo, 2000U);
+	KUNIT_EXPECT_EQ(test, hi, 4000U);
+}
+
+static void proto_test_lease_deadline(struct kunit *test)
+{
+	const u64 t0 = 1000ULL * NSEC_PER_SEC;
+	/* 5 s lease: margin 100 + 78 ms */
+	u64 dl = mdr_lease_deadline(t0, 5000);
+
+	KUNIT_EXPECT_EQ(test, mdr_lease_margin_ms(5000), 178ULL);
+	KUNIT_EXPECT_EQ(test, dl, t0 + 4822ULL * NSEC_PER_MSEC);
+	KUNIT_EXPECT_TRUE(test, mdr_lease_valid(dl - 1, dl));
+	KUNIT_EXPECT_FALSE(test, mdr_lease_valid(dl, dl));
+	KUNIT_EXPECT_LT(test, mdr_lease_renew_at(t0, 5000), dl);
+	KUNIT_EXPECT_EQ(test, mdr_lease_renew_at(t0, 5000),
+			t0 + 1666ULL * NSEC_PER_MSEC);
+	/* a lease shorter than the margin is expired when it arrives */
+	KUNIT_EXPECT_EQ(test, mdr_lease_deadline(t0, 100), t0);
+	KUNIT_EXPECT_FALSE(test, mdr_lease_valid(t0, mdr_lease_deadline(t0, 1)));
+	/* the largest lease does not overflow */
+	KUNIT_EXPECT_GT(test, mdr_lease_deadline(t0, U32_MAX), t0);
+}
+
+static struct kunit_case proto_test_cases[] = {
+	KUNIT_CASE(proto_test_entry_known_answer),
+	KUNIT_CASE_PARAM(proto_test_entry_check, entry_gen_params),
+	KUNIT_CASE(proto_test_entry_unaligned),
+	KUNIT_CASE(proto_test_conn_req_encode),
+	KUNIT_CASE_PARAM(proto_test_conn_rep, rep_gen_params),
+	KUNIT_CASE(proto_test_conn_rej),
+	KUNIT_CASE(proto_test_version_negotiate),
+	KUNIT_CASE_PARAM(proto_test_msg_parse, msg_gen_params),
+	KUNIT_CASE(proto_test_msg_fields),
+	KUNIT_CASE(proto_test_msg_encode),
+	KUNIT_CASE(proto_test_status_to_errno),
+	KUNIT_CASE(proto_test_backoff_bounds),
+	KUNIT_CASE(proto_test_backoff_jitter_spreads),
+	KUNIT_CASE(proto_test_lease_deadline),
+	{}
+};
+
+static struct kunit_suite proto_test_suite = {
+	.name = "mdroute_proto",
+	.test_cases = proto_test_cases,
+};
+
+kunit_test_suite(proto_test_suite);
+
+MODULE_LICENSE("GPL");
