@@ -11,7 +11,7 @@
  * period, so a lookup copies a consistent one), or to a value entry, the
  * tombstone an invalidation leaves: it holds the lowest generation the
  * cache may accept for that extent. 40 bytes per entry plus about 9 bytes
- * of XArray node per densely used index.
+ * of XArray node (576 bytes per 64 slots) per densely used index.
  */
 #include <linux/errno.h>
 #include <linux/limits.h>
@@ -23,16 +23,25 @@
 #include "cache/extent_cache.h"
 
 /**
- * struct mdr_cent - a cached location
- * @loc:	the location
+ * struct mdr_cent - a cached location (struct mdr_loc, flattened so the
+ * CLOCK bit fits in its padding: 40 bytes)
+ * @generation:	entry generation
+ * @pstart:	first 512-byte sector on the device
+ * @dev_id:	backing device id
+ * @state:	enum mdr_extent_state
  * @referenced:	CLOCK bit: set by lookups, cleared by the eviction sweep
  * @rcu:	deferred free
  */
 struct mdr_cent {
-	struct mdr_loc loc;
+	u64 generation;
+	u64 pstart;
+	u32 dev_id;
+	u8 state;
 	u8 referenced;
 	struct rcu_head rcu;
 };
+
+static_assert(sizeof(struct mdr_cent) == 40);
 
 static struct kmem_cache *mdr_cent_cache;
 
@@ -58,7 +67,7 @@ static u64 mdr_slot_generation(void *e)
 {
 	if (xa_is_value(e))
 		return xa_to_value(e);
-	return ((struct mdr_cent *)e)->loc.generation;
+	return ((struct mdr_cent *)e)->generation;
 }
 
 /* Tombstone for @generation; generations beyond LONG_MAX saturate. */
@@ -166,7 +175,10 @@ enum mdr_cache_result mdr_cache_lookup(struct mdr_cache *c, u64 index,
 	rcu_read_lock();
 	e = xa_load(&c->xa, index);
 	if (e && !xa_is_value(e)) {
-		*loc = e->loc;
+		loc->generation = e->generation;
+		loc->pstart = e->pstart;
+		loc->dev_id = e->dev_id;
+		loc->state = e->state;
 		/* read-mostly line: write the bit only when it changes */
 		if (!READ_ONCE(e->referenced))
 			WRITE_ONCE(e->referenced, 1);
@@ -241,7 +253,10 @@ int mdr_cache_insert(struct mdr_cache *c, u64 index, const struct mdr_loc *loc)
 	n = kmem_cache_alloc(mdr_cent_cache, GFP_ATOMIC);
 	if (!n)
 		return -ENOMEM;
-	n->loc = *loc;
+	n->generation = loc->generation;
+	n->pstart = loc->pstart;
+	n->dev_id = loc->dev_id;
+	n->state = loc->state;
 	n->referenced = 1;
 
 	xa_lock_irqsave(&c->xa, flags);
