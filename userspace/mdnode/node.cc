@@ -232,6 +232,8 @@ void Node::do_close(Session &s, uint64_t req_id, const wire::CloseReq &r)
 		return reply_error(s.peer.id, req_id, MDR_OP_CLOSE, -ENOENT);
 	leases_.erase({r.volume_id, s.peer.host_id});
 	reply(s.peer.id, req_id, wire::CloseRep{});
+	// Without a lease it is no longer waited for, ack or not.
+	lease_gone(r.volume_id, s.peer.host_id);
 }
 
 void Node::do_renew(Session &s, uint64_t req_id, const wire::RenewReq &r)
@@ -407,14 +409,19 @@ void Node::tick()
 	// A fan-out stops waiting for a host whose lease is gone: that host
 	// sends no more IO to the volume until it opens it again.
 	maybe_checkpoint();
-	for (auto [volume, host] : expired) {
-		std::vector<uint64_t> ids;
-		for (auto &[id, f] : fan_outs_)
-			if (f.volume_id == volume && f.hosts.count(host))
-				ids.push_back(id);
-		for (uint64_t id : ids)
-			settle(id, host);
-	}
+	for (auto [volume, host] : expired)
+		lease_gone(volume, host);
+}
+
+void Node::lease_gone(uint64_t volume_id, uint64_t host_id)
+{
+	std::vector<uint64_t> ids;
+
+	for (auto &[id, f] : fan_outs_)
+		if (f.volume_id == volume_id && f.hosts.count(host_id))
+			ids.push_back(id);
+	for (uint64_t id : ids)
+		settle(id, host_id);
 }
 
 void Node::change(Change c, std::function<void(int err, const Applied *applied)> done)
@@ -528,11 +535,17 @@ void Node::do_create(Session &s, uint64_t req_id, const wire::VolCreateReq &r)
 
 void Node::drop_leases(uint64_t volume_id)
 {
+	std::vector<uint64_t> hosts;
+
 	for (auto it = leases_.lower_bound({volume_id, 0});
-	     it != leases_.end() && it->first.volume_id == volume_id;)
+	     it != leases_.end() && it->first.volume_id == volume_id;) {
+		hosts.push_back(it->first.host_id);
 		it = leases_.erase(it);
+	}
 	for (auto &[id, s] : sessions_)
 		s.opened.erase(volume_id);
+	for (uint64_t host : hosts)
+		lease_gone(volume_id, host);
 }
 
 // Delete and resize replace or free the volume's table and its extents:

@@ -120,6 +120,9 @@ private:
 		     uint64_t generation, uint32_t reason, uint64_t except_host,
 		     std::function<void()> done);
 	void settle(uint64_t fan_out_id, uint64_t host_id);
+	// host_id's lease on the volume is gone (expired, closed or dropped):
+	// the fan-outs on that volume stop waiting for it.
+	void lease_gone(uint64_t volume_id, uint64_t host_id);
 	bool lease_valid(uint64_t volume_id, uint64_t host_id) const;
 	uint32_t open_count(uint64_t volume_id) const;
 	void drop_leases(uint64_t volume_id);

@@ -1,0 +1,1078 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// test_node.cc - what mdnode does with the messages it receives, driven
+// through the Net seam with a fake transport: sessions and roles, tenant
+// rules (the rkey is asked per connection, so per tenant PD), leases (RENEW,
+// STALE, CLOSE, expiry), ALLOC with its invalidation fan-out settled by an
+// ack or by a lease running out, joined ALLOCs, delete and resize refused
+// while leases are held, and a journal that fails answering EIO.
+//
+// The store and the journal are the real ones, on a directory under
+// /var/tmp; time is the Node's clock function, moved by hand.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <endian.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "lib/wire.h"
+#include "mdnode/journal.h"
+#include "mdnode/log.h"
+#include "mdnode/node.h"
+#include "mdnode/rdma_server.h"
+#include "mdnode/store.h"
+
+#include "tests/common/cmocka_cxx.h"
+
+namespace fs = std::filesystem;
+namespace wire = mdr::wire;
+using mdnode::ConnId;
+using mdnode::Journal;
+using mdnode::JournalOptions;
+using mdnode::Net;
+using mdnode::Node;
+using mdnode::NodeOptions;
+using mdnode::PeerInfo;
+using mdnode::Store;
+
+namespace {
+
+using Bytes = std::vector<std::byte>;
+
+constexpr uint64_t MiB = uint64_t{1} << 20;
+constexpr uint32_t kLeaseMs = 1000;
+constexpr uint32_t kMarginMs = 500;
+// What mdnode believes in after an OPEN or a RENEW.
+constexpr int64_t kHeldMs = kLeaseMs + kMarginMs;
+constexpr uint32_t kShift = 16;	// 64 KiB extents: plenty on a small device
+const std::string kAdminKey = "0123456789abcdef-admin-key";
+
+// A directory removed with everything in it at the end of the test.
+class TempDir {
+public:
+	TempDir()
+	{
+		std::string tmpl = "/var/tmp/mdr-node.XXXXXX";
+		assert_non_null(mkdtemp(tmpl.data()));
+		path = tmpl;
+	}
+	~TempDir()
+	{
+		std::error_code ec;
+		fs::remove_all(path, ec);
+	}
+	TempDir(const TempDir &) = delete;
+	TempDir &operator=(const TempDir &) = delete;
+
+	std::string path;
+};
+
+// The transport as the node sees it: records what the node sends, which
+// connections it cuts and which table registrations it asks for.
+class FakeNet : public Net {
+public:
+	struct RkeyCall {
+		ConnId conn;
+		uint64_t volume_id;
+		const void *addr;
+		size_t len;
+	};
+
+	// The rkey this fake hands out for a volume's table seen from conn:
+	// one per connection, as a registration in the PD of conn's tenant.
+	static uint32_t rkey_for(ConnId conn, uint64_t volume_id)
+	{
+		return uint32_t(0x10000 * conn + volume_id);
+	}
+
+	mdr::Status send(ConnId conn, std::span<const std::byte> msg) override
+	{
+		if (down.count(conn))
+			return mdr::Error(-ENOTCONN, "fake: not connected");
+		sent[conn].emplace_back(msg.begin(), msg.end());
+		return {};
+	}
+	void disconnect(ConnId conn) override { disconnects.push_back(conn); }
+	mdr::Result<uint32_t> table_rkey(ConnId conn, uint64_t volume_id, const void *addr,
+					 size_t len) override
+	{
+		rkey_calls.push_back({conn, volume_id, addr, len});
+		if (rkey_error)
+			return mdr::Error(rkey_error, "fake: cannot register");
+		return rkey_for(conn, volume_id);
+	}
+	void forget_table(uint64_t volume_id) override { forgotten.push_back(volume_id); }
+
+	std::map<ConnId, std::vector<Bytes>> sent;
+	std::set<ConnId> down;		// send() fails with -ENOTCONN
+	std::vector<ConnId> disconnects;
+	std::vector<RkeyCall> rkey_calls;
+	std::vector<uint64_t> forgotten;
+	int rkey_error = 0;
+};
+
+uint16_t status_of(const wire::Msg &m)
+{
+	if (auto *e = std::get_if<wire::ErrorRep>(&m.body))
+		return e->status;
+	return MDR_ST_OK;
+}
+
+// A node on a real store and journal, a clock moved by hand, and clients
+// that talk to it through FakeNet.
+struct Rig {
+	explicit Rig(NodeOptions o = options())
+	{
+		auto s = Store::create({{1, "/dev/fake-a", "SER-A", 64 * MiB},
+					{2, "/dev/fake-b", "SER-B", 32 * MiB}});
+		assert_true(s.ok());
+		store.emplace(std::move(s).value());
+		JournalOptions jo;
+		jo.dir = dir.path;
+		auto j = Journal::open(
+			jo, [](std::span<const std::byte>) { return mdr::Status(); },
+			[](uint16_t, std::span<const std::byte>) { return mdr::Status(); });
+		if (!j.ok())
+			fail_msg("journal: %s", j.message().c_str());
+		journal = std::move(j).value();
+		node = std::make_unique<Node>(o, *store, *journal, [this] { return now; });
+		node->attach(net);
+	}
+
+	static NodeOptions options()
+	{
+		NodeOptions o;
+		o.lease_ms = kLeaseMs;
+		o.drift_margin_ms = kMarginMs;
+		o.admin_key.assign(kAdminKey.begin(), kAdminKey.end());
+		o.boot_id = 0xb007;
+		return o;
+	}
+
+	PeerInfo peer(uint16_t role, uint32_t tenant, uint64_t host_id)
+	{
+		PeerInfo p{};
+		p.id = next_conn++;
+		p.role = role;
+		p.version = MDR_WIRE_VERSION;
+		p.tenant = tenant;
+		p.host_id = host_id;
+		p.queue_depth = 16;
+		p.push_credits = 16;
+		p.max_msg = 4096;
+		p.address = "192.0.2.1:" + std::to_string(40000 + p.id);
+		for (size_t i = 0; i < p.nonce.size(); i++)
+			p.nonce[i] = role == MDR_ROLE_ADMIN ? uint8_t(p.id * 31 + i) : 0;
+		return p;
+	}
+
+	ConnId establish(const PeerInfo &p)
+	{
+		assert_int_equal(node->on_connect(p), MDR_ST_OK);
+		node->on_established(p);
+		roles[p.id] = p.role;
+		return p.id;
+	}
+
+	ConnId host(uint32_t tenant, uint64_t host_id)
+	{
+		return establish(peer(MDR_ROLE_HOST, tenant, host_id));
+	}
+
+	static std::array<uint8_t, 32> mac_for(const PeerInfo &p, const std::string &key)
+	{
+		std::array<uint8_t, 32> mac{};
+		unsigned char msg[24];
+		uint64_t host_le = htole64(p.host_id);
+		unsigned int len = 0;
+
+		std::memcpy(msg, p.nonce.data(), 16);
+		std::memcpy(msg + 16, &host_le, 8);
+		assert_non_null(HMAC(EVP_sha256(), key.data(), int(key.size()), msg,
+				     sizeof(msg), mac.data(), &len));
+		assert_int_equal(len, mac.size());
+		return mac;
+	}
+
+	// An admin connection that has proven the key.
+	ConnId admin()
+	{
+		const PeerInfo p = peer(MDR_ROLE_ADMIN, 0, 0xad00 + next_conn);
+		const ConnId c = establish(p);
+		send(c, 1, wire::AuthReq{.mac = mac_for(p, kAdminKey)});
+		assert_true(std::holds_alternative<wire::AuthRep>(one(c).body));
+		return c;
+	}
+
+	void send(ConnId conn, uint64_t req_id, const wire::Body &body)
+	{
+		Bytes buf(wire::encoded_size(body));
+		auto n = wire::encode(buf, req_id, body);
+		if (!n.ok())
+			fail_msg("encode: %s", n.message().c_str());
+		node->on_message(conn, std::span(buf.data(), n.value()));
+	}
+
+	// Every change in flight made durable, its callbacks run.
+	void flush()
+	{
+		auto st = journal->flush();
+		if (!st.ok())
+			fail_msg("journal: %s", st.message().c_str());
+	}
+
+	// Everything sent to conn since the last take(), decoded as the
+	// client decodes it.
+	std::vector<wire::Msg> take(ConnId conn)
+	{
+		std::vector<wire::Msg> out;
+
+		for (const Bytes &b : net.sent[conn]) {
+			auto m = wire::parse(b, wire::Side::client,
+					     static_cast<mdr_wire_role>(roles.at(conn)));
+			if (!m.ok())
+				fail_msg("conn %llu got a bad message: %s",
+					 (unsigned long long)conn, m.message().c_str());
+			out.push_back(std::move(m).value());
+		}
+		net.sent[conn].clear();
+		return out;
+	}
+
+	// The one message sent to conn since the last take().
+	wire::Msg one(ConnId conn)
+	{
+		auto v = take(conn);
+		if (v.size() != 1)
+			fail_msg("conn %llu: %zu messages, expected 1",
+				 (unsigned long long)conn, v.size());
+		return std::move(v[0]);
+	}
+
+	bool quiet(ConnId conn) { return net.sent[conn].empty(); }
+
+	// One request, one reply: its status (MDR_ST_OK or the error's).
+	uint16_t call(ConnId conn, uint64_t req_id, const wire::Body &body)
+	{
+		send(conn, req_id, body);
+		flush();
+		wire::Msg m = one(conn);
+		assert_int_equal(m.hdr.req_id, req_id);
+		return status_of(m);
+	}
+
+	uint64_t create(ConnId admin_conn, const std::string &name, uint64_t size,
+			uint32_t tenant)
+	{
+		send(admin_conn, 2, wire::VolCreateReq{.size = size, .extent_shift = kShift,
+						       .tenant = tenant, .name = name});
+		flush();
+		wire::Msg m = one(admin_conn);
+		auto *rep = std::get_if<wire::VolCreateRep>(&m.body);
+		if (!rep)
+			fail_msg("create %s: status %u", name.c_str(), status_of(m));
+		return rep->vol.volume_id;
+	}
+
+	wire::OpenRep open(ConnId conn, uint64_t volume_id)
+	{
+		send(conn, 3, wire::OpenReq{.volume_id = volume_id});
+		wire::Msg m = one(conn);
+		auto *rep = std::get_if<wire::OpenRep>(&m.body);
+		if (!rep)
+			fail_msg("open %llu: status %u", (unsigned long long)volume_id,
+				 status_of(m));
+		return *rep;
+	}
+
+	wire::VolInfoRep info(ConnId admin_conn, const std::string &name)
+	{
+		send(admin_conn, 4, wire::VolInfoReq{.name = name});
+		wire::Msg m = one(admin_conn);
+		auto *rep = std::get_if<wire::VolInfoRep>(&m.body);
+		if (!rep)
+			fail_msg("info %s: status %u", name.c_str(), status_of(m));
+		return *rep;
+	}
+
+	TempDir dir;
+	int64_t now = 1000000;
+	std::optional<Store> store;
+	std::unique_ptr<Journal> journal;
+	FakeNet net;
+	std::unique_ptr<Node> node;
+	std::map<ConnId, uint16_t> roles;
+	ConnId next_conn = 1;
+};
+
+// The push of an ALLOC, as the other lease holders must receive it.
+const wire::Invalidate &expect_push(const wire::Msg &m, uint64_t volume_id, uint64_t index,
+				    uint64_t generation)
+{
+	auto *p = std::get_if<wire::Invalidate>(&m.body);
+	assert_non_null(p);
+	assert_int_equal(p->volume_id, volume_id);
+	assert_int_equal(p->first, index);
+	assert_int_equal(p->count, 1);
+	assert_int_equal(p->generation, generation);
+	assert_int_equal(p->reason, MDR_INVAL_ALLOC);
+	return *p;
+}
+
+wire::InvalidateAck ack_of(const wire::Invalidate &push)
+{
+	wire::InvalidateAck ack;
+	static_cast<wire::InvalRange &>(ack) = push;
+	return ack;
+}
+
+// An ALLOC reply for (volume, index) with a mapped entry that matches what
+// the table now holds.
+wire::Entry expect_alloc(Rig &r, const wire::Msg &m, uint64_t req_id, uint64_t volume_id,
+			 uint64_t index)
+{
+	assert_int_equal(m.hdr.req_id, req_id);
+	auto *rep = std::get_if<wire::AllocRep>(&m.body);
+	if (!rep)
+		fail_msg("alloc %llu: status %u", (unsigned long long)req_id, status_of(m));
+	assert_int_equal(rep->volume_id, volume_id);
+	assert_int_equal(rep->index, index);
+	assert_int_equal(rep->entry.state, MDR_EXT_MAPPED);
+	assert_true(rep->entry.dev_id == 1 || rep->entry.dev_id == 2);
+	const mdr_wire_entry &e = r.store->volume(volume_id)->table.entries()[index];
+	assert_int_equal(wire::verify_entry(e, volume_id, index), wire::EntryCheck::ok);
+	assert_true(wire::decode_entry(e) == rep->entry);
+	return rep->entry;
+}
+
+// ---------------------------------------------------------------------------
+// Sessions, roles, tenants
+
+// OPEN answers with the volume's table and the rkey the transport gives for
+// this connection; every connection asks for its own (its tenant's PD).
+void test_open_returns_the_table_and_the_connections_rkey(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "db1", 8 * MiB, 7);
+	const ConnId h1 = r.host(7, 0x1111);
+	const ConnId h2 = r.host(7, 0x2222);
+	const mdnode::Volume *v = r.store->volume(vol);
+
+	wire::OpenRep rep = r.open(h1, vol);
+	assert_int_equal(rep.volume_id, vol);
+	assert_int_equal(rep.size, 8 * MiB);
+	assert_int_equal(rep.table_addr, reinterpret_cast<uintptr_t>(v->table.data()));
+	assert_int_equal(rep.table_len, (8 * MiB >> kShift) * sizeof(mdr_wire_entry));
+	assert_int_equal(rep.table_rkey, FakeNet::rkey_for(h1, vol));
+	assert_int_equal(rep.extent_shift, kShift);
+	assert_int_equal(rep.lease_ms, kLeaseMs);
+	assert_int_equal(rep.generation, 1);
+	assert_string_equal(rep.name.c_str(), "db1");
+
+	// By name, from another host of the tenant, on its own connection.
+	r.send(h2, 9, wire::OpenReq{.flags = MDR_OPEN_F_BY_NAME, .name = "db1"});
+	const wire::Msg m2 = r.one(h2);
+	auto *rep2 = std::get_if<wire::OpenRep>(&m2.body);
+	assert_non_null(rep2);
+	assert_int_equal(rep2->volume_id, vol);
+	assert_int_equal(rep2->table_rkey, FakeNet::rkey_for(h2, vol));
+
+	assert_int_equal(r.net.rkey_calls.size(), 2);
+	assert_int_equal(r.net.rkey_calls[0].conn, h1);
+	assert_int_equal(r.net.rkey_calls[1].conn, h2);
+	for (const auto &c : r.net.rkey_calls) {
+		assert_int_equal(c.volume_id, vol);
+		assert_ptr_equal(c.addr, v->table.data());
+		assert_int_equal(c.len, v->table.bytes());
+	}
+	assert_int_equal(r.info(adm, "db1").vol.open_count, 2);
+}
+
+// A host of tenant 8 cannot tell tenant 7's volume from one that does not
+// exist, by id or by name, and no table is registered for it.
+void test_tenant_cannot_open_another_tenants_volume(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "a-vol", 4 * MiB, 7);
+	const ConnId other = r.host(8, 0x8888);
+
+	r.send(other, 10, wire::OpenReq{.volume_id = vol});
+	wire::Msg m = r.one(other);
+	assert_int_equal(status_of(m), MDR_ST_NOENT);
+	assert_int_equal(std::get<wire::ErrorRep>(m.body).opcode, MDR_OP_OPEN);
+	r.send(other, 11, wire::OpenReq{.flags = MDR_OPEN_F_BY_NAME, .name = "a-vol"});
+	assert_int_equal(status_of(r.one(other)), MDR_ST_NOENT);
+	r.send(other, 12, wire::OpenReq{.volume_id = vol + 100});
+	assert_int_equal(status_of(r.one(other)), MDR_ST_NOENT);
+	assert_true(r.net.rkey_calls.empty());
+
+	// Nor can it allocate in it or hold a lease on it.
+	assert_int_equal(r.call(other, 13, wire::AllocReq{.volume_id = vol, .index = 0}),
+			 MDR_ST_STALE);
+	assert_int_equal(r.call(other, 14, wire::RenewReq{.volume_id = vol}), MDR_ST_STALE);
+	assert_int_equal(r.store->volume(vol)->allocated, 0);
+	assert_int_equal(r.info(adm, "a-vol").vol.open_count, 0);
+
+	// Its own tenant's volume of the same name space opens fine.
+	const uint64_t mine = r.create(adm, "b-vol", 4 * MiB, 8);
+	assert_int_equal(r.open(other, mine).table_rkey, FakeNet::rkey_for(other, mine));
+	assert_true(r.quiet(adm));
+}
+
+// A table that cannot be registered fails the OPEN without a lease.
+void test_open_without_a_registration_takes_no_lease(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "v", 4 * MiB, 1);
+	const ConnId h = r.host(1, 0x1);
+
+	r.net.rkey_error = -ENOMEM;
+	r.send(h, 5, wire::OpenReq{.volume_id = vol});
+	assert_int_equal(status_of(r.one(h)), MDR_ST_NOMEM);
+	assert_int_equal(r.info(adm, "v").vol.open_count, 0);
+	assert_int_equal(r.call(h, 6, wire::RenewReq{.volume_id = vol}), MDR_ST_STALE);
+	assert_int_equal(r.call(adm, 7, wire::VolDeleteReq{.name = "v"}), MDR_ST_OK);
+}
+
+// Every admin RPC on a host connection is refused with PERM (and the
+// connection stays); nothing changes.
+void test_admin_rpcs_are_refused_on_host_connections(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	r.create(adm, "v", 4 * MiB, 1);
+	const ConnId h = r.host(1, 0x1);
+	const std::vector<std::pair<uint16_t, wire::Body>> admin_ops = {
+		{MDR_OP_AUTH, wire::AuthReq{}},
+		{MDR_OP_VOL_CREATE, wire::VolCreateReq{.size = MiB, .tenant = 1, .name = "evil"}},
+		{MDR_OP_VOL_DELETE, wire::VolDeleteReq{.name = "v"}},
+		{MDR_OP_VOL_LIST, wire::VolListReq{}},
+		{MDR_OP_VOL_INFO, wire::VolInfoReq{.name = "v"}},
+		{MDR_OP_VOL_RESIZE, wire::VolResizeReq{.size = 8 * MiB, .name = "v"}},
+		{MDR_OP_DEV_LIST, wire::DevListReq{}},
+		{MDR_OP_NODE_STATS, wire::NodeStatsReq{}},
+	};
+	uint64_t id = 100;
+
+	for (const auto &[op, b] : admin_ops) {
+		r.send(h, id, b);
+		r.flush();
+		wire::Msg m = r.one(h);
+		assert_int_equal(m.hdr.req_id, id);
+		assert_int_equal(status_of(m), MDR_ST_PERM);
+		assert_int_equal(std::get<wire::ErrorRep>(m.body).opcode, op);
+		id++;
+	}
+	assert_true(r.net.disconnects.empty());
+	assert_int_equal(r.store->counts().volumes, 1);
+	assert_int_equal(r.store->volume("v")->size, 4 * MiB);
+	assert_int_equal(r.call(h, id, wire::PingReq{}), MDR_ST_OK);
+}
+
+// Admin connections: refused outright without a configured key; with one,
+// nothing but AUTH and PING before the key is proven; a wrong MAC is PERM
+// and a disconnect; host RPCs are never allowed.
+void test_admin_connections_need_the_key(void **)
+{
+	{
+		NodeOptions o = Rig::options();
+		o.admin_key.clear();
+		Rig r(o);
+		PeerInfo p = r.peer(MDR_ROLE_ADMIN, 0, 0xad);
+		assert_int_equal(r.node->on_connect(p), MDR_ST_PERM);
+		assert_int_equal(r.node->on_connect(r.peer(MDR_ROLE_HOST, 1, 2)), MDR_ST_OK);
+	}
+	Rig r;
+
+	const PeerInfo p = r.peer(MDR_ROLE_ADMIN, 0, 0xad01);
+	const ConnId a = r.establish(p);
+	assert_int_equal(r.call(a, 1, wire::VolListReq{}), MDR_ST_PERM);
+	assert_int_equal(r.call(a, 2, wire::VolCreateReq{.size = MiB, .tenant = 1,
+							 .name = "x"}), MDR_ST_PERM);
+	assert_int_equal(r.call(a, 3, wire::PingReq{}), MDR_ST_OK);
+	assert_int_equal(r.store->counts().volumes, 0);
+
+	// The MAC of another key, or over another connection's nonce.
+	const PeerInfo q = r.peer(MDR_ROLE_ADMIN, 0, 0xad02);
+	const ConnId b = r.establish(q);
+	assert_int_equal(r.call(b, 4, wire::AuthReq{.mac = Rig::mac_for(q, "not-the-key-0123456")}),
+			 MDR_ST_PERM);
+	assert_int_equal(r.call(a, 5, wire::AuthReq{.mac = Rig::mac_for(q, kAdminKey)}),
+			 MDR_ST_PERM);
+	assert_true(r.net.disconnects == (std::vector<ConnId>{b, a}));
+	assert_int_equal(r.node->stats().auth_failures, 2);
+
+	const ConnId c = r.admin();
+	assert_int_equal(r.call(c, 6, wire::VolListReq{}), MDR_ST_OK);
+	const uint64_t vol = r.create(c, "v", 4 * MiB, 3);
+	// Host RPCs on an admin connection.
+	assert_int_equal(r.call(c, 7, wire::OpenReq{.volume_id = vol}), MDR_ST_PERM);
+	assert_int_equal(r.call(c, 8, wire::AllocReq{.volume_id = vol}), MDR_ST_PERM);
+	assert_int_equal(r.call(c, 9, wire::RenewReq{}), MDR_ST_PERM);
+	assert_int_equal(r.call(c, 10, wire::CloseReq{.volume_id = vol}), MDR_ST_PERM);
+	assert_true(r.net.rkey_calls.empty());
+}
+
+// ---------------------------------------------------------------------------
+// Leases
+
+// RENEW extends a valid lease; once it lapsed on the node's clock it is
+// STALE (one volume, or all of them), also before tick() reaps it; once
+// reaped the volume is no longer open on the connection.
+void test_renew_extends_and_a_lapsed_lease_is_stale(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "v", 4 * MiB, 1);
+	const uint64_t vol2 = r.create(adm, "w", 4 * MiB, 1);
+	const ConnId h = r.host(1, 0x1);
+	const int64_t t0 = r.now;
+
+	r.open(h, vol);
+	r.open(h, vol2);
+	r.now = t0 + kHeldMs - 1;
+	r.send(h, 20, wire::RenewReq{.volume_id = vol});
+	const wire::Msg m = r.one(h);
+	auto *rep = std::get_if<wire::RenewRep>(&m.body);
+	assert_non_null(rep);
+	assert_int_equal(rep->lease_ms, kLeaseMs);
+
+	// vol2 was not renewed: it lapses at t0 + kHeldMs, vol lives on.
+	r.now = t0 + kHeldMs;
+	assert_int_equal(r.call(h, 21, wire::RenewReq{.volume_id = vol2}), MDR_ST_STALE);
+	assert_int_equal(r.call(h, 22, wire::AllocReq{.volume_id = vol2}), MDR_ST_STALE);
+	assert_int_equal(r.call(h, 23, wire::RenewReq{}), MDR_ST_STALE);	// all or none
+	assert_int_equal(r.call(h, 24, wire::AllocReq{.volume_id = vol, .index = 1}),
+			 MDR_ST_OK);
+
+	r.node->tick();
+	assert_int_equal(r.node->stats().lease_expiries, 1);
+	assert_int_equal(r.call(h, 25, wire::RenewReq{}), MDR_ST_OK);	// vol only now
+	assert_int_equal(r.call(h, 26, wire::RenewReq{.volume_id = vol2}), MDR_ST_STALE);
+
+	// vol was renewed at t0 + kHeldMs - 1 and at t0 + kHeldMs.
+	r.now = t0 + 2 * kHeldMs - 1;
+	assert_int_equal(r.call(h, 27, wire::RenewReq{.volume_id = vol}), MDR_ST_OK);
+	r.now = t0 + 3 * kHeldMs;
+	r.node->tick();
+	assert_int_equal(r.node->stats().lease_expiries, 2);
+	assert_int_equal(r.call(h, 28, wire::RenewReq{.volume_id = vol}), MDR_ST_STALE);
+
+	// Opening again starts a fresh lease.
+	r.open(h, vol2);
+	assert_int_equal(r.call(h, 29, wire::RenewReq{}), MDR_ST_OK);
+	assert_int_equal(r.info(adm, "w").vol.open_count, 1);
+	assert_int_equal(r.info(adm, "v").vol.open_count, 0);
+}
+
+// Opens belong to the connection, leases to the host: after a reconnect
+// RENEW is STALE until the host opens again, but the old lease still keeps
+// the volume from being deleted until it runs out.
+void test_a_lease_outlives_its_connection(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "v", 4 * MiB, 1);
+	const ConnId h = r.host(1, 0x1);
+	const int64_t t0 = r.now;
+
+	r.open(h, vol);
+	r.node->on_disconnected(h);
+	assert_int_equal(r.node->sessions(), 1);	// the admin's
+	const ConnId h2 = r.host(1, 0x1);
+	assert_int_equal(r.call(h2, 1, wire::RenewReq{.volume_id = vol}), MDR_ST_STALE);
+	assert_int_equal(r.call(h2, 2, wire::AllocReq{.volume_id = vol}), MDR_ST_STALE);
+	assert_int_equal(r.info(adm, "v").vol.open_count, 1);
+	assert_int_equal(r.call(adm, 3, wire::VolDeleteReq{.name = "v"}), MDR_ST_BUSY);
+
+	r.now = t0 + kHeldMs;
+	r.node->tick();
+	assert_int_equal(r.info(adm, "v").vol.open_count, 0);
+	assert_int_equal(r.call(adm, 4, wire::VolDeleteReq{.name = "v"}), MDR_ST_OK);
+}
+
+// CLOSE drops the lease at once: the volume is no longer open (RENEW and
+// ALLOC are STALE, a second CLOSE is NOENT) and may be deleted.
+void test_close_drops_the_lease(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "v", 4 * MiB, 1);
+	const ConnId h = r.host(1, 0x1);
+	const ConnId h2 = r.host(1, 0x2);
+
+	assert_int_equal(r.call(h, 1, wire::CloseReq{.volume_id = vol}), MDR_ST_NOENT);
+	r.open(h, vol);
+	// Only the connection that opened it closes it.
+	assert_int_equal(r.call(h2, 2, wire::CloseReq{.volume_id = vol}), MDR_ST_NOENT);
+	assert_int_equal(r.call(adm, 3, wire::VolDeleteReq{.name = "v"}), MDR_ST_BUSY);
+
+	r.send(h, 4, wire::CloseReq{.volume_id = vol});
+	assert_true(std::holds_alternative<wire::CloseRep>(r.one(h).body));
+	assert_int_equal(r.info(adm, "v").vol.open_count, 0);
+	assert_int_equal(r.call(h, 5, wire::RenewReq{.volume_id = vol}), MDR_ST_STALE);
+	assert_int_equal(r.call(h, 6, wire::AllocReq{.volume_id = vol}), MDR_ST_STALE);
+	assert_int_equal(r.call(h, 7, wire::CloseReq{.volume_id = vol}), MDR_ST_NOENT);
+	assert_int_equal(r.call(adm, 8, wire::VolDeleteReq{.name = "v"}), MDR_ST_OK);
+	assert_true(r.net.forgotten == std::vector<uint64_t>{vol});
+	assert_int_equal(r.node->stats().lease_expiries, 0);
+}
+
+// DELETE and RESIZE are BUSY while any host holds a lease, and leave the
+// volume as it was; once the lease has lapsed they go ahead and the table's
+// registrations are dropped.
+void test_delete_and_resize_are_busy_while_leases_are_held(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "v", 4 * MiB, 1);
+	const ConnId h = r.host(1, 0x1);
+	const int64_t t0 = r.now;
+
+	r.open(h, vol);
+	assert_int_equal(r.call(h, 1, wire::AllocReq{.volume_id = vol, .index = 2}), MDR_ST_OK);
+	assert_int_equal(r.call(adm, 2, wire::VolDeleteReq{.name = "v"}), MDR_ST_BUSY);
+	assert_int_equal(r.call(adm, 3, wire::VolResizeReq{.size = 8 * MiB, .name = "v"}),
+			 MDR_ST_BUSY);
+	assert_int_equal(r.call(adm, 4, wire::VolDeleteReq{.name = "nope"}), MDR_ST_NOENT);
+	assert_int_equal(r.store->volume(vol)->size, 4 * MiB);
+	assert_int_equal(r.store->volume(vol)->allocated, 1);
+	assert_true(r.net.forgotten.empty());
+
+	// Expired, not reaped yet: no longer held.
+	r.now = t0 + kHeldMs;
+	r.send(adm, 5, wire::VolResizeReq{.size = 8 * MiB, .name = "v"});
+	assert_true(r.quiet(adm));	// durable first
+	r.flush();
+	const wire::Msg m = r.one(adm);
+	auto *rep = std::get_if<wire::VolResizeRep>(&m.body);
+	assert_non_null(rep);
+	assert_int_equal(rep->vol.size, 8 * MiB);
+	assert_int_equal(rep->vol.allocated, 1);
+	assert_true(r.net.forgotten == std::vector<uint64_t>{vol});
+
+	r.send(adm, 6, wire::VolDeleteReq{.name = "v"});
+	r.flush();
+	assert_true(std::holds_alternative<wire::VolDeleteRep>(r.one(adm).body));
+	assert_true(r.net.forgotten == (std::vector<uint64_t>{vol, vol}));
+	assert_null(r.store->volume(vol));
+	r.node->tick();
+	assert_int_equal(r.call(h, 7, wire::RenewReq{}), MDR_ST_OK);	// nothing open
+}
+
+// ---------------------------------------------------------------------------
+// ALLOC and the invalidation fan-out
+
+// With no other lease holder, ALLOC is answered once the journal has the
+// change, with the entry the table now holds; a retry is answered at once
+// from the table, journaling nothing.
+void test_alloc_is_durable_before_the_reply_and_idempotent(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "v", 4 * MiB, 1);
+	const ConnId h = r.host(1, 0x1);
+
+	r.open(h, vol);
+	const uint64_t records = r.journal->stats().records;
+	r.send(h, 30, wire::AllocReq{.volume_id = vol, .index = 5});
+	assert_true(r.quiet(h));
+	assert_int_equal(wire::decode_entry(r.store->volume(vol)->table.entries()[5]).state,
+			 MDR_EXT_UNALLOCATED);
+	r.flush();
+	const wire::Entry e = expect_alloc(r, r.one(h), 30, vol, 5);
+	assert_int_equal(r.journal->stats().records, records + 1);
+
+	r.send(h, 31, wire::AllocReq{.volume_id = vol, .index = 5});
+	const wire::Entry again = expect_alloc(r, r.one(h), 31, vol, 5);
+	assert_true(again == e);
+	assert_int_equal(r.journal->stats().records, records + 1);
+	assert_int_equal(r.store->volume(vol)->allocated, 1);
+	assert_int_equal(r.node->stats().invalidations, 0);
+
+	// Beyond the volume.
+	assert_int_equal(r.call(h, 32, wire::AllocReq{.volume_id = vol, .index = 64}),
+			 MDR_ST_INVAL);
+}
+
+// Another lease holder hears of the allocation before the writer gets its
+// reply; the reply waits for that holder's ack, and only its own ack of its
+// own push counts.
+void test_alloc_fan_out_settles_on_ack(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "v", 4 * MiB, 1);
+	const uint64_t other_vol = r.create(adm, "w", 4 * MiB, 1);
+	const ConnId a = r.host(1, 0xa);
+	const ConnId b = r.host(1, 0xb);
+	const ConnId c = r.host(1, 0xc);	// holds a lease on another volume only
+
+	r.open(a, vol);
+	r.open(b, vol);
+	r.open(c, other_vol);
+	r.send(a, 40, wire::AllocReq{.volume_id = vol, .index = 3});
+	r.flush();
+	assert_true(r.quiet(a));
+	assert_true(r.quiet(c));
+	const uint64_t gen = wire::decode_entry(r.store->volume(vol)->table.entries()[3]).generation;
+	const wire::Msg pm = r.one(b);
+	const wire::Invalidate push = expect_push(pm, vol, 3, gen);
+	assert_int_equal(r.node->stats().invalidations, 1);
+
+	// An ack of a push never sent, and a third host acking b's push.
+	r.send(b, pm.hdr.req_id + 1000, ack_of(push));
+	r.send(c, pm.hdr.req_id, ack_of(push));
+	r.node->tick();
+	assert_true(r.quiet(a));
+	assert_true(r.quiet(b));
+	assert_true(r.quiet(c));
+
+	r.send(b, pm.hdr.req_id, ack_of(push));
+	assert_true(r.quiet(b));	// an ack has no reply
+	const wire::Entry e = expect_alloc(r, r.one(a), 40, vol, 3);
+	assert_int_equal(e.generation, gen);
+
+	// A second ack of the same push changes nothing.
+	r.send(b, pm.hdr.req_id, ack_of(push));
+	assert_true(r.quiet(a));
+	assert_true(r.net.disconnects.empty());
+}
+
+// A holder that does not ack is waited out: the reply goes once its lease
+// has run out (and tick() reaped it), not before; its late ack is ignored.
+void test_alloc_fan_out_settles_on_lease_expiry(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "v", 4 * MiB, 1);
+	const ConnId a = r.host(1, 0xa);
+	const ConnId b = r.host(1, 0xb);
+	const int64_t t0 = r.now;
+
+	r.open(a, vol);
+	r.open(b, vol);
+	r.send(a, 50, wire::AllocReq{.volume_id = vol, .index = 0});
+	r.flush();
+	const wire::Msg pm = r.one(b);
+	const wire::Invalidate push = expect_push(
+		pm, vol, 0, wire::decode_entry(r.store->volume(vol)->table.entries()[0]).generation);
+
+	// The writer keeps its own lease; b's runs out at t0 + kHeldMs.
+	r.now = t0 + kLeaseMs;
+	assert_int_equal(r.call(a, 51, wire::RenewReq{.volume_id = vol}), MDR_ST_OK);
+	r.now = t0 + kHeldMs - 1;
+	r.node->tick();
+	assert_true(r.quiet(a));
+	r.now = t0 + kHeldMs;
+	r.node->tick();
+	expect_alloc(r, r.one(a), 50, vol, 0);
+	assert_int_equal(r.node->stats().lease_expiries, 1);
+
+	r.send(b, pm.hdr.req_id, ack_of(push));
+	assert_true(r.quiet(a));
+	assert_true(r.quiet(b));
+	assert_int_equal(r.call(b, 52, wire::RenewReq{.volume_id = vol}), MDR_ST_STALE);
+	assert_int_equal(r.info(adm, "v").vol.open_count, 1);
+}
+
+// A holder that is not connected gets no push and is waited out; so is one
+// that goes away between the push and its ack, and one whose push cannot
+// be sent.
+void test_fan_out_waits_out_unreachable_holders(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "v", 4 * MiB, 1);
+	const ConnId a = r.host(1, 0xa);
+	const ConnId b = r.host(1, 0xb);
+	const ConnId c = r.host(1, 0xc);
+	const ConnId d = r.host(1, 0xd);
+	const int64_t t0 = r.now;
+
+	r.open(a, vol);
+	r.open(b, vol);
+	r.open(c, vol);
+	r.open(d, vol);
+	r.node->on_disconnected(b);
+	r.net.down.insert(d);
+	r.send(a, 60, wire::AllocReq{.volume_id = vol, .index = 7});
+	r.flush();
+	assert_true(r.quiet(b));
+	assert_true(r.quiet(d));
+	expect_push(r.one(c), vol, 7,
+		    wire::decode_entry(r.store->volume(vol)->table.entries()[7]).generation);
+	r.node->on_disconnected(c);
+	assert_int_equal(r.node->stats().invalidations, 1);
+
+	r.now = t0 + kLeaseMs;
+	assert_int_equal(r.call(a, 61, wire::RenewReq{}), MDR_ST_OK);
+	r.now = t0 + kHeldMs - 1;
+	r.node->tick();
+	assert_true(r.quiet(a));
+	r.now = t0 + kHeldMs;
+	r.node->tick();
+	expect_alloc(r, r.one(a), 60, vol, 7);
+	assert_int_equal(r.node->stats().lease_expiries, 3);
+}
+
+// ALLOCs of an extent whose allocation is in flight join it: one record,
+// one push, and every requester gets the same entry once the push is acked.
+void test_alloc_requests_join_an_allocation_in_flight(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "v", 4 * MiB, 1);
+	const ConnId a = r.host(1, 0xa);
+	const ConnId b = r.host(1, 0xb);
+
+	r.open(a, vol);
+	r.open(b, vol);
+	const uint64_t records = r.journal->stats().records;
+	r.send(a, 70, wire::AllocReq{.volume_id = vol, .index = 9});
+	r.send(a, 71, wire::AllocReq{.volume_id = vol, .index = 9});	// a retry
+	r.send(b, 80, wire::AllocReq{.volume_id = vol, .index = 9});	// a race
+	assert_true(r.quiet(a));
+	assert_true(r.quiet(b));
+	r.flush();
+	assert_int_equal(r.journal->stats().records, records + 1);
+	assert_int_equal(r.store->volume(vol)->allocated, 1);
+
+	// b is a holder other than the first writer: it is told, and its own
+	// ALLOC waits for its ack like the others.
+	const wire::Msg pm = r.one(b);
+	const wire::Invalidate push = expect_push(
+		pm, vol, 9, wire::decode_entry(r.store->volume(vol)->table.entries()[9]).generation);
+	assert_true(r.quiet(a));
+	r.send(b, pm.hdr.req_id, ack_of(push));
+
+	auto replies = r.take(a);
+	assert_int_equal(replies.size(), 2);
+	const wire::Entry e = expect_alloc(r, replies[0], 70, vol, 9);
+	assert_true(expect_alloc(r, replies[1], 71, vol, 9) == e);
+	assert_true(expect_alloc(r, r.one(b), 80, vol, 9) == e);
+	assert_int_equal(r.node->stats().invalidations, 1);
+
+	// Another extent is a separate allocation.
+	r.send(b, 81, wire::AllocReq{.volume_id = vol, .index = 10});
+	r.flush();
+	const wire::Msg pm2 = r.one(a);
+	r.send(a, pm2.hdr.req_id, ack_of(std::get<wire::Invalidate>(pm2.body)));
+	assert_false(expect_alloc(r, r.one(b), 81, vol, 10) == e);
+}
+
+// Regression: a holder that CLOSEs the volume instead of acking the push
+// has dropped its lease, so the fan-out no longer waits for it. It used to
+// wait for ever (the lease it waited on was gone, so it never expired),
+// and every later ALLOC of that extent joined the hung one.
+void test_close_before_ack_settles_the_fan_out(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "v", 4 * MiB, 1);
+	const ConnId a = r.host(1, 0xa);
+	const ConnId b = r.host(1, 0xb);
+
+	r.open(a, vol);
+	r.open(b, vol);
+	r.send(a, 90, wire::AllocReq{.volume_id = vol, .index = 4});
+	r.flush();
+	const wire::Msg pm = r.one(b);
+	assert_true(std::holds_alternative<wire::Invalidate>(pm.body));
+	assert_true(r.quiet(a));
+
+	r.send(b, 91, wire::CloseReq{.volume_id = vol});
+	auto out = r.take(b);
+	assert_int_equal(out.size(), 1);
+	assert_true(std::holds_alternative<wire::CloseRep>(out[0].body));
+	const wire::Entry e = expect_alloc(r, r.one(a), 90, vol, 4);
+
+	// Its late ack is harmless, and the extent is answered at once again.
+	r.send(b, pm.hdr.req_id, ack_of(std::get<wire::Invalidate>(pm.body)));
+	r.send(a, 92, wire::AllocReq{.volume_id = vol, .index = 4});
+	assert_true(expect_alloc(r, r.one(a), 92, vol, 4) == e);
+}
+
+// Same for leases dropped by a delete: holders whose leases lapsed but were
+// not reaped yet do not hold the volume, and the fan-out waiting for them
+// ends with the delete instead of waiting for a reap that never comes.
+void test_delete_settles_a_fan_out_on_lapsed_leases(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "v", 4 * MiB, 1);
+	const ConnId a = r.host(1, 0xa);
+	const ConnId b = r.host(1, 0xb);
+
+	r.open(a, vol);
+	r.open(b, vol);
+	r.send(a, 95, wire::AllocReq{.volume_id = vol, .index = 6});
+	r.flush();
+	assert_true(std::holds_alternative<wire::Invalidate>(r.one(b).body));
+	r.now += kHeldMs;	// both lapse; no tick()
+	assert_int_equal(r.call(adm, 96, wire::VolDeleteReq{.name = "v"}), MDR_ST_OK);
+	const wire::Msg m = r.one(a);
+	assert_int_equal(m.hdr.req_id, 95);
+	assert_true(std::holds_alternative<wire::AllocRep>(m.body));
+	r.node->tick();
+	assert_true(r.quiet(a));
+	assert_int_equal(r.node->stats().lease_expiries, 0);
+}
+
+// ---------------------------------------------------------------------------
+// Journal failure
+
+// A journal that cannot write fails every change with IO, joined requests
+// included, pushes nothing and leaves the state as it was; later changes
+// are refused the same way (fail-stop), while what needs no change goes on.
+void test_journal_failure_answers_eio(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "v", 4 * MiB, 1);
+	const ConnId a = r.host(1, 0xa);
+	const ConnId b = r.host(1, 0xb);
+
+	r.open(a, vol);
+	assert_int_equal(r.call(a, 1, wire::AllocReq{.volume_id = vol, .index = 0}), MDR_ST_OK);
+	r.open(b, vol);
+	const uint64_t segment_size = [&] {
+		uint64_t size = 0;
+		for (const auto &f : fs::directory_iterator(r.dir.path))
+			if (f.path().extension() == ".log")
+				size = std::max<uint64_t>(size, f.file_size());
+		return size;
+	}();
+	assert_true(segment_size > 0);
+	const auto *t = static_cast<const std::byte *>(r.store->volume(vol)->table.data());
+	const Bytes before_table(t, t + r.store->volume(vol)->table.bytes());
+
+	// The kernel's own failure of the write: EFBIG past RLIMIT_FSIZE.
+	struct rlimit saved;
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &saved), 0);
+	const struct rlimit limit = {segment_size, saved.rlim_max};
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &limit), 0);
+	r.send(a, 2, wire::AllocReq{.volume_id = vol, .index = 1});
+	r.send(a, 3, wire::AllocReq{.volume_id = vol, .index = 1});	// joins
+	const mdr::Status st = r.journal->flush();
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &saved), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	assert_false(st.ok());
+
+	auto replies = r.take(a);
+	assert_int_equal(replies.size(), 2);
+	for (const wire::Msg &m : replies) {
+		assert_int_equal(status_of(m), MDR_ST_IO);
+		assert_int_equal(std::get<wire::ErrorRep>(m.body).opcode, MDR_OP_ALLOC);
+	}
+	assert_true(r.quiet(b));
+	assert_int_equal(r.store->counts().in_flight, 0);
+	assert_int_equal(r.store->volume(vol)->allocated, 1);
+
+	// Fail-stop: every later change gets IO too.
+	r.send(a, 4, wire::AllocReq{.volume_id = vol, .index = 2});
+	r.send(adm, 5, wire::VolCreateReq{.size = MiB, .extent_shift = kShift, .tenant = 1,
+					  .name = "late"});
+	(void)r.journal->flush();
+	assert_int_equal(status_of(r.one(a)), MDR_ST_IO);
+	assert_int_equal(status_of(r.one(adm)), MDR_ST_IO);
+	assert_null(r.store->volume("late"));
+	assert_true(r.quiet(b));
+	// (An aborted create uses up its volume id, so compare all but that.)
+	assert_int_equal(r.store->counts().volumes, 1);
+	assert_int_equal(r.store->counts().extents, 1);
+	assert_int_equal(r.store->counts().in_flight, 0);
+	const auto entries = r.store->volume(vol)->table.entries();
+	assert_memory_equal(entries.data(), before_table.data(), before_table.size());
+
+	// Reads and leases go on: the extent mapped before is answered.
+	r.send(a, 6, wire::AllocReq{.volume_id = vol, .index = 0});
+	expect_alloc(r, r.one(a), 6, vol, 0);
+	r.send(a, 7, wire::RenewReq{});
+	assert_true(std::holds_alternative<wire::RenewRep>(r.one(a).body));
+}
+
+// ---------------------------------------------------------------------------
+// Bad input
+
+// A malformed request that is well framed is answered with an error; one
+// that cannot be framed cuts the connection; neither changes anything.
+void test_bad_messages_are_answered_or_cut(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "v", 4 * MiB, 1);
+	const ConnId h = r.host(1, 0x1);
+
+	// OPEN by id 0 without the by-name flag: a bad field.
+	Bytes buf(wire::encoded_size(wire::OpenReq{.volume_id = vol}));
+	auto n = wire::encode(buf, 77, wire::OpenReq{.volume_id = vol});
+	assert_true(n.ok());
+	auto *req = reinterpret_cast<mdr_wire_open_req *>(buf.data());
+	wire::store(req->volume_id, 0);
+	r.node->on_message(h, std::span(buf.data(), n.value()));
+	wire::Msg m = r.one(h);
+	assert_int_equal(m.hdr.req_id, 77);
+	assert_int_equal(status_of(m), MDR_ST_INVAL);
+	assert_true(r.net.disconnects.empty());
+
+	// Garbage.
+	const Bytes junk(10, std::byte{0x5a});
+	r.node->on_message(h, junk);
+	assert_true(r.quiet(h));
+	assert_true(r.net.disconnects == std::vector<ConnId>{h});
+	assert_int_equal(r.node->stats().bad_messages, 2);
+	assert_true(r.net.rkey_calls.empty());
+
+	// A connection the node does not know (never established) is ignored.
+	r.send(999, 1, wire::PingReq{});
+	assert_true(r.quiet(999));
+}
+
+} // namespace
+
+int main()
+{
+	mdnode::set_log_level(mdnode::LogLevel::error);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_open_returns_the_table_and_the_connections_rkey),
+		cmocka_unit_test(test_tenant_cannot_open_another_tenants_volume),
+		cmocka_unit_test(test_open_without_a_registration_takes_no_lease),
+		cmocka_unit_test(test_admin_rpcs_are_refused_on_host_connections),
+		cmocka_unit_test(test_admin_connections_need_the_key),
+		cmocka_unit_test(test_renew_extends_and_a_lapsed_lease_is_stale),
+		cmocka_unit_test(test_a_lease_outlives_its_connection),
+		cmocka_unit_test(test_close_drops_the_lease),
+		cmocka_unit_test(test_delete_and_resize_are_busy_while_leases_are_held),
+		cmocka_unit_test(test_alloc_is_durable_before_the_reply_and_idempotent),
+		cmocka_unit_test(test_alloc_fan_out_settles_on_ack),
+		cmocka_unit_test(test_alloc_fan_out_settles_on_lease_expiry),
+		cmocka_unit_test(test_fan_out_waits_out_unreachable_holders),
+		cmocka_unit_test(test_alloc_requests_join_an_allocation_in_flight),
+		cmocka_unit_test(test_close_before_ack_settles_the_fan_out),
+		cmocka_unit_test(test_delete_settles_a_fan_out_on_lapsed_leases),
+		cmocka_unit_test(test_journal_failure_answers_eio),
+		cmocka_unit_test(test_bad_messages_are_answered_or_cut),
+	};
+
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
