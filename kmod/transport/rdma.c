@@ -182,6 +182,7 @@ struct mdr_rd_slot {
  * @established: the CM reported ESTABLISHED and the accept was good
  * @next_seq:	next RPC sequence number (req_id >> MDR_SLOT_BITS)
  * @pushes:	pushes received and not yet acked
+ * @error:	why it failed, for the RPCs it ends (0: -ENOTCONN)
  */
 struct mdr_queue {
 	struct mdr_conn *conn;
@@ -198,6 +199,7 @@ struct mdr_queue {
 	bool established;
 	u64 next_seq;
 	unsigned int pushes;
+	int error;
 
 	struct mdr_recv recv[MDR_RECV_DEPTH];
 	void *recv_buf;
@@ -257,13 +259,14 @@ struct mdr_conn_stats {
  * @mutex:	queue build and teardown
  * @vols_mutex:	@vols
  * @vols:	struct mdr_tvol on this connection
- * @lock:	@state, @q, @pending, @free_reqs, @push_busy, slots
+ * @lock:	@state, @q, @pending, @fail_at, @free_reqs, @push_busy, slots
  * @state:	enum mdr_conn_state
  * @q:		the live queue, or NULL
  * @inc:	incarnation counter of queues
  * @attempts:	failed reconnects in a row (backoff)
  * @boot_id:	mdnode's boot id on the last queue (0: never connected)
  * @pending:	requests waiting for a slot, a queue or a reopen
+ * @fail_at:	jiffies the fail work is queued for, while it is pending
  */
 struct mdr_conn {
 	struct list_head node;
@@ -281,6 +284,7 @@ struct mdr_conn {
 	u64 boot_id;
 	u64 node_id;
 	struct list_head pending;
+	unsigned long fail_at;
 	struct list_head free_reqs;
 	struct mdr_req *req_pool;
 	struct mdr_push push_pool[MDR_PUSH_POOL];
@@ -319,6 +323,7 @@ enum {
  * @rkey:	(conn->lock) rkey of the table
  * @nr_extents:	(conn->lock) entries in the table
  * @generation:	volume generation at the last OPEN
+ * @extent_shift: log2 of the extent size, fixed by the first OPEN
  * @lease_ms:	last lease granted
  * @deadline:	(cb_lock) monotonic ns when the lease stops being trusted
  * @renew_at:	(cb_lock) monotonic ns of the next RENEW
@@ -341,6 +346,7 @@ struct mdr_tvol {
 	u32 rkey;
 	u64 nr_extents;
 	u64 generation;
+	u32 extent_shift;
 	u32 lease_ms;
 	u64 deadline;
 	u64 renew_at;
@@ -479,15 +485,35 @@ static void mdr_req_fail(struct mdr_conn *c, struct mdr_req *req, int err)
 	mdr_req_free(c, req);
 }
 
-/* Queue for later; the fast_io_fail clock starts now. conn->lock held. */
+/*
+ * Runs the fail work at @when at the latest. Every request on
+ * conn->pending is covered: the work re-arms itself for the earliest
+ * deadline it finds. conn->lock held (it guards @fail_at).
+ */
+static void __mdr_fail_at(struct mdr_conn *c, unsigned long when)
+{
+	unsigned long now = jiffies;
+
+	if (delayed_work_pending(&c->fail_work) &&
+	    !time_before(when, c->fail_at))
+		return;
+	c->fail_at = when;
+	mod_delayed_work(mdr_wq, &c->fail_work,
+			 time_after(when, now) ? when - now : 0);
+}
+
+/*
+ * Queue for later. The fast_io_fail clock starts at the first park and
+ * keeps running while the request is dispatched and parked again: one
+ * back from a failed queue may be due already, or due before the next
+ * run of the fail work (which did not see it while it was in a slot).
+ * conn->lock held.
+ */
 static void __mdr_park(struct mdr_conn *c, struct mdr_req *req, bool head)
 {
-	if (!req->deadline) {
+	if (!req->deadline)
 		req->deadline = jiffies + g_fast_io_fail_tmo * HZ;
-		/* no-op when already pending; it re-arms itself */
-		queue_delayed_work(mdr_wq, &c->fail_work,
-				   g_fast_io_fail_tmo * HZ + 1);
-	}
+	__mdr_fail_at(c, req->deadline + 1);
 	if (head)
 		list_add(&req->list, &c->pending);
 	else
@@ -524,6 +550,8 @@ static void mdr_bad_msg(struct mdr_conn *c, struct mdr_queue *q,
 {
 	atomic64_inc(&c->stats.bad_messages);
 	mdr_conn_warn_rl(c, "malformed message from mdnode: %s\n", why);
+	/* read by the teardown, which err_work runs after this */
+	WRITE_ONCE(q->error, -EPROTO);
 	mdr_conn_error(c, q, "malformed message");
 }
 
@@ -894,7 +922,8 @@ bad:
  *
  * Context: process, sleeps at most for the retries and a second more.
  * Return: 0, -errno of the reply's status, -ENOTCONN when the connection
- * is not live or failed meanwhile, -ETIMEDOUT.
+ * is not live or failed meanwhile, -EPROTO when it failed on a malformed
+ * message from mdnode, -ETIMEDOUT.
  */
 static int mdr_rpc(struct mdr_conn *c, struct mdr_tvol *tv, u16 op,
 		   struct mdr_msg *reply, u32 *inc)
@@ -980,7 +1009,7 @@ static bool __mdr_dispatch(struct mdr_conn *c, struct mdr_queue *q,
 		    req->count > tv->nr_extents - req->first) {
 			/* the table shrank under it: fail it, from the work */
 			req->deadline = jiffies;
-			mod_delayed_work(mdr_wq, &c->fail_work, 0);
+			__mdr_fail_at(c, jiffies);
 			return false;
 		}
 		i = find_first_zero_bit(q->rd_busy, MDR_READ_SLOTS);
@@ -1061,7 +1090,7 @@ static void mdr_fail_work(struct work_struct *w)
 		}
 	}
 	if (next)
-		queue_delayed_work(mdr_wq, &c->fail_work, next - now + 1);
+		__mdr_fail_at(c, next + 1);
 	spin_unlock_irqrestore(&c->lock, flags);
 	mdr_fail_list(c, &fail);
 }
@@ -1561,7 +1590,7 @@ static void mdr_queue_destroy(struct mdr_conn *c, struct mdr_queue *q)
 		if (!test_bit(i, q->rpc_busy) || !req)
 			continue;
 		if (req->op == MDR_REQ_RPC) {
-			req->result = -ENOTCONN;
+			req->result = READ_ONCE(q->error) ?: -ENOTCONN;
 			complete(req->done);
 		} else {
 			__mdr_park(c, req, true);
@@ -1727,6 +1756,19 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 	ret = mdr_rpc(c, tv, MDR_OP_OPEN, reply, &inc);
 	if (ret)
 		return ret;
+	/*
+	 * The volume was attached with this extent size and no change of
+	 * the volume alters it: a table cut otherwise would send IO where
+	 * mdnode does not keep it. Stays unopened; IO fails after
+	 * fast_io_fail_tmo.
+	 */
+	if (tv->opened_once && o->extent_shift != tv->extent_shift) {
+		atomic64_inc(&c->stats.bad_messages);
+		mdr_conn_warn_rl(c, "volume %llu: reopened with extent_shift %u, attached with %u: refused\n",
+				 tv->volume_id, o->extent_shift,
+				 tv->extent_shift);
+		return -EPROTO;
+	}
 	spin_lock_irqsave(&c->lock, flags);
 	if (tv->opened_once && (tv->generation != o->generation ||
 				tv->nr_extents != o->table_len /
@@ -1736,6 +1778,7 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 	tv->rkey = o->table_rkey;
 	tv->nr_extents = o->table_len / sizeof(struct mdr_wire_entry);
 	tv->generation = o->generation;
+	tv->extent_shift = o->extent_shift;
 	tv->open_inc = inc;
 	tv->opened_once = true;
 	clear_bit(MDR_TV_REOPEN, &tv->flags);
