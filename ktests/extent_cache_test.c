@@ -163,6 +163,31 @@ static void mdr_cache_test_bounded_clock_eviction(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mdr_cache_lookup(c, 199, &out), MDR_CACHE_HIT);
 }
 
+/*
+ * Inserts in scattered order, every cached entry referenced before each:
+ * the hand often has every other entry behind it, and must wrap twice.
+ */
+static void mdr_cache_test_bound_holds_when_all_referenced(struct kunit *test)
+{
+	struct mdr_cache *c = test->priv;	/* max 4 */
+	struct mdr_loc a = loc(1, 1, 0), out;
+	u64 recent[8] = {};
+	unsigned int i, j;
+
+	for (i = 1; i <= 500; i++) {
+		u64 index = (i * 7919ULL) % 1009;
+
+		for (j = 0; j < ARRAY_SIZE(recent); j++)
+			mdr_cache_lookup(c, recent[j], &out);
+		KUNIT_ASSERT_EQ(test, mdr_cache_insert(c, index, &a), 0);
+		KUNIT_ASSERT_LE_MSG(test, mdr_cache_count(c), 4U,
+				    "insert %u (index %llu)", i, index);
+		KUNIT_ASSERT_EQ(test, mdr_cache_lookup(c, index, &out),
+				MDR_CACHE_HIT);
+		recent[i % ARRAY_SIZE(recent)] = index;
+	}
+}
+
 static void mdr_cache_test_tombstones_count_and_go_first(struct kunit *test)
 {
 	struct mdr_cache *c = test->priv;
@@ -237,6 +262,7 @@ static struct kunit_case mdr_cache_test_cases[] = {
 	KUNIT_CASE(mdr_cache_test_drop_keeps_own_generation),
 	KUNIT_CASE(mdr_cache_test_drop_range_bounds),
 	KUNIT_CASE(mdr_cache_test_bounded_clock_eviction),
+	KUNIT_CASE(mdr_cache_test_bound_holds_when_all_referenced),
 	KUNIT_CASE(mdr_cache_test_tombstones_count_and_go_first),
 	KUNIT_CASE(mdr_cache_test_clear),
 	KUNIT_CASE(mdr_cache_test_forget_range_drops_floors),

@@ -191,22 +191,23 @@ enum mdr_cache_result mdr_cache_lookup(struct mdr_cache *c, u64 index,
 /*
  * CLOCK sweep: from the hand, clear referenced bits and evict the first
  * unreferenced entries (tombstones have no bit and go first) until the
- * cache is within its bound. @keep, the index just inserted, stays. Each
- * entry is seen at most twice, so the sweep is bounded.
+ * cache is within its bound. @keep, the index just inserted, stays. The
+ * hand may wrap twice: when every other entry lies below it and is
+ * referenced, the first wrap only clears their bits and the second
+ * evicts. Each entry is seen at most three times, so the sweep is bounded.
  */
 static void mdr_cache_evict_locked(struct mdr_cache *c, unsigned long keep)
 {
 	XA_STATE(xas, &c->xa, c->hand);
-	unsigned long budget = 2UL * atomic_read(&c->nr) + 2;
-	bool wrapped = false;
+	unsigned long budget = 3UL * atomic_read(&c->nr) + 3;
+	unsigned int wraps = 0;
 	void *e;
 
 	while (atomic_read(&c->nr) > c->max && budget--) {
 		e = xas_find(&xas, ULONG_MAX);
 		if (!e) {
-			if (wrapped)
+			if (++wraps > 2)
 				break;
-			wrapped = true;
 			xas_set(&xas, 0);
 			continue;
 		}
