@@ -133,11 +133,90 @@ static void mdr_waitlist_test_pop_any_empties(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, mdr_waitlist_count(&wl), 0U);
 }
 
+static void mdr_waitlist_test_expect_read_ahead(struct kunit *test)
+{
+	struct mdr_waitlist wl;
+	struct bio *a = test_bio(test);
+	struct bio_list out = BIO_EMPTY_LIST;
+	struct mdr_wait *s = spare(test), *w;
+	unsigned long flags;
+
+	mdr_waitlist_init(&wl);
+	/* read ahead: registered as fetched, with no bio */
+	KUNIT_EXPECT_TRUE(test, mdr_waitlist_expect(&wl, 4, &s, 50));
+	KUNIT_EXPECT_NULL(test, s);
+	s = spare(test);
+	KUNIT_EXPECT_FALSE(test, mdr_waitlist_expect(&wl, 4, &s, 51));
+	KUNIT_EXPECT_NOT_NULL(test, s);	/* unchanged: the caller frees it */
+	/* a bio for it rides on that fetch */
+	KUNIT_EXPECT_EQ(test, mdr_waitlist_park(&wl, 4, a, false, &s, 52),
+			MDR_PARK_JOINED);
+	kfree(s);
+	/* but one that needs an allocation still asks for it */
+	s = spare(test);
+	KUNIT_EXPECT_EQ(test, mdr_waitlist_park(&wl, 4, test_bio(test), true,
+						&s, 53), MDR_PARK_ALLOC);
+	kfree(s);
+	/* nothing asked for extent 5: no wait to answer */
+	KUNIT_EXPECT_NULL(test, mdr_waitlist_detach(&wl, 5));
+	w = mdr_waitlist_detach(&wl, 4);
+	KUNIT_ASSERT_NOT_NULL(test, w);
+	KUNIT_EXPECT_EQ(test, w->since, 50UL);
+	KUNIT_EXPECT_PTR_EQ(test, bio_list_peek(&w->bios), a);
+	KUNIT_EXPECT_EQ(test, mdr_waitlist_count(&wl), 0U);
+	KUNIT_EXPECT_FALSE(test, mdr_waitlist_take(&wl, 4, &out, &flags));
+	free_bios(&w->bios);
+	kfree(w);
+}
+
+static void mdr_waitlist_test_repark_keeps_age(struct kunit *test)
+{
+	struct mdr_waitlist wl;
+	struct bio *a = test_bio(test), *b = test_bio(test);
+	struct bio_list out = BIO_EMPTY_LIST;
+	struct mdr_wait *s = spare(test), *w;
+	unsigned long flags;
+
+	mdr_waitlist_init(&wl);
+	mdr_waitlist_park(&wl, 9, a, false, &s, 100);
+	mdr_waitlist_mark_stale(&wl, 9, 1);
+	/* the stale answer came: the wait leaves the list with its bios */
+	w = mdr_waitlist_detach(&wl, 9);
+	KUNIT_ASSERT_NOT_NULL(test, w);
+	KUNIT_EXPECT_TRUE(test, test_bit(MDR_WAIT_STALE, &w->flags));
+	/* meanwhile another bio parked and started a fetch of its own */
+	s = spare(test);
+	KUNIT_EXPECT_EQ(test, mdr_waitlist_park(&wl, 9, b, false, &s, 300),
+			MDR_PARK_FETCH);
+	/* back in: it rides on that fetch, first in line, with its age */
+	KUNIT_EXPECT_EQ(test, mdr_waitlist_repark(&wl, w), MDR_PARK_JOINED);
+	KUNIT_EXPECT_EQ(test, mdr_waitlist_count(&wl), 1U);
+	w = mdr_waitlist_detach(&wl, 9);
+	KUNIT_ASSERT_NOT_NULL(test, w);
+	KUNIT_EXPECT_EQ(test, w->since, 100UL);
+	KUNIT_EXPECT_FALSE(test, test_bit(MDR_WAIT_STALE, &w->flags));
+	KUNIT_EXPECT_PTR_EQ(test, bio_list_pop(&w->bios), a);
+	KUNIT_EXPECT_PTR_EQ(test, bio_list_pop(&w->bios), b);
+
+	/* alone, it is linked again and needs a fetch, still as old */
+	bio_list_add(&w->bios, a);
+	__set_bit(MDR_WAIT_STALE, &w->flags);
+	KUNIT_EXPECT_EQ(test, mdr_waitlist_repark(&wl, w), MDR_PARK_FETCH);
+	KUNIT_ASSERT_TRUE(test, mdr_waitlist_take(&wl, 9, &out, &flags));
+	KUNIT_EXPECT_TRUE(test, test_bit(MDR_WAIT_FETCH, &flags));
+	KUNIT_EXPECT_FALSE(test, test_bit(MDR_WAIT_STALE, &flags));
+	KUNIT_EXPECT_PTR_EQ(test, bio_list_pop(&out), a);
+	kfree(a);
+	kfree(b);
+}
+
 static struct kunit_case mdr_waitlist_test_cases[] = {
 	KUNIT_CASE(mdr_waitlist_test_first_fetches_others_join),
 	KUNIT_CASE(mdr_waitlist_test_alloc_asked_once),
 	KUNIT_CASE(mdr_waitlist_test_stale_marks_range),
 	KUNIT_CASE(mdr_waitlist_test_pop_any_empties),
+	KUNIT_CASE(mdr_waitlist_test_expect_read_ahead),
+	KUNIT_CASE(mdr_waitlist_test_repark_keeps_age),
 	{}
 };
 

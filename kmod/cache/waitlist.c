@@ -5,6 +5,7 @@
  * Pure: generic headers only. KUnit: ktests/waitlist_test.c.
  */
 #include <linux/bitops.h>
+#include <linux/jiffies.h>
 #include <linux/slab.h>
 
 #include "cache/waitlist.h"
@@ -78,6 +79,109 @@ enum mdr_park_action mdr_waitlist_park(struct mdr_waitlist *wl, u64 index,
 }
 
 /**
+ * mdr_waitlist_expect() - register a fetch of extent @index that no bio
+ * waits for yet (read-ahead)
+ * @wl:		the wait list
+ * @index:	extent index
+ * @spare:	as for mdr_waitlist_park()
+ * @now:	jiffies
+ *
+ * Context: any.
+ * Return: true if registered; false if the extent has a request in flight
+ * already (nothing changed).
+ */
+bool mdr_waitlist_expect(struct mdr_waitlist *wl, u64 index,
+			 struct mdr_wait **spare, unsigned long now)
+{
+	struct mdr_wait *w;
+	unsigned long flags;
+	bool ret = false;
+
+	spin_lock_irqsave(&wl->lock, flags);
+	if (!mdr_waitlist_find(wl, index)) {
+		w = *spare;
+		*spare = NULL;
+		w->index = index;
+		bio_list_init(&w->bios);
+		w->flags = BIT(MDR_WAIT_FETCH);
+		w->since = now;
+		hash_add(wl->table, &w->node, index);
+		wl->nr++;
+		ret = true;
+	}
+	spin_unlock_irqrestore(&wl->lock, flags);
+	return ret;
+}
+
+/**
+ * mdr_waitlist_detach() - unlink extent @index's wait, bios and all
+ * @wl:		the wait list
+ * @index:	extent index
+ *
+ * Context: any.
+ * Return: the unlinked wait (the caller frees it with kfree() or gives it
+ * to mdr_waitlist_repark()), or NULL if nothing was asked for @index.
+ */
+struct mdr_wait *mdr_waitlist_detach(struct mdr_waitlist *wl, u64 index)
+{
+	struct mdr_wait *w;
+	unsigned long flags;
+
+	spin_lock_irqsave(&wl->lock, flags);
+	w = mdr_waitlist_find(wl, index);
+	if (w) {
+		hash_del(&w->node);
+		wl->nr--;
+	}
+	spin_unlock_irqrestore(&wl->lock, flags);
+	return w;
+}
+
+/**
+ * mdr_waitlist_repark() - park a detached wait again for another fetch
+ * @wl:		the wait list
+ * @w:		from mdr_waitlist_detach(); the list owns it from here
+ *
+ * Its bios keep their place ahead of any that parked on the extent since,
+ * and the extent keeps the older @since, so a wait that fetches again and
+ * again can be bounded by its age.
+ *
+ * Context: any.
+ * Return: MDR_PARK_FETCH if the caller must start a fetch of the extent,
+ * MDR_PARK_JOINED if a request in flight serves it (@w was merged into
+ * that extent's wait and freed).
+ */
+enum mdr_park_action mdr_waitlist_repark(struct mdr_waitlist *wl,
+					 struct mdr_wait *w)
+{
+	enum mdr_park_action act = MDR_PARK_JOINED;
+	struct mdr_wait *cur;
+	unsigned long flags;
+
+	spin_lock_irqsave(&wl->lock, flags);
+	cur = mdr_waitlist_find(wl, w->index);
+	if (cur) {
+		bio_list_merge_head(&cur->bios, &w->bios);
+		if (time_before(w->since, cur->since))
+			cur->since = w->since;
+		if (!test_bit(MDR_WAIT_FETCH, &cur->flags) &&
+		    !test_bit(MDR_WAIT_ALLOC, &cur->flags)) {
+			__set_bit(MDR_WAIT_FETCH, &cur->flags);
+			act = MDR_PARK_FETCH;
+		}
+	} else {
+		w->flags = BIT(MDR_WAIT_FETCH);
+		hash_add(wl->table, &w->node, w->index);
+		wl->nr++;
+		act = MDR_PARK_FETCH;
+	}
+	spin_unlock_irqrestore(&wl->lock, flags);
+	if (cur)
+		kfree(w);
+	return act;
+}
+
+/**
  * mdr_waitlist_take() - take back every bio parked on extent @index
  * @wl:		the wait list
  * @index:	extent index
@@ -90,16 +194,8 @@ enum mdr_park_action mdr_waitlist_park(struct mdr_waitlist *wl, u64 index,
 bool mdr_waitlist_take(struct mdr_waitlist *wl, u64 index,
 		       struct bio_list *out, unsigned long *flags)
 {
-	struct mdr_wait *w;
-	unsigned long irqflags;
+	struct mdr_wait *w = mdr_waitlist_detach(wl, index);
 
-	spin_lock_irqsave(&wl->lock, irqflags);
-	w = mdr_waitlist_find(wl, index);
-	if (w) {
-		hash_del(&w->node);
-		wl->nr--;
-	}
-	spin_unlock_irqrestore(&wl->lock, irqflags);
 	if (!w)
 		return false;
 	bio_list_merge(out, &w->bios);

@@ -7,7 +7,9 @@
  * KUnit-tested. The first bio parked on an extent tells the caller to
  * start the fetch (or allocation); later ones join it; the answer takes
  * them all back. An invalidation that arrives while a fetch is in flight
- * marks it stale, so its answer is not trusted into the cache.
+ * marks it stale, so its answer is not trusted into the cache. Extents
+ * read ahead are registered too, without bios: an answer is trusted only
+ * for an extent that was asked for and not invalidated since.
  */
 #ifndef MDR_WAITLIST_H
 #define MDR_WAITLIST_H
@@ -63,8 +65,13 @@ enum mdr_park_action mdr_waitlist_park(struct mdr_waitlist *wl, u64 index,
 				       struct bio *bio, bool alloc,
 				       struct mdr_wait **spare,
 				       unsigned long now);
+bool mdr_waitlist_expect(struct mdr_waitlist *wl, u64 index,
+			 struct mdr_wait **spare, unsigned long now);
 bool mdr_waitlist_take(struct mdr_waitlist *wl, u64 index,
 		       struct bio_list *out, unsigned long *flags);
+struct mdr_wait *mdr_waitlist_detach(struct mdr_waitlist *wl, u64 index);
+enum mdr_park_action mdr_waitlist_repark(struct mdr_waitlist *wl,
+					 struct mdr_wait *w);
 void mdr_waitlist_mark_stale(struct mdr_waitlist *wl, u64 first, u64 count);
 struct mdr_wait *mdr_waitlist_pop_any(struct mdr_waitlist *wl);
 unsigned int mdr_waitlist_count(struct mdr_waitlist *wl);

@@ -137,6 +137,30 @@ static void mdr_remap(struct mdr_vol *vol, struct bio *bio, u64 index,
 	submit_bio_noacct(clone);
 }
 
+/*
+ * Registers extents @index + 1 .. @index + @count - 1 as being fetched,
+ * up to the first that already is (or memory runs out): answers are
+ * cached only for extents asked for.
+ * Return: how many extents to fetch from @index.
+ */
+static unsigned int mdr_read_ahead(struct mdr_vol *vol, u64 index,
+				   unsigned int count)
+{
+	unsigned int i;
+
+	for (i = 1; i < count; i++) {
+		struct mdr_wait *spare = kzalloc(sizeof(*spare),
+						 GFP_NOWAIT | __GFP_NOWARN);
+		bool ok = spare && mdr_waitlist_expect(&vol->wait, index + i,
+						       &spare, jiffies);
+
+		kfree(spare);	/* NULL when the list took it */
+		if (!ok)
+			break;
+	}
+	return i;
+}
+
 /* Park @bio on extent @index and start what it needs. */
 static void mdr_park(struct mdr_vol *vol, struct bio *bio, u64 index,
 		     bool alloc)
@@ -165,17 +189,23 @@ static void mdr_park(struct mdr_vol *vol, struct bio *bio, u64 index,
 		break;
 	case MDR_PARK_FETCH:
 	default:
-		/* a run of misses on adjacent extents reads ahead */
+		/*
+		 * A run of misses on adjacent extents reads ahead, never
+		 * more than half the cache would hold.
+		 */
 		if (READ_ONCE(vol->last_miss) + 1 == index && g_prefetch > 1)
-			count = min_t(u64, g_prefetch,
-				      vol->geom.nr_extents - index);
+			count = mdr_read_ahead(vol, index,
+					       min3((u64)g_prefetch,
+						    (u64)vol->cache.max / 2 + 1,
+						    vol->geom.nr_extents -
+						    index));
 		WRITE_ONCE(vol->last_miss, index);
 		trace_mdr_miss(vol->index, index, false);
 		ret = vol->tops->fetch(vol->tvol, index, count);
 		break;
 	}
 	if (ret)	/* nothing will answer: fail what waits */
-		mdr_vol_failed(vol, index, 1, ret);
+		mdr_vol_failed(vol, index, count, ret);
 }
 
 /**
@@ -229,28 +259,153 @@ void mdr_route(struct mdr_vol *vol, struct bio *bio)
 		}
 	case MDR_EXT_FROZEN:
 	default:
-		/* moving: the invalidation that ends the move resubmits it */
+		/*
+		 * Moving: wait. The end of the move is pushed, and that push
+		 * routes deferred bios again. Keep only the generation, so
+		 * they fetch the entry rather than depend on the push alone
+		 * (a node restart can lose it); without one, expire_work
+		 * routes them again every second.
+		 */
+		mdr_cache_drop(&vol->cache, index, 1, loc.generation);
 		mdr_vol_defer(vol, bio);
 		return;
 	}
 }
 
-/* Flush every backing device the volume has used; completes with @bio. */
-static void mdr_flush(struct mdr_vol *vol, struct bio *bio)
+/*
+ * A flush is an empty parent bio (never submitted) with one empty
+ * REQ_PREFLUSH child chained to it per backing device the volume has
+ * used; when the last child completes, the parent ends, and the data of
+ * the volume's bio, if any, is sent only then: a journal's commit block
+ * must not reach the media before what it commits (dm orders the same).
+ */
+static void mdr_flush_endio(struct bio *parent)
 {
+	struct bio *orig = parent->bi_private;
+	struct mdr_vol *vol = orig->bi_bdev->bd_disk->private_data;
+	unsigned long flags;
+
+	if (unlikely(parent->bi_status)) {
+		orig->bi_status = parent->bi_status;
+		mdr_vol_stat_inc(vol, errors);
+	}
+	bio_put(parent);
+	if (orig->bi_status || !bio_sectors(orig)) {
+		bio_endio(orig);
+		/* last: once the count drops, detach may free @vol */
+		atomic_dec(&vol->flushing);
+		return;
+	}
+	/* the data goes through mdr_submit_bio again, from process context */
+	orig->bi_opf &= ~REQ_PREFLUSH;
+	spin_lock_irqsave(&vol->flush_lock, flags);
+	bio_list_add(&vol->flush_data, orig);
+	spin_unlock_irqrestore(&vol->flush_lock, flags);
+	queue_work(mdr_wq, &vol->flush_work);
+}
+
+static struct bio *mdr_flush_child(struct mdr_vol *vol, struct mdr_backing *b,
+				   gfp_t gfp)
+{
+	return bio_alloc_bioset(b->bdev, 0, REQ_OP_WRITE | REQ_PREFLUSH |
+				REQ_SYNC, gfp, &vol->flush_bs);
+}
+
+/*
+ * Fan @orig's flush out without waiting for memory: in submit_bio context
+ * the children are only queued, so allocating several from one mempool
+ * with GFP_NOIO could wait on bios that cannot complete yet.
+ * Return: false if memory ran out (nothing was sent).
+ */
+static bool mdr_flush_nowait(struct mdr_vol *vol, struct bio *orig)
+{
+	const gfp_t gfp = GFP_NOWAIT | __GFP_NOWARN;
+	struct bio_list children;
 	struct mdr_backing *b;
+	struct bio *parent, *child;
 	unsigned long id;
 
-	mdr_vol_stat_inc(vol, flushes);
+	parent = bio_alloc_bioset(NULL, 0, REQ_OP_WRITE | REQ_PREFLUSH, gfp,
+				  &vol->flush_bs);
+	if (!parent)
+		return false;
+	parent->bi_end_io = mdr_flush_endio;
+	parent->bi_private = orig;
+	bio_list_init(&children);
 	xa_for_each(&vol->devs, id, b) {
-		struct bio *child = bio_alloc_bioset(b->bdev, 0,
-						     REQ_OP_WRITE | REQ_PREFLUSH |
-						     REQ_SYNC, GFP_NOIO,
-						     &vol->split_bs);
-
-		bio_chain(child, bio);
+		child = mdr_flush_child(vol, b, gfp);
+		if (!child) {
+			while ((child = bio_list_pop(&children)))
+				bio_put(child);
+			bio_put(parent);
+			return false;
+		}
+		bio_list_add(&children, child);
+	}
+	while ((child = bio_list_pop(&children))) {
+		bio_chain(child, parent);
 		submit_bio_noacct(child);
 	}
+	bio_endio(parent);	/* drops the parent's own count */
+	return true;
+}
+
+/*
+ * The slow path, in process context outside submit_bio: each child is sent
+ * as soon as it is allocated, so the mempool's reserve always comes back.
+ */
+static void mdr_flush_wait(struct mdr_vol *vol, struct bio *orig)
+{
+	struct mdr_backing *b;
+	struct bio *parent;
+	unsigned long id;
+
+	parent = bio_alloc_bioset(NULL, 0, REQ_OP_WRITE | REQ_PREFLUSH,
+				  GFP_NOIO, &vol->flush_bs);
+	parent->bi_end_io = mdr_flush_endio;
+	parent->bi_private = orig;
+	xa_for_each(&vol->devs, id, b) {
+		struct bio *child = mdr_flush_child(vol, b, GFP_NOIO);
+
+		bio_chain(child, parent);
+		submit_bio_noacct(child);
+	}
+	bio_endio(parent);
+}
+
+/* Sends what waited for memory, and the data of finished flushes. */
+void mdr_flush_work(struct work_struct *work)
+{
+	struct mdr_vol *vol = container_of(work, struct mdr_vol, flush_work);
+	struct bio_list slow, data;
+	struct bio *bio;
+
+	spin_lock_irq(&vol->flush_lock);
+	slow = vol->flush_slow;
+	data = vol->flush_data;
+	bio_list_init(&vol->flush_slow);
+	bio_list_init(&vol->flush_data);
+	spin_unlock_irq(&vol->flush_lock);
+
+	while ((bio = bio_list_pop(&slow)))
+		mdr_flush_wait(vol, bio);
+	while ((bio = bio_list_pop(&data))) {
+		submit_bio_noacct(bio);
+		atomic_dec(&vol->flushing);
+	}
+}
+
+/* Flush every backing device @vol has used, then send @bio's data. */
+static void mdr_flush(struct mdr_vol *vol, struct bio *bio)
+{
+	mdr_vol_stat_inc(vol, flushes);
+	atomic_inc(&vol->flushing);
+	if (mdr_flush_nowait(vol, bio))
+		return;
+	spin_lock_irq(&vol->flush_lock);
+	bio_list_add(&vol->flush_slow, bio);
+	spin_unlock_irq(&vol->flush_lock);
+	queue_work(mdr_wq, &vol->flush_work);
 }
 
 /**
@@ -275,10 +430,15 @@ void mdr_submit_bio(struct bio *bio)
 		return;
 
 	if (bio->bi_opf & REQ_PREFLUSH) {
-		mdr_flush(vol, bio);
+		if (!xa_empty(&vol->devs)) {
+			mdr_flush(vol, bio);	/* the data follows the flush */
+			return;
+		}
+		/* nothing was ever written through this volume */
+		mdr_vol_stat_inc(vol, flushes);
 		bio->bi_opf &= ~REQ_PREFLUSH;
 		if (!bio_sectors(bio)) {
-			bio_endio(bio);	/* after the chained flushes */
+			bio_endio(bio);
 			return;
 		}
 	}

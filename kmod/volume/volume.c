@@ -26,7 +26,7 @@
 static DEFINE_MUTEX(mdr_vol_mutex);	/* attach, detach, list */
 static DEFINE_XARRAY_ALLOC(mdr_vols);	/* index -> mdr_vol */
 static int mdr_major;
-static struct workqueue_struct *mdr_wq;
+struct workqueue_struct *mdr_wq;	/* resubmission, expiry, flushes */
 
 static void mdr_vol_kick(struct mdr_vol *vol)
 {
@@ -81,12 +81,53 @@ static void mdr_bio_list_fail(struct mdr_vol *vol, struct bio_list *list,
 	}
 }
 
+/*
+ * Fetch again the extents whose answer an invalidation overtook. Bios that
+ * have waited fast_io_fail_tmo for an extent that changes under every
+ * lookup (a node that keeps moving it, or a hostile one) fail.
+ */
+static void mdr_vol_refetch(struct mdr_vol *vol)
+{
+	struct hlist_node *tmp;
+	struct mdr_wait *w;
+	HLIST_HEAD(list);
+	int ret;
+
+	spin_lock_irq(&vol->defer_lock);
+	hlist_move_list(&vol->refetch, &list);
+	spin_unlock_irq(&vol->defer_lock);
+
+	hlist_for_each_entry_safe(w, tmp, &list, node) {
+		u64 index = w->index;
+
+		hlist_del(&w->node);
+		if (bio_list_empty(&w->bios)) {
+			kfree(w);	/* read ahead, and nobody waits */
+			continue;
+		}
+		if (time_after(jiffies, w->since + g_fast_io_fail_tmo * HZ)) {
+			pr_warn_ratelimited("mdr%d: extent %llu changed during every lookup for %us: failing IO\n",
+					    vol->index, index, g_fast_io_fail_tmo);
+			mdr_bio_list_fail(vol, &w->bios, BLK_STS_IOERR);
+			kfree(w);
+			continue;
+		}
+		if (mdr_waitlist_repark(&vol->wait, w) != MDR_PARK_FETCH)
+			continue;
+		ret = vol->tops->fetch(vol->tvol, index, 1);
+		if (ret)
+			mdr_vol_failed(vol, index, 1, ret);
+	}
+}
+
 static void mdr_vol_resubmit_work(struct work_struct *work)
 {
 	struct mdr_vol *vol = container_of(work, struct mdr_vol, resubmit_work);
-	struct bio_list list = mdr_vol_take_deferred(vol);
+	struct bio_list list;
 	struct bio *bio;
 
+	mdr_vol_refetch(vol);
+	list = mdr_vol_take_deferred(vol);
 	while ((bio = bio_list_pop(&list)))
 		mdr_route(vol, bio);
 }
@@ -124,7 +165,7 @@ static void mdr_vol_entries(void *owner, u64 first,
 			    const struct mdr_wire_entry *e, unsigned int n)
 {
 	struct mdr_vol *vol = owner;
-	struct bio_list ready;
+	unsigned long flags;
 	bool kick = false;
 	unsigned int i;
 
@@ -136,23 +177,33 @@ static void mdr_vol_entries(void *owner, u64 first,
 			.dev_id = le32_to_cpu(e[i].dev_id),
 			.state = e[i].state,
 		};
-		unsigned long wflags = 0;
-		bool waited;
+		struct mdr_wait *w;
 
-		bio_list_init(&ready);
-		waited = mdr_waitlist_take(&vol->wait, index, &ready, &wflags);
-		/* invalidated while in flight: let the bios fetch again */
-		if (!test_bit(MDR_WAIT_STALE, &wflags))
-			mdr_cache_insert(&vol->cache, index, &loc);
-		if (!waited)
+		/*
+		 * Trusted only if asked for and not invalidated since: a
+		 * slot without an entry keeps no generation floor, so an
+		 * answer read before a move could otherwise land after it.
+		 */
+		w = mdr_waitlist_detach(&vol->wait, index);
+		if (!w)
 			continue;
-
-		spin_lock_bh(&vol->defer_lock);
-		if (bio_list_empty(&vol->deferred))
-			vol->deferred_since = jiffies;
-		bio_list_merge(&vol->deferred, &ready);
-		spin_unlock_bh(&vol->defer_lock);
-		kick = true;
+		if (test_bit(MDR_WAIT_STALE, &w->flags)) {
+			spin_lock_irqsave(&vol->defer_lock, flags);
+			hlist_add_head(&w->node, &vol->refetch);
+			spin_unlock_irqrestore(&vol->defer_lock, flags);
+			kick = true;
+			continue;
+		}
+		mdr_cache_insert(&vol->cache, index, &loc);
+		if (!bio_list_empty(&w->bios)) {
+			spin_lock_irqsave(&vol->defer_lock, flags);
+			if (bio_list_empty(&vol->deferred))
+				vol->deferred_since = jiffies;
+			bio_list_merge(&vol->deferred, &w->bios);
+			spin_unlock_irqrestore(&vol->defer_lock, flags);
+			kick = true;
+		}
+		kfree(w);
 	}
 	if (kick)
 		mdr_vol_kick(vol);
@@ -178,7 +229,9 @@ void mdr_vol_failed(void *owner, u64 first, unsigned int n, int err)
 
 	for (i = 0; i < n; i++) {
 		bio_list_init(&list);
-		if (!mdr_waitlist_take(&vol->wait, first + i, &list, &wflags))
+		/* extents only read ahead have nothing to fail */
+		if (!mdr_waitlist_take(&vol->wait, first + i, &list, &wflags) ||
+		    bio_list_empty(&list))
 			continue;
 		if (err == -EAGAIN) {
 			while ((bio = bio_list_pop(&list)))
@@ -372,6 +425,7 @@ static void mdr_vol_free(struct mdr_vol *vol)
 		mdr_backing_put_user(b);
 	xa_destroy(&vol->devs);
 	mdr_cache_destroy(&vol->cache);
+	bioset_exit(&vol->flush_bs);
 	bioset_exit(&vol->clone_bs);
 	bioset_exit(&vol->split_bs);
 	free_percpu(vol->stats);
@@ -390,8 +444,14 @@ static struct mdr_vol *mdr_vol_alloc(void)
 	spin_lock_init(&vol->devs_lock);
 	spin_lock_init(&vol->defer_lock);
 	bio_list_init(&vol->deferred);
+	INIT_HLIST_HEAD(&vol->refetch);
 	INIT_WORK(&vol->resubmit_work, mdr_vol_resubmit_work);
 	INIT_DELAYED_WORK(&vol->expire_work, mdr_vol_expire_work);
+	spin_lock_init(&vol->flush_lock);
+	bio_list_init(&vol->flush_slow);
+	bio_list_init(&vol->flush_data);
+	INIT_WORK(&vol->flush_work, mdr_flush_work);
+	atomic_set(&vol->flushing, 0);
 	mdr_inflight_init(&vol->inflight);
 	mdr_waitlist_init(&vol->wait);
 	atomic64_set(&vol->bad_dev, 0);
@@ -407,6 +467,8 @@ static struct mdr_vol *mdr_vol_alloc(void)
 		goto out_free;
 	if (bioset_init(&vol->clone_bs, BIO_POOL_SIZE,
 			offsetof(struct mdr_io, clone), 0))
+		goto out_free;
+	if (bioset_init(&vol->flush_bs, BIO_POOL_SIZE, 0, 0))
 		goto out_free;
 	return vol;
 
@@ -556,9 +618,19 @@ out_free:
 static void mdr_vol_fail_all(struct mdr_vol *vol, blk_status_t status)
 {
 	struct bio_list list = mdr_vol_take_deferred(vol);
+	struct hlist_node *tmp;
 	struct mdr_wait *w;
+	HLIST_HEAD(refetch);
 
 	mdr_bio_list_fail(vol, &list, status);
+	spin_lock_irq(&vol->defer_lock);
+	hlist_move_list(&vol->refetch, &refetch);
+	spin_unlock_irq(&vol->defer_lock);
+	hlist_for_each_entry_safe(w, tmp, &refetch, node) {
+		hlist_del(&w->node);
+		mdr_bio_list_fail(vol, &w->bios, status);
+		kfree(w);
+	}
 	while ((w = mdr_waitlist_pop_any(&vol->wait))) {
 		mdr_bio_list_fail(vol, &w->bios, status);
 		kfree(w);
@@ -616,8 +688,10 @@ int mdr_vol_detach(u32 index, u64 volume_id, bool force)
 	mdr_vol_fail_all(vol, BLK_STS_IOERR);
 
 	/* IO at the backing devices always completes */
-	while (mdr_inflight_total(&vol->inflight))
+	while (mdr_inflight_total(&vol->inflight) ||
+	       atomic_read(&vol->flushing))
 		msleep(20);
+	flush_work(&vol->flush_work);
 
 	put_disk(vol->disk);
 	vol->disk = NULL;

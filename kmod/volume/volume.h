@@ -61,11 +61,18 @@ enum {
  * @wait:	bios parked on an extent being fetched or allocated
  * @split_bs:	bios split at extent boundaries
  * @clone_bs:	clones sent to backing devices (front: struct mdr_io)
+ * @flush_bs:	empty flushes fanned out to the backing devices
+ * @flush_lock:	protects @flush_slow and @flush_data
+ * @flush_slow:	flushes waiting for memory to fan out
+ * @flush_data:	bios whose flush is done and whose data is to be sent
+ * @flush_work:	sends @flush_slow and @flush_data
+ * @flushing:	flushes not finished yet: detach waits for them
  * @devs:	dev_id -> struct mdr_backing this volume uses
  * @devs_lock:	serialises additions to @devs
- * @defer_lock:	protects @deferred and @deferred_since
+ * @defer_lock:	protects @deferred, @deferred_since and @refetch
  * @deferred:	bios waiting for a lease or the end of a drain
  * @deferred_since: jiffies when @deferred became non-empty
+ * @refetch:	struct mdr_wait whose answer an invalidation overtook
  * @resubmit_work: routes @deferred again
  * @expire_work: fails @deferred after fast_io_fail_tmo without a lease
  * @last_miss:	extent of the last miss: sequential misses prefetch
@@ -85,11 +92,18 @@ struct mdr_vol {
 	struct mdr_waitlist wait;
 	struct bio_set split_bs;
 	struct bio_set clone_bs;
+	struct bio_set flush_bs;
+	spinlock_t flush_lock;
+	struct bio_list flush_slow;
+	struct bio_list flush_data;
+	struct work_struct flush_work;
+	atomic_t flushing;
 	struct xarray devs;
 	spinlock_t devs_lock;
 	spinlock_t defer_lock;
 	struct bio_list deferred;
 	unsigned long deferred_since;
+	struct hlist_head refetch;
 	struct work_struct resubmit_work;
 	struct delayed_work expire_work;
 	u64 last_miss;
@@ -116,6 +130,7 @@ struct mdr_io {
 #define mdr_vol_stat_inc(vol, field) this_cpu_inc((vol)->stats->field)
 
 /* volume.c */
+extern struct workqueue_struct *mdr_wq;
 int mdr_vol_attach(struct mdr_ioctl_attach *a, bool readonly);
 int mdr_vol_detach(u32 index, u64 volume_id, bool force);
 int mdr_vol_list(void *out, u32 start, u32 count, u32 *total);
@@ -129,6 +144,7 @@ extern const struct mdr_tvol_ops mdr_vol_tvol_ops;
 
 /* bio.c */
 void mdr_submit_bio(struct bio *bio);
+void mdr_flush_work(struct work_struct *work);
 void mdr_route(struct mdr_vol *vol, struct bio *bio);
 struct mdr_backing *mdr_vol_backing(struct mdr_vol *vol, u32 dev_id);
 
