@@ -18,7 +18,7 @@ CMAKE_FLAGS := -DMDR_RELEASE=$(MDR_RELEASE) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 JOBS ?= $(shell nproc)
 
 .PHONY: all module userspace userspace-release userspace-asan check demo \
-	style sparse install clean help
+	style sparse install dkms clean help
 
 all: module userspace
 
@@ -56,6 +56,10 @@ install: all
 	install -D -m 0644 userspace/mdnode/mdnode.service $(DESTDIR)/lib/systemd/system/mdnode.service
 	install -D -m 0644 userspace/mdnode/mdnode.conf.example $(DESTDIR)/etc/mdroute/mdnode.conf.example
 	install -D -m 0644 tools/udev/60-mdroute.rules $(DESTDIR)/lib/udev/rules.d/60-mdroute.rules
+
+# The module under DKMS, built for every installed kernel with headers.
+dkms:
+	tools/dkms/install
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
