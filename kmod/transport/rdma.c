@@ -39,6 +39,7 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/random.h>
+#include <linux/sched/signal.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
@@ -51,6 +52,9 @@
 #include "proto/proto.h"
 #include "transport/rdma.h"
 #include "transport/transport.h"
+
+#define CREATE_TRACE_POINTS
+#include "transport/trace.h"
 
 #define MDR_RPC_DEPTH		16	/* RPC slots asked for */
 #define MDR_PUSH_MAX		16	/* push credits we can hold */
@@ -424,11 +428,15 @@ static void mdr_cb_failed(struct mdr_tvol *tv, u64 first, unsigned int n,
 static void mdr_cb_invalidate(struct mdr_tvol *tv, u64 first, u64 count,
 			      u64 generation, u32 reason)
 {
+	ktime_t start = ktime_get();
+
 	mutex_lock(&tv->cb_mutex);
 	if (!test_bit(MDR_TV_CLOSED, &tv->flags))
 		tv->ops->invalidate(tv->owner, first, count, generation,
 				    reason);
 	mutex_unlock(&tv->cb_mutex);
+	trace_mdr_invalidate(tv->volume_id, first, count, generation, reason,
+			     ktime_to_ns(ktime_sub(ktime_get(), start)));
 }
 
 /* ---- Requests -------------------------------------------------------- */
@@ -681,6 +689,8 @@ static void mdr_read_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	mdr_read_deliver(c, s);
 	mdr_hist_add(c, req->start);
+	trace_mdr_lookup(req->tv->volume_id, req->first, s->window, s->tries,
+			 ktime_to_ns(ktime_sub(ktime_get(), req->start)));
 
 	spin_lock_irqsave(&c->lock, flags);
 	s->req = NULL;
@@ -893,6 +903,9 @@ static int mdr_reply(struct mdr_queue *q, const struct mdr_msg *m,
 	s->req = NULL;
 	__mdr_rpc_slot_put(q, s);
 	atomic64_inc(&c->stats.rpcs);
+	trace_mdr_rpc(req->tv->volume_id, m->opcode, req->first,
+		      mdr_status_to_errno(m->status),
+		      ktime_to_ns(ktime_sub(ktime_get(), req->start)));
 	if (req->op == MDR_REQ_RPC) {
 		/* the waiter owns req: finish it under the lock it checks */
 		req->result = mdr_status_to_errno(m->status);
@@ -931,7 +944,7 @@ static int mdr_rpc(struct mdr_conn *c, struct mdr_tvol *tv, u16 op,
 	DECLARE_COMPLETION_ONSTACK(done);
 	struct mdr_req req = {
 		.tv = tv, .op = MDR_REQ_RPC, .rpc_op = op, .done = &done,
-		.reply = reply, .result = -ETIMEDOUT,
+		.reply = reply, .result = -ETIMEDOUT, .start = ktime_get(),
 	};
 	unsigned long deadline = jiffies + msecs_to_jiffies(1000);
 	unsigned long flags, tmo, left;
@@ -1401,10 +1414,16 @@ static int mdr_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 
 static int mdr_cm_wait(struct mdr_queue *q)
 {
-	unsigned long tmo = msecs_to_jiffies(MDR_CM_TIMEOUT_MS * 2);
+	unsigned long end = jiffies + msecs_to_jiffies(MDR_CM_TIMEOUT_MS * 2);
 
-	if (!wait_for_completion_timeout(&q->cm_done, tmo))
-		return -ETIMEDOUT;
+	/* in slices: the last user's detach must not wait for a connect */
+	while (!wait_for_completion_timeout(&q->cm_done,
+					    msecs_to_jiffies(50))) {
+		if (READ_ONCE(q->conn->state) == MDR_CONN_DEAD)
+			return -ESHUTDOWN;
+		if (time_after(jiffies, end))
+			return -ETIMEDOUT;
+	}
 	reinit_completion(&q->cm_done);
 	return q->cm_error;
 }
@@ -2136,15 +2155,19 @@ static void mdr_conn_unuse(struct mdr_conn *c)
 }
 
 /* Waits (bounded by fast_io_fail_tmo) for a reconnect under way. */
-static bool mdr_conn_wait_live(struct mdr_conn *c)
+/*
+ * Waits until @c is live, up to @end (jiffies).
+ * Return: 0, -ENOTCONN at @end, -EINTR on a fatal signal.
+ */
+static int mdr_conn_wait_live(struct mdr_conn *c, unsigned long end)
 {
-	unsigned long end = jiffies + g_fast_io_fail_tmo * HZ;
-
 	for (;;) {
 		if (READ_ONCE(c->state) == MDR_CONN_LIVE)
-			return true;
+			return 0;
 		if (time_after(jiffies, end))
-			return false;
+			return -ENOTCONN;
+		if (fatal_signal_pending(current))
+			return -EINTR;
 		msleep(50);
 	}
 }
@@ -2157,6 +2180,7 @@ static struct mdr_tvol *mdr_rdma_open(const struct mdr_target *t,
 				      struct mdr_vol_geom *geom)
 {
 	struct mdr_msg *reply;
+	unsigned long end;
 	struct mdr_conn *c;
 	struct mdr_tvol *tv;
 	int ret;
@@ -2188,9 +2212,18 @@ static struct mdr_tvol *mdr_rdma_open(const struct mdr_target *t,
 	timer_setup(&tv->lease_timer, mdr_lease_timer, 0);
 	INIT_LIST_HEAD(&tv->node);
 
-	ret = -ENOTCONN;
-	if (mdr_conn_wait_live(c))
-		ret = mdr_tv_open(c, tv, reply, false);
+	/*
+	 * An OPEN lost with its connection (timeouts on a loaded host tear
+	 * it down) is sent again once the connection is back, until
+	 * fast_io_fail_tmo: the same grace that IO gets.
+	 */
+	end = jiffies + g_fast_io_fail_tmo * HZ;
+	do {
+		ret = mdr_conn_wait_live(c, end);
+		if (!ret)
+			ret = mdr_tv_open(c, tv, reply, false);
+	} while ((ret == -ENOTCONN || ret == -ETIMEDOUT) &&
+		 time_before(jiffies, end));
 	if (ret) {
 		mdr_conn_warn_rl(c, "volume %llu: open failed: %d\n",
 				 volume_id, ret);

@@ -64,13 +64,16 @@ mdr_expect_rc() {
 # mdr_wait_for PATH_OR_CMD [SECONDS]: wait until a path exists, or until
 # a command (if it is not a path) succeeds.
 mdr_wait_for() {
-	local what=$1 secs=${2:-10} i
-	for ((i = 0; i < secs * 10; i++)); do
+	# by the clock: under TCG one check can take far longer than 0.1 s
+	local what=$1 secs=${2:-10}
+	local end=$((SECONDS + secs))
+	while :; do
 		if [[ $what == /* ]]; then
 			[ -e "$what" ] && return 0
 		else
 			eval "$what" >/dev/null 2>&1 && return 0
 		fi
+		[ "$SECONDS" -lt "$end" ] || break
 		sleep 0.1
 	done
 	mdr_fail "timed out after ${secs}s waiting for $what"

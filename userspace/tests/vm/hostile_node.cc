@@ -32,9 +32,10 @@
 //   alloc-stall     disconnects at the first ALLOC, never answers a later
 //                   one (as mdnode holds an ALLOC while another lease
 //                   holder is silent)
-//   reopen-shift    after the first RENEW, disconnects; every later OPEN
-//                   answers 8 MiB extents (and 128 MiB, so the table
-//                   keeps its length)
+//   reopen-shift    after the first RENEW, disconnects; every OPEN after
+//                   that answers 8 MiB extents (and 128 MiB, so the table
+//                   keeps its length). An OPEN sent again before it (a
+//                   host that timed the first out) still gets 4 MiB.
 // Connections are served one at a time; a new one replaces the old, so a
 // host that reconnects meets the same scenario again. Prints one line per
 // event and runs until killed.
@@ -107,7 +108,6 @@ struct Server {
 	uint64_t volume_id = 0;
 	uint64_t push_id = 1;
 	bool pushed = false;
-	unsigned opens = 0;		// OPENs answered, all connections
 	bool cut = false;		// reopen-shift: disconnected once
 
 	bool is(std::string_view s) const { return scenario == s; }
@@ -375,11 +375,10 @@ void Server::on_message(const std::byte *b, uint32_t len)
 		store(out.open.lease_ms, lease_ms);
 		store(out.open.generation, 1);
 		snprintf(out.open.name, sizeof(out.open.name), "hostile%" PRIu64, volume_id);
-		if (is("reopen-shift") && opens) {
+		if (is("reopen-shift") && cut) {
 			store(out.open.extent_shift, kShift + 1);
 			store(out.open.size, kVolSize * 2);
 		}
-		opens++;
 
 		if (is("reply-magic"))
 			store(out.hdr.magic, 0x1111);
