@@ -10,17 +10,35 @@
 #include <sstream>
 
 #include <dirent.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
 #include "lib/errors.h"
+#include "lib/rdma_client.h"
 
 namespace mdctl {
 
+extern "C" char **environ;
+
 namespace {
+
+class RdmaSession final : public NodeSession {
+public:
+	explicit RdmaSession(std::unique_ptr<mdr::RdmaClient> client) : client_(std::move(client)) {}
+
+	mdr::Result<mdr::wire::Msg> call(const mdr::wire::Body &request) override
+	{
+		return client_->call(request);
+	}
+
+private:
+	std::unique_ptr<mdr::RdmaClient> client_;
+};
 
 class RealHost final : public Host {
 public:
@@ -71,6 +89,43 @@ public:
 		const char *value = std::getenv(name);
 
 		return value ? std::optional<std::string>(value) : std::nullopt;
+	}
+
+	mdr::Result<std::unique_ptr<NodeSession>>
+	connect_node(const NodeOptions &opts, std::span<const uint8_t> key) override
+	{
+		mdr::ClientOptions o;
+		o.node = opts.addr;
+		o.port = opts.port;
+		o.role = MDR_ROLE_ADMIN;
+		o.timeout_ms = opts.timeout_ms;
+		auto client = mdr::RdmaClient::connect(o);
+		if (!client.ok())
+			return mdr::Error(client.error(), client.message());
+		if (auto st = client.value()->authenticate(key); !st.ok())
+			return mdr::Error(st.error(), st.message());
+		return std::unique_ptr<NodeSession>(
+			std::make_unique<RdmaSession>(std::move(client).value()));
+	}
+
+	mdr::Result<int> run_program(const std::vector<std::string> &argv) override
+	{
+		std::vector<char *> args;
+		pid_t pid;
+		int status;
+
+		for (const std::string &a : argv)
+			args.push_back(const_cast<char *>(a.c_str()));
+		args.push_back(nullptr);
+		if (int err = posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), environ))
+			return mdr::Error(-err, argv[0]);
+		while (waitpid(pid, &status, 0) < 0)
+			if (errno != EINTR)
+				return mdr::errno_error("waitpid");
+		if (!WIFEXITED(status))
+			return mdr::Error(-EINTR, argv[0] + " died of signal " +
+						  std::to_string(WTERMSIG(status)));
+		return WEXITSTATUS(status);
 	}
 };
 

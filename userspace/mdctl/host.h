@@ -1,21 +1,40 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// host.h - what mdctl reads of the host besides the control device: device
-// nodes, sysfs, /etc/machine-id and the environment, behind a seam so tests
-// can stand in for them.
+// host.h - what mdctl reaches besides the control device: device nodes,
+// sysfs, /etc/machine-id, the environment, the storage node (an admin
+// connection to mdnode) and helper programs (modprobe), behind a seam so
+// tests can stand in for them.
 #ifndef MDCTL_HOST_H
 #define MDCTL_HOST_H
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "lib/control.h"
 #include "lib/result.h"
+#include "lib/wire.h"
 
 namespace mdctl {
+
+// An authenticated admin connection to mdnode: one request at a time.
+class NodeSession {
+public:
+	virtual ~NodeSession() = default;
+	// Sends @request and waits for the reply; a reply with a status other
+	// than OK is an Error with the status's errno.
+	virtual mdr::Result<mdr::wire::Msg> call(const mdr::wire::Body &request) = 0;
+};
+
+struct NodeOptions {
+	std::string addr;		// numeric IPv4 or IPv6
+	uint16_t port = 0;		// host byte order, non-zero
+	int timeout_ms = 5000;		// connect, and each call
+};
 
 struct FileInfo {
 	bool block_device = false;
@@ -32,6 +51,13 @@ public:
 	// Names in a directory, without "." and "..", in no particular order.
 	virtual mdr::Result<std::vector<std::string>> list_dir(const std::string &path) = 0;
 	virtual std::optional<std::string> getenv(const char *name) = 0;
+	// Connects to mdnode as an admin and proves @key.
+	virtual mdr::Result<std::unique_ptr<NodeSession>>
+	connect_node(const NodeOptions &opts, std::span<const uint8_t> key) = 0;
+	// Runs a program (argv[0] looked up in PATH) with stdout and stderr
+	// those of mdctl, and returns its exit status; -errno if it could not
+	// run, or if it died of a signal (-EINTR).
+	virtual mdr::Result<int> run_program(const std::vector<std::string> &argv) = 0;
 };
 
 // The real host.

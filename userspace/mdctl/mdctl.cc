@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,6 +27,9 @@
 #include "lib/errors.h"
 #include "lib/json.h"
 #include "lib/release.h"
+#include "lib/wire.h"
+#include "mdctl/config.h"
+#include "mdctl/parse.h"
 
 namespace mdctl {
 
@@ -41,21 +46,30 @@ struct Command {
 };
 
 int cmd_version(Args args, const Env &env);
+int cmd_volume(Args args, const Env &env);
+int cmd_dev(Args args, const Env &env);
+int cmd_node(Args args, const Env &env);
 int cmd_attach(Args args, const Env &env);
 int cmd_detach(Args args, const Env &env);
 int cmd_list(Args args, const Env &env);
 int cmd_stats(Args args, const Env &env);
+int cmd_migrate(Args args, const Env &env);
 int cmd_bind(Args args, const Env &env);
 int cmd_unbind(Args args, const Env &env);
 int cmd_devices(Args args, const Env &env);
 int cmd_help(Args args, const Env &env);
 
 constexpr Command kCommands[] = {
-	{"version", "show the versions of mdctl and of the loaded module", cmd_version},
+	{"version", "show the versions of mdctl, the module and the wire protocol", cmd_version},
+	{"volume", "create, delete, list, show or resize volumes on a storage node",
+	 cmd_volume},
+	{"dev", "list the backing devices of a storage node", cmd_dev},
+	{"node", "show the counters of a storage node", cmd_node},
 	{"attach", "attach a volume as /dev/mdrN", cmd_attach},
 	{"detach", "detach /dev/mdrN", cmd_detach},
 	{"list", "list the attached volumes", cmd_list},
 	{"stats", "show the counters of /dev/mdrN", cmd_stats},
+	{"migrate", "move extents of a volume to another device (not yet)", cmd_migrate},
 	{"bind", "bind a backing device id to a local block device", cmd_bind},
 	{"unbind", "unbind a backing device id", cmd_unbind},
 	{"devices", "list the bound backing devices", cmd_devices},
@@ -67,9 +81,17 @@ static_assert(std::ranges::all_of(kCommands, [](const Command &cmd) {
 	return cmd.name.size() < kNameColumn;
 }));
 
-enum OptionId { kOptHelp, kOptOutput };
+// Every option of every command: an id each, so one parser can take the
+// common ones (help, output, node, key file) out for all.
+enum OptionId {
+	kOptHelp, kOptOutput, kOptNode, kOptKeyFile,
+	kOptVolumeId, kOptTenant, kOptHostId, kOptBind, kOptReadOnly, kOptForce,
+	kOptSize, kOptExtentSize, kOptAllOf, kOptExtent, kOptToDev, kOptTiming,
+};
 constexpr mdr::OptionSpec kHelpOption = {kOptHelp, "help", 'h', false};
 constexpr mdr::OptionSpec kOutputOption = {kOptOutput, "output", 'o', true};
+constexpr mdr::OptionSpec kNodeOption = {kOptNode, "node", 'n', true};
+constexpr mdr::OptionSpec kKeyFileOption = {kOptKeyFile, "key-file", 'k', true};
 
 enum class Format { table, json };
 
@@ -115,228 +137,6 @@ int failure(const Env &env, std::string_view command, const mdr::Result<T> &resu
 	    std::string_view hint = {})
 {
 	return failure(env, command, result.error(), result.message(), hint);
-}
-
-std::string format_abi(uint32_t major, uint32_t minor, uint32_t patch)
-{
-	return std::to_string(major) + '.' + std::to_string(minor) + '.' + std::to_string(patch);
-}
-
-std::string own_abi()
-{
-	return format_abi(MDR_IOCTL_VERSION_MAJOR, MDR_IOCTL_VERSION_MINOR,
-			  MDR_IOCTL_VERSION_PATCH);
-}
-
-std::string module_abi(const mdr::ModuleVersion &module)
-{
-	return format_abi(module.major, module.minor, module.patch);
-}
-
-void print_version_table(const Env &env, const std::optional<mdr::ModuleVersion> &module)
-{
-	env.out << "mdctl      " << mdr::release() << '\n'
-		<< "ioctl ABI  " << own_abi() << '\n'
-		<< "module     ";
-	if (module)
-		env.out << module->release << " (ioctl ABI " << module_abi(*module)
-			<< ", wire " << module->wire_version << ")\n";
-	else
-		env.out << "not loaded\n";
-}
-
-void print_version_json(const Env &env, const std::optional<mdr::ModuleVersion> &module)
-{
-	mdr::JsonWriter json;
-
-	json.begin_object();
-	json.key("mdctl").begin_object()
-		.key("release").value(mdr::release())
-		.key("ioctl_abi").value(own_abi())
-		.end_object();
-	json.key("module").begin_object().key("loaded").value(module.has_value());
-	if (module)
-		json.key("release").value(module->release)
-			.key("ioctl_abi").value(module_abi(*module))
-			.key("wire_version").value(module->wire_version);
-	json.end_object();
-	json.end_object();
-	env.out << json.str() << '\n';
-}
-
-constexpr std::string_view kVersionUsage =
-	"Usage: mdctl version [-o|--output table|json]\n"
-	"\n"
-	"Show the release of mdctl and the ioctl interface version it speaks,\n"
-	"and the release, ioctl interface version and wire protocol version of\n"
-	"the loaded mdroute module.\n"
-	"\n"
-	"Options:\n"
-	"  -o, --output FORMAT  table (default) or json\n"
-	"  -h, --help           show this help\n";
-
-int cmd_version(Args args, const Env &env)
-{
-	static constexpr mdr::OptionSpec specs[] = {kOutputOption, kHelpOption};
-	auto parsed = mdr::parse_args(args, specs);
-	Format format = Format::table;
-
-	if (!parsed.ok())
-		return usage_error(env, parsed.message());
-	for (const mdr::ParsedOption &opt : parsed.value().options) {
-		if (opt.id == kOptHelp) {
-			env.out << kVersionUsage;
-			return kExitOk;
-		}
-		std::optional<Format> f = parse_format(opt.value);
-		if (!f)
-			return usage_error(env, "unknown output format '" +
-						std::string(opt.value) + "'");
-		format = *f;
-	}
-	if (!parsed.value().operands.empty())
-		return unexpected_argument(env, parsed.value().operands.front());
-
-	// No control device means no module: a report, not a failure.
-	std::optional<mdr::ModuleVersion> module;
-	auto control = mdr::Control::open(env.sys);
-	if (control.ok()) {
-		auto version = control.value().version();
-		if (!version.ok())
-			return failure(env, "version", version.error());
-		module = std::move(version).value();
-	} else if (control.error() != -ENOENT) {
-		return failure(env, "version", control.error());
-	}
-
-	if (format == Format::json)
-		print_version_json(env, module);
-	else
-		print_version_table(env, module);
-
-	// Reported after the versions, which are what it takes to fix it.
-	if (module && !mdr::interface_compatible(*module)) {
-		env.err << "mdctl: version failed: module ioctl ABI " << module_abi(*module)
-			<< " is not compatible with mdctl's " << own_abi() << '\n'
-			<< "hint: install mdctl and the module from the same release\n";
-		return kExitFailure;
-	}
-	return kExitOk;
-}
-
-// ---- parsing -------------------------------------------------------------
-
-// A decimal number, or hexadecimal after "0x"; nothing else around it.
-template <typename T>
-std::optional<T> parse_number(std::string_view text)
-{
-	int base = 10;
-	T n{};
-
-	if (text.starts_with("0x") || text.starts_with("0X")) {
-		text.remove_prefix(2);
-		base = 16;
-	}
-	if (text.empty())
-		return std::nullopt;
-	auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n, base);
-	if (ec != std::errc() || end != text.data() + text.size())
-		return std::nullopt;
-	return n;
-}
-
-// An id that the module refuses when 0: a backing device or a volume.
-template <typename T>
-std::optional<T> parse_id(std::string_view text)
-{
-	std::optional<T> id = parse_number<T>(text);
-
-	return id && *id ? id : std::nullopt;
-}
-
-struct BindSpec {
-	uint32_t dev_id;
-	std::string path;
-};
-
-// "ID=/dev/X": a device id and an absolute path.
-std::optional<BindSpec> parse_bind_spec(std::string_view text)
-{
-	size_t eq = text.find('=');
-
-	if (eq == text.npos)
-		return std::nullopt;
-	std::optional<uint32_t> id = parse_id<uint32_t>(text.substr(0, eq));
-	std::string_view path = text.substr(eq + 1);
-	if (!id || !path.starts_with('/'))
-		return std::nullopt;
-	return BindSpec{*id, std::string(path)};
-}
-
-int bad_binding(const Env &env, std::string_view text)
-{
-	return usage_error(env, "bad binding '" + std::string(text) +
-				"': expected ID=/dev/X with ID a non-zero number");
-}
-
-// "ADDR[:PORT]": IPv4 ("192.0.2.2:4791"), IPv6 in brackets with a port
-// ("[2001:db8::2]:4791") or without one, bare IPv6 ("2001:db8::2"). No port
-// is port 0, which the module reads as MDR_WIRE_PORT.
-std::optional<mdr::Target> parse_node(std::string_view text)
-{
-	mdr::Target t;
-	std::string_view addr = text, port;
-
-	if (text.starts_with('[')) {
-		size_t close = text.find(']');
-		if (close == text.npos)
-			return std::nullopt;
-		addr = text.substr(1, close - 1);
-		std::string_view rest = text.substr(close + 1);
-		if (!rest.empty()) {
-			if (!rest.starts_with(':'))
-				return std::nullopt;
-			port = rest.substr(1);
-			if (port.empty())
-				return std::nullopt;
-		}
-		t.family = AF_INET6;
-	} else if (std::count(text.begin(), text.end(), ':') > 1) {
-		t.family = AF_INET6;
-	} else {
-		size_t colon = text.find(':');
-		if (colon != text.npos) {
-			addr = text.substr(0, colon);
-			port = text.substr(colon + 1);
-			if (port.empty())
-				return std::nullopt;
-		}
-		t.family = AF_INET;
-	}
-
-	// inet_pton takes no scope ("%eth0"), which the ioctl could not carry.
-	if (inet_pton(t.family, std::string(addr).c_str(), t.addr.data()) != 1)
-		return std::nullopt;
-	if (!port.empty()) {
-		std::optional<uint16_t> p = parse_id<uint16_t>(port);
-		if (!p || port.starts_with("0x"))
-			return std::nullopt;
-		t.port = *p;
-	}
-	return t;
-}
-
-// "/dev/mdrN", "mdrN" or "N".
-std::optional<uint32_t> parse_volume_device(std::string_view text)
-{
-	if (text.starts_with("/dev/"))
-		text.remove_prefix(5);
-	if (text.starts_with("mdr"))
-		text.remove_prefix(3);
-	if (text.empty() || text.starts_with("0x") ||
-	    (text.size() > 1 && text.starts_with('0')))
-		return std::nullopt;
-	return parse_number<uint32_t>(text);
 }
 
 // ---- formatting ----------------------------------------------------------
@@ -444,10 +244,13 @@ private:
 
 // ---- common steps --------------------------------------------------------
 
-// Parses the options of a command that knows -h and maybe -o. Returns an
-// exit status when the command is done (help shown, usage error).
+// Parses the options of a command that knows -h and maybe -o, --node and
+// --key-file. Returns an exit status when the command is done (help shown,
+// usage error).
 struct Common {
 	Format format = Format::table;
+	std::optional<std::string> node;		// --node
+	std::optional<std::string> key_file;		// --key-file
 	std::vector<mdr::ParsedOption> options;		// the command's own
 	std::vector<std::string_view> operands;
 };
@@ -463,6 +266,16 @@ std::optional<int> parse_common(Args args, std::span<const mdr::OptionSpec> spec
 		if (opt.id == kOptHelp) {
 			env.out << usage;
 			return kExitOk;
+		}
+		if (opt.id == kOptNode) {
+			common.node = std::string(opt.value);
+			continue;
+		}
+		if (opt.id == kOptKeyFile) {
+			if (opt.value.empty())
+				return usage_error(env, "--key-file needs a path");
+			common.key_file = std::string(opt.value);
+			continue;
 		}
 		if (opt.id != kOptOutput) {
 			common.options.push_back(opt);
@@ -489,6 +302,332 @@ std::optional<mdr::Control> open_control(const Env &env, std::string_view comman
 	failure(env, command, control.error(), mdr::kControlPath,
 		control.error() == -ENOENT ? kModuleHint : std::string_view());
 	return std::nullopt;
+}
+
+// The control device for attach, which loads the module first when it is
+// missing (no control device): "loads the module if needed".
+std::optional<mdr::Control> open_control_loading(const Env &env, std::string_view command)
+{
+	auto control = mdr::Control::open(env.sys);
+
+	if (!control.ok() && control.error() == -ENOENT) {
+		auto status = env.host.run_program({"modprobe", "mdroute"});
+		if (!status.ok()) {
+			failure(env, command, status.error(), "modprobe mdroute",
+				"is kmod installed? or load the module with insmod");
+			return std::nullopt;
+		}
+		if (status.value() != 0) {
+			env.err << "mdctl: " << command << " failed: modprobe mdroute exited with "
+				<< status.value() << "\nhint: is the mdroute module installed "
+				   "(make install)?\n";
+			return std::nullopt;
+		}
+		control = mdr::Control::open(env.sys);
+	}
+	if (control.ok())
+		return std::move(control).value();
+	failure(env, command, control.error(), mdr::kControlPath,
+		control.error() == -ENOENT ? kModuleHint : std::string_view());
+	return std::nullopt;
+}
+
+// ---- the storage node ----------------------------------------------------
+
+// What a command that talks to mdnode needs, from the command line, then
+// $MDCTL_NODE (the node only), then the config file.
+struct NodeSettings {
+	mdr::Target target;		// port 0: MDR_WIRE_PORT
+	std::string key_path;
+	int timeout_ms = 5000;
+	Config config;
+};
+
+// The config file: the default path may be missing, $MDCTL_CONFIG's may not.
+std::optional<Config> load_config(const Env &env, std::string_view command)
+{
+	std::optional<std::string> env_path = env.host.getenv(kConfigEnv);
+	const bool named = env_path && !env_path->empty();
+	const std::string path = named ? *env_path : kConfigPath;
+
+	auto text = env.host.read_file(path);
+	if (!text.ok()) {
+		if (text.error() == -ENOENT && !named)
+			return Config{};
+		failure(env, command, text.error(), "config file " + path,
+			named ? "$MDCTL_CONFIG names it" : std::string_view());
+		return std::nullopt;
+	}
+	auto config = parse_config(path, text.value());
+	if (!config.ok()) {
+		env.err << "mdctl: " << command << " failed: " << config.message() << '\n';
+		return std::nullopt;
+	}
+	return std::move(config).value();
+}
+
+// Fills @ns; returns an exit status when the command cannot go on.
+std::optional<int> node_settings(const Env &env, std::string_view command, const Common &c,
+				 NodeSettings &ns)
+{
+	std::optional<Config> config = load_config(env, command);
+
+	if (!config)
+		return kExitFailure;
+	std::string node;
+	std::optional<std::string> from_env = env.host.getenv("MDCTL_NODE");
+	if (c.node)
+		node = *c.node;
+	else if (from_env && !from_env->empty())
+		node = *from_env;
+	else if (config->node)
+		node = *config->node;
+	else
+		return usage_error(env, "no storage node: use --node ADDR[:PORT], set MDCTL_NODE "
+					"or 'node =' in " + std::string(kConfigPath));
+	std::optional<mdr::Target> target = parse_node(node);
+	if (!target)
+		return usage_error(env, "bad node address '" + node +
+					"': expected IPv4[:PORT], IPv6 or [IPv6]:PORT");
+	ns.target = *target;
+	ns.key_path = c.key_file.value_or(config->admin_key.value_or(kDefaultKeyPath));
+	ns.timeout_ms = static_cast<int>(config->timeout_ms.value_or(5000));
+	ns.config = std::move(*config);
+	return std::nullopt;
+}
+
+// Errors that mean nobody answered at the node's address.
+bool unreachable(int err)
+{
+	switch (err) {
+	case -ECONNREFUSED:
+	case -ETIMEDOUT:
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+	case -ECONNRESET:
+	case -EADDRNOTAVAIL:
+		return true;
+	default:
+		return false;
+	}
+}
+
+std::string node_hint(int err, const mdr::Target &target)
+{
+	if (unreachable(err))
+		return "is mdnode running on " + format_node(target) + "?";
+	if (err == -EPERM || err == -EACCES)
+		return "is the admin key (--key-file, or admin-key in mdctl.conf) the one "
+		       "mdnode's admin-key names?";
+	return {};
+}
+
+// An authenticated admin connection, or nullptr once the failure is told.
+std::unique_ptr<NodeSession> open_node(const Env &env, std::string_view command,
+				       const NodeSettings &ns)
+{
+	auto key = env.host.read_file(ns.key_path);
+	if (!key.ok()) {
+		failure(env, command, key.error(), "admin key " + ns.key_path,
+			"pass --key-file FILE, or set admin-key in " + std::string(kConfigPath));
+		return nullptr;
+	}
+	std::string k = std::move(key).value();
+	while (k.ends_with('\n'))	// as mdnode reads it
+		k.pop_back();
+	if (k.size() < 16) {
+		env.err << "mdctl: " << command << " failed: admin key " << ns.key_path
+			<< " is shorter than 16 bytes\n";
+		return nullptr;
+	}
+
+	NodeOptions opts{node_address(ns.target), node_port(ns.target), ns.timeout_ms};
+	auto session = env.host.connect_node(
+		opts, {reinterpret_cast<const uint8_t *>(k.data()), k.size()});
+	if (session.ok())
+		return std::move(session).value();
+	std::string context = "mdnode at " + format_node(ns.target);
+	// The client's own words repeat the hint for an unreachable node.
+	if (!session.message().empty() && !unreachable(session.error()))
+		context += ": " + session.message();
+	failure(env, command, session.error(), context, node_hint(session.error(), ns.target));
+	return nullptr;
+}
+
+// One request, and its reply of the kind expected.
+template <typename Rep>
+mdr::Result<Rep> rpc(NodeSession &node, const mdr::wire::Body &request)
+{
+	auto msg = node.call(request);
+
+	if (!msg.ok())
+		return mdr::Error(msg.error(), msg.message());
+	if (auto *rep = std::get_if<Rep>(&msg.value().body))
+		return std::move(*rep);
+	return mdr::Error(-EPROTO, "mdnode answered with another message");
+}
+
+// The failure of a request: the status name the client gives as message
+// says no more than the errno, so it is left out.
+template <typename T>
+int rpc_failure(const Env &env, std::string_view command, const mdr::Result<T> &r,
+		std::string context, const mdr::Target &target)
+{
+	std::string hint = node_hint(r.error(), target);
+
+	if (!r.message().empty() && !r.message().starts_with("MDR_ST_"))
+		context += (context.empty() ? "" : ": ") + r.message();
+	switch (r.error()) {
+	case -ENOENT:
+		hint = "see 'mdctl volume list'";
+		break;
+	case -EEXIST:
+		hint = "the name is taken; see 'mdctl volume list'";
+		break;
+	case -EBUSY:
+		hint = "a host has the volume attached; detach it there first";
+		break;
+	case -ENOSPC:
+		hint = "the node's devices are full; see 'mdctl dev list'";
+		break;
+	}
+	return failure(env, command, r.error(), context, hint);
+}
+
+// Pages of VOL_LIST or DEV_LIST, joined. A page that does not move the
+// cursor on is a broken node, not a reason to loop.
+template <typename Req, typename Rep, typename Elem>
+mdr::Result<std::vector<Elem>> list_all_pages(NodeSession &node,
+					      std::vector<Elem> Rep::*elems,
+					      uint64_t (*id)(const Elem &))
+{
+	std::vector<Elem> all;
+	uint64_t cursor = 0;
+
+	do {
+		Req req;
+		req.cursor = cursor;
+		auto page = rpc<Rep>(node, req);
+		if (!page.ok())
+			return mdr::Error(page.error(), page.message());
+		std::vector<Elem> &got = page.value().*elems;
+		const uint64_t next = page.value().next;
+		if (next && (got.empty() || next <= id(got.back()) || next <= cursor))
+			return mdr::Error(-EPROTO, "mdnode's list does not advance");
+		all.insert(all.end(), std::make_move_iterator(got.begin()),
+			   std::make_move_iterator(got.end()));
+		cursor = next;
+	} while (cursor);
+	return all;
+}
+
+mdr::Result<std::vector<mdr::wire::Volume>> list_volumes(NodeSession &node)
+{
+	return list_all_pages<mdr::wire::VolListReq>(
+		node, &mdr::wire::VolListRep::vols,
+		+[](const mdr::wire::Volume &v) { return v.volume_id; });
+}
+
+mdr::Result<std::vector<mdr::wire::Device>> list_devices(NodeSession &node)
+{
+	return list_all_pages<mdr::wire::DevListReq>(
+		node, &mdr::wire::DevListRep::devs,
+		+[](const mdr::wire::Device &d) { return uint64_t{d.dev_id}; });
+}
+
+std::optional<int> check_volume_name(const Env &env, std::string_view name)
+{
+	if (mdr::wire::valid_volume_name(name))
+		return std::nullopt;
+	return usage_error(env, "bad volume name '" + std::string(name) +
+				"': use 1 to 63 of A-Z a-z 0-9 . _ -");
+}
+
+// A volume size: a K/M/G/T size, a multiple of 4096.
+std::optional<uint64_t> volume_size(const Env &env, std::string_view text, int &status)
+{
+	std::optional<uint64_t> size = parse_size(text);
+
+	if (!size) {
+		status = usage_error(env, "bad size '" + std::string(text) +
+					  "': expected a number with an optional K, M, G or T "
+					  "suffix, not 0");
+		return std::nullopt;
+	}
+	if (*size % 4096) {
+		status = usage_error(env, "bad size '" + std::string(text) +
+					  "': not a multiple of 4096 bytes");
+		return std::nullopt;
+	}
+	return size;
+}
+
+uint64_t extent_bytes(uint32_t shift)
+{
+	return uint64_t{1} << shift;
+}
+
+void volume_json(mdr::JsonWriter &json, const mdr::wire::Volume &v)
+{
+	json.key("volume_id").value(v.volume_id)
+		.key("name").value(v.name)
+		.key("size").value(v.size)
+		.key("extent_size").value(extent_bytes(v.extent_shift))
+		.key("tenant").value(v.tenant)
+		.key("allocated_extents").value(v.allocated)
+		.key("allocated_bytes").value(v.allocated << v.extent_shift)
+		.key("open_count").value(v.open_count);
+}
+
+Table volume_table()
+{
+	return Table({{"NAME", false}, {"VOLUME_ID", true}, {"SIZE", true}, {"EXTENT", true},
+		      {"TENANT", true}, {"ALLOCATED", true}, {"OPEN", true}});
+}
+
+void add_volume_row(Table &table, const mdr::wire::Volume &v)
+{
+	table.add({v.name, std::to_string(v.volume_id), format_size(v.size),
+		   format_size(extent_bytes(v.extent_shift)), std::to_string(v.tenant),
+		   format_size(v.allocated << v.extent_shift), std::to_string(v.open_count)});
+}
+
+// The reply of VOL_CREATE, VOL_INFO, VOL_RESIZE: the volume, and where its
+// extents are.
+void print_volume_reply(const Env &env, Format format, const mdr::wire::VolumeReply &r)
+{
+	if (format == Format::json) {
+		mdr::JsonWriter json;
+		json.begin_object();
+		volume_json(json, r.vol);
+		json.key("devices").begin_array();
+		for (const mdr::wire::DevExtents &d : r.devs)
+			json.begin_object()
+				.key("dev_id").value(d.dev_id)
+				.key("extents").value(d.extents)
+				.key("bytes").value(d.extents << r.vol.extent_shift)
+				.end_object();
+		json.end_array().end_object();
+		env.out << json.str() << '\n';
+		return;
+	}
+	Table table = volume_table();
+	add_volume_row(table, r.vol);
+	table.print(env.out);
+	if (r.devs.empty())
+		return;
+	Table devs({{"DEV_ID", true}, {"EXTENTS", true}, {"ALLOCATED", true}});
+	for (const mdr::wire::DevExtents &d : r.devs)
+		devs.add({std::to_string(d.dev_id), std::to_string(d.extents),
+			  format_size(d.extents << r.vol.extent_shift)});
+	env.out << '\n';
+	devs.print(env.out);
+}
+
+int bad_binding(const Env &env, std::string_view text)
+{
+	return usage_error(env, "bad binding '" + std::string(text) +
+				"': expected ID=/dev/X with ID a non-zero number");
 }
 
 // A block device to bind, looked up before anything changes.
@@ -544,6 +683,116 @@ std::optional<uint64_t> read_counter(const Env &env, const std::string &path)
 std::string format_devnum(mdr::DevNum dev)
 {
 	return std::to_string(dev.major) + ':' + std::to_string(dev.minor);
+}
+
+// ---- version -------------------------------------------------------------
+
+std::string format_abi(uint32_t major, uint32_t minor, uint32_t patch)
+{
+	return std::to_string(major) + '.' + std::to_string(minor) + '.' + std::to_string(patch);
+}
+
+std::string own_abi()
+{
+	return format_abi(MDR_IOCTL_VERSION_MAJOR, MDR_IOCTL_VERSION_MINOR,
+			  MDR_IOCTL_VERSION_PATCH);
+}
+
+// The wire protocol versions mdctl speaks to mdnode: "1", or "1 to 2".
+std::string own_wire()
+{
+	std::string text = std::to_string(MDR_WIRE_VERSION_MIN);
+
+	if (MDR_WIRE_VERSION != MDR_WIRE_VERSION_MIN)
+		text += " to " + std::to_string(MDR_WIRE_VERSION);
+	return text;
+}
+
+std::string module_abi(const mdr::ModuleVersion &module)
+{
+	return format_abi(module.major, module.minor, module.patch);
+}
+
+void print_version_table(const Env &env, const std::optional<mdr::ModuleVersion> &module)
+{
+	env.out << "mdctl      " << mdr::release() << '\n'
+		<< "ioctl ABI  " << own_abi() << '\n'
+		<< "wire       " << own_wire() << '\n'
+		<< "module     ";
+	if (module)
+		env.out << module->release << " (ioctl ABI " << module_abi(*module)
+			<< ", wire " << module->wire_version << ")\n";
+	else
+		env.out << "not loaded\n";
+}
+
+void print_version_json(const Env &env, const std::optional<mdr::ModuleVersion> &module)
+{
+	mdr::JsonWriter json;
+
+	json.begin_object();
+	json.key("mdctl").begin_object()
+		.key("release").value(mdr::release())
+		.key("ioctl_abi").value(own_abi())
+		.key("wire_version_min").value(MDR_WIRE_VERSION_MIN)
+		.key("wire_version_max").value(MDR_WIRE_VERSION)
+		.end_object();
+	json.key("module").begin_object().key("loaded").value(module.has_value());
+	if (module)
+		json.key("release").value(module->release)
+			.key("ioctl_abi").value(module_abi(*module))
+			.key("wire_version").value(module->wire_version);
+	json.end_object();
+	json.end_object();
+	env.out << json.str() << '\n';
+}
+
+constexpr std::string_view kVersionUsage =
+	"Usage: mdctl version [-o|--output table|json]\n"
+	"\n"
+	"Show the release of mdctl, the ioctl interface version and the metadata\n"
+	"wire protocol versions it speaks, and the release, ioctl interface\n"
+	"version and wire protocol version of the loaded mdroute module.\n"
+	"\n"
+	"Options:\n"
+	"  -o, --output FORMAT  table (default) or json\n"
+	"  -h, --help           show this help\n";
+
+int cmd_version(Args args, const Env &env)
+{
+	static constexpr mdr::OptionSpec specs[] = {kOutputOption, kHelpOption};
+	Common c;
+
+	if (auto done = parse_common(args, specs, kVersionUsage, env, c))
+		return *done;
+	if (!c.operands.empty())
+		return unexpected_argument(env, c.operands.front());
+
+	// No control device means no module: a report, not a failure.
+	std::optional<mdr::ModuleVersion> module;
+	auto control = mdr::Control::open(env.sys);
+	if (control.ok()) {
+		auto version = control.value().version();
+		if (!version.ok())
+			return failure(env, "version", version.error());
+		module = std::move(version).value();
+	} else if (control.error() != -ENOENT) {
+		return failure(env, "version", control.error());
+	}
+
+	if (c.format == Format::json)
+		print_version_json(env, module);
+	else
+		print_version_table(env, module);
+
+	// Reported after the versions, which are what it takes to fix it.
+	if (module && !mdr::interface_compatible(*module)) {
+		env.err << "mdctl: version failed: module ioctl ABI " << module_abi(*module)
+			<< " is not compatible with mdctl's " << own_abi() << '\n'
+			<< "hint: install mdctl and the module from the same release\n";
+		return kExitFailure;
+	}
+	return kExitOk;
 }
 
 // ---- bind, unbind, devices -----------------------------------------------
@@ -713,55 +962,654 @@ int cmd_devices(Args args, const Env &env)
 	return kExitOk;
 }
 
-// ---- attach, detach ------------------------------------------------------
+// ---- storage-node commands -------------------------------------------------
 
-enum AttachOption { kOptVolumeId = 100, kOptNode, kOptTenant, kOptHostId, kOptBind, kOptReadOnly };
+// The options every storage-node command takes, in its usage text.
+#define MDCTL_NODE_OPTIONS							\
+	"  -n, --node ADDR[:PORT]\n"						\
+	"                       storage node: IPv4, IPv6 or [IPv6]:PORT; port\n"	\
+	"                       4791 by default. Default: $MDCTL_NODE, else\n"	\
+	"                       'node' in /etc/mdroute/mdctl.conf\n"		\
+	"  -k, --key-file FILE  admin key of the node. Default: 'admin-key' in\n"	\
+	"                       mdctl.conf, else /etc/mdroute/admin.key\n"
 
-constexpr std::string_view kAttachUsage =
-	"Usage: mdctl attach --volume-id ID --node ADDR[:PORT] [--tenant T]\n"
-	"                    [--host-id N] [--bind ID=/dev/X]... [--read-only]\n"
-	"                    [-o|--output table|json]\n"
+// The start of every storage-node command: its options, the node's
+// settings and an admin connection. Returns an exit status when the
+// command is done; checks of the operands come in between through @check.
+template <typename Check>
+std::optional<int> node_command(Args args, std::span<const mdr::OptionSpec> specs,
+				std::string_view usage, std::string_view command,
+				const Env &env, Common &c, NodeSettings &ns,
+				std::unique_ptr<NodeSession> &node, Check check)
+{
+	if (auto done = parse_common(args, specs, usage, env, c))
+		return done;
+	if (auto done = check())
+		return done;
+	if (auto done = node_settings(env, command, c, ns))
+		return done;
+	node = open_node(env, command, ns);
+	if (!node)
+		return kExitFailure;
+	return std::nullopt;
+}
+
+// Exactly @n operands.
+std::optional<int> operands(const Env &env, const Common &c, size_t n, std::string_view missing)
+{
+	if (c.operands.size() < n)
+		return usage_error(env, missing);
+	if (c.operands.size() > n)
+		return unexpected_argument(env, c.operands[n]);
+	return std::nullopt;
+}
+
+constexpr std::string_view kVolumeCreateUsage =
+	"Usage: mdctl volume create NAME --size SIZE [--extent-size SIZE] [--tenant T]\n"
+	"                           [--node ADDR[:PORT]] [--key-file FILE] [-o json]\n"
 	"\n"
-	"Attach volume ID, whose metadata the storage node ADDR serves, as a new\n"
-	"block device and print its path (/dev/mdrN). Each --bind binds a backing\n"
-	"device id to a local block device first, as 'mdctl bind' does; an id\n"
-	"bound to that same block device already is left as it is. If the attach\n"
-	"fails, the bindings it made are undone.\n"
+	"Create volume NAME on the storage node: thin, so an extent gets space on\n"
+	"its first write. Sizes take a K, M, G or T suffix (powers of 1024).\n"
 	"\n"
 	"Options:\n"
-	"  -i, --volume-id ID   the volume (non-zero)\n"
-	"  -n, --node ADDR[:PORT]\n"
-	"                       storage node: IPv4, IPv6 or [IPv6]:PORT; the port\n"
-	"                       defaults to 4791. Default: $MDCTL_NODE\n"
-	"  -t, --tenant T       tenant of the volume (default 0)\n"
+	"  -s, --size SIZE      size, a multiple of 4096 bytes\n"
+	"  -e, --extent-size SIZE\n"
+	"                       a power of two from 64K to 1G (default 4M)\n"
+	"  -t, --tenant T       tenant (default: 'tenant' in mdctl.conf, else 0)\n"
+	MDCTL_NODE_OPTIONS
+	"  -o, --output FORMAT  table (default) or json\n"
+	"  -h, --help           show this help\n";
+
+int cmd_volume_create(Args args, const Env &env)
+{
+	static constexpr mdr::OptionSpec specs[] = {
+		{kOptSize, "size", 's', true}, {kOptExtentSize, "extent-size", 'e', true},
+		{kOptTenant, "tenant", 't', true}, kNodeOption, kKeyFileOption,
+		kOutputOption, kHelpOption,
+	};
+	constexpr std::string_view command = "volume create";
+	mdr::wire::VolCreateReq req;
+	std::optional<uint32_t> tenant;
+	Common c;
+	NodeSettings ns;
+	std::unique_ptr<NodeSession> node;
+
+	auto check = [&]() -> std::optional<int> {
+		if (auto done = operands(env, c, 1, "volume create needs a NAME"))
+			return done;
+		if (auto done = check_volume_name(env, c.operands[0]))
+			return done;
+		req.name = std::string(c.operands[0]);
+		for (const mdr::ParsedOption &opt : c.options) {
+			int status = kExitUsage;
+			if (opt.id == kOptSize) {
+				std::optional<uint64_t> size = volume_size(env, opt.value, status);
+				if (!size)
+					return status;
+				req.size = *size;
+			} else if (opt.id == kOptExtentSize) {
+				std::optional<uint64_t> bytes = parse_size(opt.value);
+				std::optional<uint32_t> shift =
+					bytes ? extent_shift_of(*bytes) : std::nullopt;
+				if (!shift)
+					return usage_error(env, "bad extent size '" +
+								std::string(opt.value) +
+								"': expected a power of two "
+								"from 64K to 1G");
+				req.extent_shift = *shift;
+			} else if (opt.id == kOptTenant) {
+				tenant = parse_number<uint32_t>(opt.value);
+				if (!tenant)
+					return usage_error(env, "bad tenant '" +
+								std::string(opt.value) + "'");
+			}
+		}
+		if (!req.size)
+			return usage_error(env, "volume create needs --size SIZE");
+		return std::nullopt;
+	};
+	if (auto done = node_command(args, specs, kVolumeCreateUsage, command, env, c, ns, node,
+				     check))
+		return *done;
+	req.tenant = tenant.value_or(ns.config.tenant.value_or(0));
+	auto rep = rpc<mdr::wire::VolCreateRep>(*node, req);
+	if (!rep.ok())
+		return rpc_failure(env, command, rep, "volume '" + req.name + "'", ns.target);
+	print_volume_reply(env, c.format, rep.value());
+	return kExitOk;
+}
+
+constexpr std::string_view kVolumeDeleteUsage =
+	"Usage: mdctl volume delete NAME [--node ADDR[:PORT]] [--key-file FILE]\n"
+	"       mdctl volume delete --all-of FILE [...]\n"
+	"\n"
+	"Delete volume NAME on the storage node, and free its extents. Refused\n"
+	"while a host has it attached. With --all-of, delete every volume FILE\n"
+	"names (the first word of each line; see 'mdctl attach --help') over one\n"
+	"connection; the ones not there are skipped.\n"
+	"\n"
+	"Options:\n"
+	"  -a, --all-of FILE    the volumes named in FILE\n"
+	MDCTL_NODE_OPTIONS
+	"  -h, --help           show this help\n";
+
+struct BatchLine {
+	std::string name;
+	std::optional<uint64_t> size;		// create it if missing
+	uint32_t extent_shift = 0;		// 0: the default
+};
+
+// The lines of a batch file: "NAME [SIZE [EXTENT_SIZE]]", blank lines and
+// '#' comments ignored. Fails with a usage error naming FILE:LINE.
+std::optional<int> read_batch(const Env &env, std::string_view command, const std::string &path,
+			      std::vector<BatchLine> &lines)
+{
+	auto text = env.host.read_file(path);
+
+	if (!text.ok())
+		return failure(env, command, text.error(), path);
+	std::string_view rest = text.value();
+	std::set<std::string> names;
+	for (unsigned n = 1; !rest.empty(); n++) {
+		size_t nl = rest.find('\n');
+		std::string_view line = rest.substr(0, nl);
+		rest = nl == rest.npos ? std::string_view() : rest.substr(nl + 1);
+		const std::string where = path + ':' + std::to_string(n) + ": ";
+
+		std::vector<std::string_view> words;
+		while (!line.empty() && !line.starts_with('#')) {
+			size_t b = line.find_first_not_of(" \t\r");
+			if (b == line.npos || line[b] == '#')
+				break;
+			line.remove_prefix(b);
+			size_t e = line.find_first_of(" \t\r");
+			words.push_back(line.substr(0, e));
+			line = e == line.npos ? std::string_view() : line.substr(e);
+		}
+		if (words.empty())
+			continue;
+		if (words.size() > 3)
+			return usage_error(env, where + "expected NAME [SIZE [EXTENT_SIZE]]");
+		BatchLine b;
+		b.name = std::string(words[0]);
+		if (!mdr::wire::valid_volume_name(b.name))
+			return usage_error(env, where + "bad volume name '" + b.name + "'");
+		if (!names.insert(b.name).second)
+			return usage_error(env, where + "volume '" + b.name + "' named twice");
+		if (words.size() > 1) {
+			b.size = parse_size(words[1]);
+			if (!b.size || *b.size % 4096)
+				return usage_error(env, where + "bad size '" + std::string(words[1]) +
+							"': expected a multiple of 4096 with an "
+							"optional K, M, G or T suffix");
+		}
+		if (words.size() > 2) {
+			std::optional<uint64_t> bytes = parse_size(words[2]);
+			std::optional<uint32_t> shift = bytes ? extent_shift_of(*bytes) : std::nullopt;
+			if (!shift)
+				return usage_error(env, where + "bad extent size '" +
+							std::string(words[2]) +
+							"': expected a power of two from 64K to 1G");
+			b.extent_shift = *shift;
+		}
+		lines.push_back(std::move(b));
+	}
+	if (lines.empty())
+		return usage_error(env, path + ": names no volume");
+	return std::nullopt;
+}
+
+int cmd_volume_delete(Args args, const Env &env)
+{
+	static constexpr mdr::OptionSpec specs[] = {
+		{kOptAllOf, "all-of", 'a', true}, kNodeOption, kKeyFileOption, kHelpOption,
+	};
+	constexpr std::string_view command = "volume delete";
+	std::vector<BatchLine> batch;
+	Common c;
+	NodeSettings ns;
+	std::unique_ptr<NodeSession> node;
+
+	auto check = [&]() -> std::optional<int> {
+		if (!c.options.empty()) {
+			if (c.options.size() > 1)
+				return usage_error(env, "--all-of is given twice");
+			if (!c.operands.empty())
+				return unexpected_argument(env, c.operands[0]);
+			return read_batch(env, command, std::string(c.options[0].value), batch);
+		}
+		if (auto done = operands(env, c, 1, "volume delete needs a NAME"))
+			return done;
+		if (auto done = check_volume_name(env, c.operands[0]))
+			return done;
+		batch.push_back({std::string(c.operands[0]), {}, 0});
+		return std::nullopt;
+	};
+	if (auto done = node_command(args, specs, kVolumeDeleteUsage, command, env, c, ns, node,
+				     check))
+		return *done;
+	const bool all_of = !c.options.empty();
+	for (const BatchLine &b : batch) {
+		auto rep = rpc<mdr::wire::VolDeleteRep>(*node, mdr::wire::VolDeleteReq{b.name});
+		if (!rep.ok() && !(all_of && rep.error() == -ENOENT))
+			return rpc_failure(env, command, rep, "volume '" + b.name + "'", ns.target);
+	}
+	return kExitOk;
+}
+
+constexpr std::string_view kVolumeListUsage =
+	"Usage: mdctl volume list [--node ADDR[:PORT]] [--key-file FILE] [-o json]\n"
+	"\n"
+	"List the volumes of the storage node: name, id, size, extent size,\n"
+	"tenant, space allocated and hosts that have it open.\n"
+	"\n"
+	"Options:\n"
+	MDCTL_NODE_OPTIONS
+	"  -o, --output FORMAT  table (default) or json\n"
+	"  -h, --help           show this help\n";
+
+int cmd_volume_list(Args args, const Env &env)
+{
+	static constexpr mdr::OptionSpec specs[] = {kNodeOption, kKeyFileOption, kOutputOption,
+						   kHelpOption};
+	Common c;
+	NodeSettings ns;
+	std::unique_ptr<NodeSession> node;
+
+	if (auto done = node_command(args, specs, kVolumeListUsage, "volume list", env, c, ns,
+				     node, [&] { return operands(env, c, 0, {}); }))
+		return *done;
+	auto vols = list_volumes(*node);
+	if (!vols.ok())
+		return rpc_failure(env, "volume list", vols, {}, ns.target);
+
+	if (c.format == Format::json) {
+		mdr::JsonWriter json;
+		json.begin_object().key("volumes").begin_array();
+		for (const mdr::wire::Volume &v : vols.value()) {
+			json.begin_object();
+			volume_json(json, v);
+			json.end_object();
+		}
+		json.end_array().end_object();
+		env.out << json.str() << '\n';
+		return kExitOk;
+	}
+	Table table = volume_table();
+	for (const mdr::wire::Volume &v : vols.value())
+		add_volume_row(table, v);
+	table.print(env.out);
+	return kExitOk;
+}
+
+constexpr std::string_view kVolumeInfoUsage =
+	"Usage: mdctl volume info NAME [--node ADDR[:PORT]] [--key-file FILE] [-o json]\n"
+	"\n"
+	"Show volume NAME and its allocation per backing device.\n"
+	"\n"
+	"Options:\n"
+	MDCTL_NODE_OPTIONS
+	"  -o, --output FORMAT  table (default) or json\n"
+	"  -h, --help           show this help\n";
+
+int cmd_volume_info(Args args, const Env &env)
+{
+	static constexpr mdr::OptionSpec specs[] = {kNodeOption, kKeyFileOption, kOutputOption,
+						   kHelpOption};
+	Common c;
+	NodeSettings ns;
+	std::unique_ptr<NodeSession> node;
+
+	auto check = [&]() -> std::optional<int> {
+		if (auto done = operands(env, c, 1, "volume info needs a NAME"))
+			return done;
+		return check_volume_name(env, c.operands[0]);
+	};
+	if (auto done = node_command(args, specs, kVolumeInfoUsage, "volume info", env, c, ns,
+				     node, check))
+		return *done;
+	const std::string name(c.operands[0]);
+	auto rep = rpc<mdr::wire::VolInfoRep>(*node, mdr::wire::VolInfoReq{name});
+	if (!rep.ok())
+		return rpc_failure(env, "volume info", rep, "volume '" + name + "'", ns.target);
+	print_volume_reply(env, c.format, rep.value());
+	return kExitOk;
+}
+
+constexpr std::string_view kVolumeResizeUsage =
+	"Usage: mdctl volume resize NAME --size SIZE [--node ADDR[:PORT]]\n"
+	"                           [--key-file FILE] [-o json]\n"
+	"\n"
+	"Change the size of volume NAME. Refused while a host has it attached.\n"
+	"\n"
+	"Options:\n"
+	"  -s, --size SIZE      new size, a multiple of 4096 bytes (K, M, G, T)\n"
+	MDCTL_NODE_OPTIONS
+	"  -o, --output FORMAT  table (default) or json\n"
+	"  -h, --help           show this help\n";
+
+int cmd_volume_resize(Args args, const Env &env)
+{
+	static constexpr mdr::OptionSpec specs[] = {
+		{kOptSize, "size", 's', true}, kNodeOption, kKeyFileOption, kOutputOption,
+		kHelpOption,
+	};
+	mdr::wire::VolResizeReq req;
+	Common c;
+	NodeSettings ns;
+	std::unique_ptr<NodeSession> node;
+
+	auto check = [&]() -> std::optional<int> {
+		if (auto done = operands(env, c, 1, "volume resize needs a NAME"))
+			return done;
+		if (auto done = check_volume_name(env, c.operands[0]))
+			return done;
+		req.name = std::string(c.operands[0]);
+		for (const mdr::ParsedOption &opt : c.options) {
+			int status = kExitUsage;
+			std::optional<uint64_t> size = volume_size(env, opt.value, status);
+			if (!size)
+				return status;
+			req.size = *size;
+		}
+		if (!req.size)
+			return usage_error(env, "volume resize needs --size SIZE");
+		return std::nullopt;
+	};
+	if (auto done = node_command(args, specs, kVolumeResizeUsage, "volume resize", env, c, ns,
+				     node, check))
+		return *done;
+	auto rep = rpc<mdr::wire::VolResizeRep>(*node, req);
+	if (!rep.ok())
+		return rpc_failure(env, "volume resize", rep, "volume '" + req.name + "'",
+				   ns.target);
+	print_volume_reply(env, c.format, rep.value());
+	return kExitOk;
+}
+
+constexpr std::string_view kDevListUsage =
+	"Usage: mdctl dev list [--node ADDR[:PORT]] [--key-file FILE] [-o json]\n"
+	"\n"
+	"List the backing devices of the storage node: id, serial or WWID (by\n"
+	"which hosts find them, see 'mdctl attach --help'), size and space used.\n"
+	"\n"
+	"Options:\n"
+	MDCTL_NODE_OPTIONS
+	"  -o, --output FORMAT  table (default) or json\n"
+	"  -h, --help           show this help\n";
+
+int cmd_dev_list(Args args, const Env &env)
+{
+	static constexpr mdr::OptionSpec specs[] = {kNodeOption, kKeyFileOption, kOutputOption,
+						   kHelpOption};
+	Common c;
+	NodeSettings ns;
+	std::unique_ptr<NodeSession> node;
+
+	if (auto done = node_command(args, specs, kDevListUsage, "dev list", env, c, ns, node,
+				     [&] { return operands(env, c, 0, {}); }))
+		return *done;
+	auto devs = list_devices(*node);
+	if (!devs.ok())
+		return rpc_failure(env, "dev list", devs, {}, ns.target);
+
+	if (c.format == Format::json) {
+		mdr::JsonWriter json;
+		json.begin_object().key("devices").begin_array();
+		for (const mdr::wire::Device &d : devs.value())
+			json.begin_object()
+				.key("dev_id").value(d.dev_id)
+				.key("serial").value(d.serial)
+				.key("size").value(d.size)
+				.key("used").value(d.used)
+				.end_object();
+		json.end_array().end_object();
+		env.out << json.str() << '\n';
+		return kExitOk;
+	}
+	Table table({{"DEV_ID", true}, {"SERIAL", false}, {"SIZE", true}, {"USED", true},
+		     {"USE%", true}});
+	for (const mdr::wire::Device &d : devs.value()) {
+		std::string pct = "-";
+		if (d.size)
+			pct = std::to_string(static_cast<uint64_t>(
+				      static_cast<unsigned __int128>(d.used) * 100 / d.size)) + '%';
+		table.add({std::to_string(d.dev_id), d.serial.empty() ? "-" : d.serial,
+			   format_size(d.size), format_size(d.used), pct});
+	}
+	table.print(env.out);
+	return kExitOk;
+}
+
+constexpr std::string_view kNodeStatsUsage =
+	"Usage: mdctl node stats [--node ADDR[:PORT]] [--key-file FILE] [-o json]\n"
+	"\n"
+	"Show the counters of the storage node since it started: connections,\n"
+	"volumes, requests, errors, journal and invalidation counts.\n"
+	"\n"
+	"Options:\n"
+	MDCTL_NODE_OPTIONS
+	"  -o, --output FORMAT  table (default) or json\n"
+	"  -h, --help           show this help\n";
+
+int cmd_node_stats(Args args, const Env &env)
+{
+	static constexpr mdr::OptionSpec specs[] = {kNodeOption, kKeyFileOption, kOutputOption,
+						   kHelpOption};
+	Common c;
+	NodeSettings ns;
+	std::unique_ptr<NodeSession> node;
+
+	if (auto done = node_command(args, specs, kNodeStatsUsage, "node stats", env, c, ns, node,
+				     [&] { return operands(env, c, 0, {}); }))
+		return *done;
+	auto rep = rpc<mdr::wire::NodeStatsRep>(*node, mdr::wire::NodeStatsReq{});
+	if (!rep.ok())
+		return rpc_failure(env, "node stats", rep, {}, ns.target);
+	const mdr::wire::NodeStatsRep &r = rep.value();
+	const std::pair<std::string_view, uint64_t> counters[] = {
+		{"boot_id", r.boot_id}, {"uptime_ms", r.uptime_ms},
+		{"connections", r.connections}, {"volumes", r.volumes},
+		{"requests", r.requests}, {"errors", r.errors},
+		{"bad_messages", r.bad_messages}, {"journal_records", r.journal_records},
+		{"journal_bytes", r.journal_bytes}, {"journal_syncs", r.journal_syncs},
+		{"invalidations", r.invalidations}, {"lease_expiries", r.lease_expiries},
+	};
+
+	if (c.format == Format::json) {
+		mdr::JsonWriter json;
+		json.begin_object().key("node").value(format_node(ns.target));
+		for (const auto &[name, value] : counters)
+			json.key(name).value(value);
+		json.end_object();
+		env.out << json.str() << '\n';
+		return kExitOk;
+	}
+	Table table({{"COUNTER", false}, {"VALUE", true}});
+	table.add({"node", format_node(ns.target)});
+	for (const auto &[name, value] : counters) {
+		char hex[19];
+		// boot_id is an identity, read as hex like node_id in mdnode's log
+		if (name == "boot_id")
+			std::snprintf(hex, sizeof(hex), "0x%016llx",
+				      static_cast<unsigned long long>(value));
+		table.add({std::string(name), name == "boot_id" ? hex : std::to_string(value)});
+	}
+	table.print(env.out);
+	return kExitOk;
+}
+
+// ---- command groups --------------------------------------------------------
+
+struct Subcommand {
+	std::string_view name;
+	std::string_view summary;
+	int (*run)(Args args, const Env &env);
+};
+
+// "mdctl volume create ...": the group's subcommand runs with the rest.
+int run_group(std::string_view group, std::span<const Subcommand> subs, Args args,
+	      const Env &env)
+{
+	std::string names;
+
+	for (const Subcommand &sub : subs)
+		names += (names.empty() ? "" : ", ") + std::string(sub.name);
+	if (args.empty())
+		return usage_error(env, std::string(group) + " needs a subcommand: " + names);
+	if (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		env.out << "Usage: mdctl " << group << " <subcommand> [options]\n\nSubcommands:\n";
+		for (const Subcommand &sub : subs)
+			env.out << "  " << sub.name << std::string(kNameColumn - sub.name.size(), ' ')
+				<< sub.summary << '\n';
+		env.out << "\nRun 'mdctl " << group << " <subcommand> --help' for its options.\n";
+		return kExitOk;
+	}
+	for (const Subcommand &sub : subs)
+		if (sub.name == args[0])
+			return sub.run(args.subspan(1), env);
+	return usage_error(env, "unknown " + std::string(group) + " subcommand '" +
+				std::string(args[0]) + "': expected " + names);
+}
+
+int cmd_volume(Args args, const Env &env)
+{
+	static constexpr Subcommand subs[] = {
+		{"create", "create a volume", cmd_volume_create},
+		{"delete", "delete a volume", cmd_volume_delete},
+		{"list", "list the volumes", cmd_volume_list},
+		{"info", "show a volume and its allocation per device", cmd_volume_info},
+		{"resize", "change the size of a volume", cmd_volume_resize},
+	};
+	return run_group("volume", subs, args, env);
+}
+
+int cmd_dev(Args args, const Env &env)
+{
+	static constexpr Subcommand subs[] = {
+		{"list", "list the backing devices of the node", cmd_dev_list},
+	};
+	return run_group("dev", subs, args, env);
+}
+
+int cmd_node(Args args, const Env &env)
+{
+	static constexpr Subcommand subs[] = {
+		{"stats", "show the counters of the node", cmd_node_stats},
+	};
+	return run_group("node", subs, args, env);
+}
+
+// ---- migrate -----------------------------------------------------------------
+
+constexpr std::string_view kMigrateUsage =
+	"Usage: mdctl migrate NAME --extent N[-M] --to-dev ID\n"
+	"\n"
+	"Move extents N to M of volume NAME to backing device ID. Not supported\n"
+	"by this release: the arguments are checked, then it fails.\n"
+	"\n"
+	"Options:\n"
+	"  -x, --extent N[-M]   the extents, first to last (both included)\n"
+	"  -d, --to-dev ID      the device to move them to (non-zero)\n"
+	MDCTL_NODE_OPTIONS
+	"  -h, --help           show this help\n";
+
+int cmd_migrate(Args args, const Env &env)
+{
+	static constexpr mdr::OptionSpec specs[] = {
+		{kOptExtent, "extent", 'x', true}, {kOptToDev, "to-dev", 'd', true},
+		kNodeOption, kKeyFileOption, kHelpOption,
+	};
+	std::optional<ExtentRange> range;
+	std::optional<uint32_t> dev;
+	Common c;
+
+	if (auto done = parse_common(args, specs, kMigrateUsage, env, c))
+		return *done;
+	if (auto done = operands(env, c, 1, "migrate needs a volume NAME"))
+		return *done;
+	if (auto done = check_volume_name(env, c.operands[0]))
+		return *done;
+	for (const mdr::ParsedOption &opt : c.options) {
+		if (opt.id == kOptExtent) {
+			range = parse_extent_range(opt.value);
+			if (!range)
+				return usage_error(env, "bad extent range '" + std::string(opt.value) +
+							"': expected N or N-M with M >= N");
+		} else {
+			dev = parse_id<uint32_t>(opt.value);
+			if (!dev)
+				return usage_error(env, "bad device id '" + std::string(opt.value) + "'");
+		}
+	}
+	if (!range)
+		return usage_error(env, "migrate needs --extent N[-M]");
+	if (!dev)
+		return usage_error(env, "migrate needs --to-dev ID");
+	return failure(env, "migrate", -EOPNOTSUPP, {},
+		       "extent migration is not supported by this release");
+}
+
+// ---- attach, detach ------------------------------------------------------
+
+constexpr std::string_view kAttachUsage =
+	"Usage: mdctl attach NAME [--node ADDR[:PORT]] [--key-file FILE]\n"
+	"                    [--host-id N] [--bind ID=/dev/X]... [--read-only]\n"
+	"       mdctl attach --all-of FILE [--timing] [same options]\n"
+	"       mdctl attach --volume-id ID [--node ADDR[:PORT]] [--tenant T]\n"
+	"                    [--host-id N] [--bind ID=/dev/X]... [--read-only]\n"
+	"\n"
+	"Attach a volume of a storage node as a new block device and print its\n"
+	"path (/dev/mdrN). Loads the mdroute module (modprobe) if it is not.\n"
+	"\n"
+	"By NAME: looks the volume up on the node, then binds every backing device\n"
+	"of the node to the local disk whose serial or WWID (sysfs serial,\n"
+	"device/serial, wwid, device/wwid) is the one the node reports, unless a\n"
+	"--bind names the disk. A device of the node found on no local disk is\n"
+	"left unbound, with a note: IO to extents the node puts there fails with\n"
+	"EIO. If it already holds extents of the volume, the attach fails before\n"
+	"anything changes. A device bound to that same disk already is used as it\n"
+	"is. If the attach fails, the bindings it made are undone.\n"
+	"\n"
+	"With --all-of FILE: attaches every volume FILE lists, over one admin\n"
+	"connection, and prints a line per volume. Each line of FILE is\n"
+	"  NAME [SIZE [EXTENT_SIZE]]\n"
+	"and with a SIZE the volume is created first if the node lacks it ('#'\n"
+	"starts a comment). If any step fails, everything done is undone: the\n"
+	"volumes it attached are detached, those it created are deleted, the\n"
+	"devices it bound are unbound.\n"
+	"\n"
+	"By --volume-id: attaches volume ID without asking the node (no admin key\n"
+	"needed); only the --bind devices are bound.\n"
+	"\n"
+	"Options:\n"
+	"  -a, --all-of FILE    attach (and create) the volumes listed in FILE\n"
+	"  -i, --volume-id ID   the volume by id (non-zero)\n"
+	MDCTL_NODE_OPTIONS
+	"  -t, --tenant T       tenant of the volume, with --volume-id (default:\n"
+	"                       'tenant' in mdctl.conf, else 0); by NAME, the\n"
+	"                       volume's own, which it must match if given\n"
 	"  -H, --host-id N      this host's id at the storage node (non-zero).\n"
-	"                       Default: derived from /etc/machine-id: the first 8\n"
-	"                       bytes, big-endian, of HMAC-SHA256 keyed with the\n"
-	"                       machine id over \"mdroute-host-id\"\n"
+	"                       Default: 'host-id' in mdctl.conf, else derived from\n"
+	"                       /etc/machine-id: the first 8 bytes, big-endian, of\n"
+	"                       HMAC-SHA256 keyed with the machine id over\n"
+	"                       \"mdroute-host-id\"\n"
 	"  -b, --bind ID=/dev/X bind backing device ID to /dev/X (repeatable)\n"
 	"  -r, --read-only      attach read-only\n"
+	"  -T, --timing         print where the time went to stderr (--all-of)\n"
 	"  -o, --output FORMAT  table (default) or json\n"
-	"  -h, --help           show this help\n"
-	"\n"
-	"Attaching by volume name through the storage node is not implemented yet.\n";
+	"  -h, --help           show this help\n";
 
 // Attach failures that say more with the node's address.
 std::string attach_hint(int err, const mdr::Target &target)
 {
 	switch (err) {
-	case -ECONNREFUSED:
-	case -ETIMEDOUT:
-	case -EHOSTUNREACH:
-	case -ENETUNREACH:
-	case -ECONNRESET:
-	case -EADDRNOTAVAIL:
-		return "is mdnode running on " + format_node(target) + "?";
 	case -EEXIST:
 		return "the volume is attached already; see 'mdctl list'";
 	case -ENOENT:
 		return "does the volume exist on " + format_node(target) + "?";
 	default:
-		return {};
+		return node_hint(err, target);
 	}
 }
 
@@ -776,216 +1624,710 @@ void unbind_all(const Env &env, mdr::Control &control, const std::vector<uint32_
 	}
 }
 
-int cmd_attach(Args args, const Env &env)
-{
-	static constexpr mdr::OptionSpec specs[] = {
-		{kOptVolumeId, "volume-id", 'i', true},
-		{kOptNode, "node", 'n', true},
-		{kOptTenant, "tenant", 't', true},
-		{kOptHostId, "host-id", 'H', true},
-		{kOptBind, "bind", 'b', true},
-		{kOptReadOnly, "read-only", 'r', false},
-		kOutputOption,
-		kHelpOption,
-	};
-	std::optional<uint64_t> volume_id, host_id;
-	std::optional<std::string> node;
-	std::vector<BindSpec> binds;
-	uint32_t tenant = 0;
-	bool readonly = false;
-	Common c;
+// A backing device id and the local block device it is to be bound to.
+struct Binding {
+	uint32_t dev_id;
+	std::string path;
+	mdr::DevNum dev;
+};
 
-	if (auto done = parse_common(args, specs, kAttachUsage, env, c))
-		return *done;
+// Binds each of @binds; one bound to that same block device already
+// (another volume's attach did it) is used and left bound. The ids it
+// bound are appended to @bound. False once the failure is told.
+bool bind_devices(const Env &env, std::string_view command, mdr::Control &control,
+		  const std::vector<Binding> &binds, std::vector<uint32_t> &bound)
+{
+	for (const Binding &b : binds) {
+		auto r = control.bind(b.dev_id, b.dev);
+		if (r.ok()) {
+			bound.push_back(b.dev_id);
+			continue;
+		}
+		auto same = [&](const mdr::DeviceInfo &d) {
+			return d.dev_id == b.dev_id && d.dev.major == b.dev.major &&
+			       d.dev.minor == b.dev.minor;
+		};
+		if (r.error() == -EEXIST) {
+			auto all = control.dev_list();
+			if (all.ok() && std::ranges::any_of(all.value(), same))
+				continue;
+		}
+		std::string context = "bind " + std::to_string(b.dev_id) + '=' + b.path;
+		if (!r.message().empty())
+			context += ": " + r.message();
+		failure(env, command, r.error(), context,
+			r.error() == -EEXIST ? "the id is bound to another block device; "
+					       "see 'mdctl devices'"
+					     : std::string_view());
+		return false;
+	}
+	return true;
+}
+
+std::string trim_sysfs(std::string_view s)
+{
+	size_t b = s.find_first_not_of(" \t\r\n");
+	size_t e = s.find_last_not_of(" \t\r\n");
+
+	return b == s.npos ? std::string() : std::string(s.substr(b, e - b + 1));
+}
+
+// serial or WWID -> the whole disk that shows it: of /sys/block/NAME/
+// serial, device/serial, wwid and device/wwid, the first that is not
+// empty, which is what mdnode reports for its devices (mdnode/probe.cc).
+// mdroute's own disks are left out.
+std::map<std::string, Binding> local_disks(const Env &env)
+{
+	std::map<std::string, Binding> disks;
+	auto names = env.host.list_dir("/sys/block");
+
+	if (!names.ok())
+		return disks;
+	std::ranges::sort(names.value());	// the first of two same serials wins
+	for (const std::string &name : names.value()) {
+		if (name.starts_with("mdr"))
+			continue;
+		const std::string dir = "/sys/block/" + name + '/';
+		auto dev = env.host.read_file(dir + "dev");
+		if (!dev.ok())
+			continue;
+		std::string text = trim_sysfs(dev.value());
+		size_t colon = text.find(':');
+		std::optional<uint32_t> major = parse_number<uint32_t>(text.substr(0, colon));
+		std::optional<uint32_t> minor =
+			colon == text.npos ? std::nullopt
+					   : parse_number<uint32_t>(text.substr(colon + 1));
+		if (!major || !minor)
+			continue;
+		for (const char *attr : {"serial", "device/serial", "wwid", "device/wwid"}) {
+			auto serial = env.host.read_file(dir + attr);
+			std::string s = serial.ok() ? trim_sysfs(serial.value()) : std::string();
+			if (s.empty())
+				continue;
+			disks.emplace(s, Binding{0, "/dev/" + name, {*major, *minor}});
+			break;
+		}
+	}
+	return disks;
+}
+
+// Where each device of the node is on this host.
+struct BindPlan {
+	std::vector<Binding> binds;
+	std::map<uint32_t, std::string> missing;	// id -> serial: on no local disk
+};
+
+std::optional<int> plan_bindings(const Env &env, std::string_view command,
+				 const std::vector<mdr::wire::Device> &devs,
+				 const std::vector<BindSpec> &overrides,
+				 const mdr::Target &target, BindPlan &plan)
+{
+	std::set<uint32_t> overridden;
+
+	for (const BindSpec &o : overrides) {
+		if (std::ranges::none_of(devs, [&](const auto &d) { return d.dev_id == o.dev_id; })) {
+			failure(env, command, -ENODEV,
+				"--bind " + std::to_string(o.dev_id) + '=' + o.path + ": mdnode at " +
+					format_node(target) + " has no device " +
+					std::to_string(o.dev_id),
+				"see 'mdctl dev list'");
+			return kExitFailure;
+		}
+		std::optional<mdr::DevNum> dev = block_device(env, command, o.path);
+		if (!dev)
+			return kExitFailure;
+		plan.binds.push_back({o.dev_id, o.path, *dev});
+		overridden.insert(o.dev_id);
+	}
+	std::map<std::string, Binding> disks = local_disks(env);
+	for (const mdr::wire::Device &d : devs) {
+		if (overridden.contains(d.dev_id))
+			continue;
+		auto disk = d.serial.empty() ? disks.end() : disks.find(d.serial);
+		if (disk == disks.end()) {
+			plan.missing[d.dev_id] = d.serial;
+			continue;
+		}
+		plan.binds.push_back({d.dev_id, disk->second.path, disk->second.dev});
+	}
+	return std::nullopt;
+}
+
+// A volume whose extents are on a device this host cannot reach would
+// read and write garbage or fail: refused before anything changes.
+std::optional<int> check_reachable(const Env &env, std::string_view command,
+				   const mdr::wire::VolumeReply &v, const BindPlan &plan)
+{
+	for (const mdr::wire::DevExtents &d : v.devs) {
+		auto m = plan.missing.find(d.dev_id);
+		if (m == plan.missing.end() || d.extents == 0)
+			continue;
+		return failure(env, command, -ENODEV,
+			       "volume '" + v.vol.name + "': device " + std::to_string(d.dev_id) +
+				       " (serial '" + m->second + "') holds " +
+				       std::to_string(d.extents) +
+				       " of its extents but is on no disk of this host",
+			       "bind it with --bind " + std::to_string(d.dev_id) + "=/dev/X");
+	}
+	return std::nullopt;
+}
+
+void note_missing(const Env &env, std::string_view command, const BindPlan &plan)
+{
+	for (const auto &[id, serial] : plan.missing)
+		env.err << "mdctl: " << command << ": note: device " << id << " (serial '"
+			<< serial << "') is on no disk of this host; IO to extents the node "
+			   "allocates there will fail\n";
+}
+
+// Seconds since @start, for --timing.
+double since(std::chrono::steady_clock::time_point start)
+{
+	return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// --timing: "name: 1000 in 12.345 s (12.345 ms each)".
+void print_timing(const Env &env, std::string_view command, std::string_view step, size_t n,
+		  double secs)
+{
+	char line[160];
+
+	if (n > 1)
+		std::snprintf(line, sizeof(line), "%.*s: %zu in %.3f s (%.3f ms each)",
+			      static_cast<int>(step.size()), step.data(), n, secs,
+			      secs * 1000 / static_cast<double>(n));
+	else
+		std::snprintf(line, sizeof(line), "%.*s: %.3f s", static_cast<int>(step.size()),
+			      step.data(), secs);
+	env.err << "mdctl: " << command << ": timing: " << line << '\n';
+}
+
+struct AttachArgs {
+	std::optional<std::string> name;
+	std::optional<std::string> all_of;
+	std::optional<uint64_t> volume_id;
+	std::optional<uint32_t> tenant;
+	std::optional<uint64_t> host_id;
+	std::vector<BindSpec> binds;
+	bool readonly = false;
+	bool timing = false;
+};
+
+std::optional<int> parse_attach(const Env &env, const Common &c, AttachArgs &a)
+{
 	for (const mdr::ParsedOption &opt : c.options) {
 		std::string value(opt.value);
 		switch (opt.id) {
 		case kOptVolumeId:
-			volume_id = parse_id<uint64_t>(value);
-			if (!volume_id)
+			a.volume_id = parse_id<uint64_t>(value);
+			if (!a.volume_id)
 				return usage_error(env, "bad volume id '" + value + "'");
 			break;
-		case kOptNode:
-			node = value;
+		case kOptAllOf:
+			a.all_of = value;
 			break;
-		case kOptTenant: {
-			std::optional<uint32_t> t = parse_number<uint32_t>(value);
-			if (!t)
+		case kOptTenant:
+			a.tenant = parse_number<uint32_t>(value);
+			if (!a.tenant)
 				return usage_error(env, "bad tenant '" + value + "'");
-			tenant = *t;
 			break;
-		}
 		case kOptHostId:
-			host_id = parse_id<uint64_t>(value);
-			if (!host_id)
+			a.host_id = parse_id<uint64_t>(value);
+			if (!a.host_id)
 				return usage_error(env, "bad host id '" + value + "'");
 			break;
 		case kOptBind: {
 			std::optional<BindSpec> spec = parse_bind_spec(value);
 			if (!spec)
 				return bad_binding(env, value);
-			for (const BindSpec &other : binds)
+			for (const BindSpec &other : a.binds)
 				if (other.dev_id == spec->dev_id)
 					return usage_error(env, "device " +
 								std::to_string(spec->dev_id) +
 								" is bound twice");
-			binds.push_back(std::move(*spec));
+			a.binds.push_back(std::move(*spec));
 			break;
 		}
 		case kOptReadOnly:
-			readonly = true;
+			a.readonly = true;
+			break;
+		case kOptTiming:
+			a.timing = true;
 			break;
 		}
 	}
-	if (!c.operands.empty())
-		return usage_error(env, "attaching by volume name is not implemented yet: "
-					"use --volume-id ID");
-	if (!volume_id)
-		return usage_error(env, "attach needs --volume-id ID");
-	if (!node) {
-		node = env.host.getenv("MDCTL_NODE");
-		if (!node || node->empty())
-			return usage_error(env, "no storage node: use --node ADDR[:PORT] "
-						"or set MDCTL_NODE");
+	if (c.operands.size() > 1)
+		return unexpected_argument(env, c.operands[1]);
+	if (!c.operands.empty()) {
+		if (auto done = check_volume_name(env, c.operands[0]))
+			return done;
+		a.name = std::string(c.operands[0]);
 	}
-	std::optional<mdr::Target> target = parse_node(*node);
-	if (!target)
-		return usage_error(env, "bad node address '" + *node +
-					"': expected IPv4[:PORT], IPv6 or [IPv6]:PORT");
-	target->tenant = tenant;
+	const int ways = a.name.has_value() + a.all_of.has_value() + a.volume_id.has_value();
+	if (ways == 0)
+		return usage_error(env, "attach needs a volume NAME, --all-of FILE or "
+					"--volume-id ID");
+	if (ways > 1)
+		return usage_error(env, "attach takes one of NAME, --all-of FILE and "
+					"--volume-id ID");
+	if (a.timing && !a.all_of)
+		return usage_error(env, "--timing goes with --all-of");
+	return std::nullopt;
+}
 
-	if (!host_id) {
-		auto machine_id = env.host.read_file(kMachineIdPath);
-		if (!machine_id.ok())
-			return failure(env, "attach", machine_id.error(), kMachineIdPath,
-				       "pass --host-id N");
-		auto derived = host_id_from_machine_id(machine_id.value());
-		if (!derived.ok())
-			return failure(env, "attach", derived.error(),
-				       std::string(kMachineIdPath) + ": " + derived.message(),
-				       "pass --host-id N");
-		host_id = derived.value();
+// --host-id, else the config's, else derived from the machine id.
+std::optional<uint64_t> resolve_host_id(const Env &env, const AttachArgs &a, const Config &config)
+{
+	if (a.host_id)
+		return a.host_id;
+	if (config.host_id)
+		return config.host_id;
+	auto machine_id = env.host.read_file(kMachineIdPath);
+	if (!machine_id.ok()) {
+		failure(env, "attach", machine_id.error(), kMachineIdPath, "pass --host-id N");
+		return std::nullopt;
 	}
-	target->host_id = *host_id;
-
-	// Every block device is looked up before anything changes.
-	std::vector<mdr::DevNum> devs;
-	for (const BindSpec &b : binds) {
-		std::optional<mdr::DevNum> dev = block_device(env, "attach", b.path);
-		if (!dev)
-			return kExitFailure;
-		devs.push_back(*dev);
+	auto derived = host_id_from_machine_id(machine_id.value());
+	if (!derived.ok()) {
+		failure(env, "attach", derived.error(),
+			std::string(kMachineIdPath) + ": " + derived.message(), "pass --host-id N");
+		return std::nullopt;
 	}
+	return derived.value();
+}
 
-	auto control = open_control(env, "attach");
+void print_attached(const Env &env, Format format, const mdr::VolumeInfo &v,
+		    const std::vector<uint32_t> &bound)
+{
+	if (format == Format::table) {
+		env.out << device_path(v.index) << '\n';
+		return;
+	}
+	mdr::JsonWriter json;
+	json.begin_object()
+		.key("device").value(device_path(v.index))
+		.key("index").value(v.index)
+		.key("volume_id").value(v.volume_id)
+		.key("name").value(v.name)
+		.key("size").value(v.size)
+		.key("extent_size").value(uint64_t{1} << v.extent_shift)
+		.key("read_only").value((v.flags & MDR_VOL_READONLY) != 0)
+		.key("host_id").value(v.target.host_id)
+		.key("bound").begin_array();
+	for (uint32_t id : bound)
+		json.value(id);
+	json.end_array().end_object();
+	env.out << json.str() << '\n';
+}
+
+// The last step of every attach: bind, attach, or undo the bindings.
+int bind_and_attach(const Env &env, const std::vector<Binding> &binds, uint64_t volume_id,
+		    const mdr::Target &target, bool readonly, Format format)
+{
+	auto control = open_control_loading(env, "attach");
 	if (!control)
 		return kExitFailure;
-
 	std::vector<uint32_t> bound;	// what to undo if the attach fails
-	for (size_t i = 0; i < binds.size(); i++) {
-		auto r = control->bind(binds[i].dev_id, devs[i]);
-		if (r.ok()) {
-			bound.push_back(binds[i].dev_id);
-			continue;
-		}
-		// Bound to the same block device already (another volume's
-		// attach did it): use it, and leave it bound.
-		auto same = [&](const mdr::DeviceInfo &d) {
-			return d.dev_id == binds[i].dev_id && d.dev.major == devs[i].major &&
-			       d.dev.minor == devs[i].minor;
-		};
-		if (r.error() == -EEXIST) {
-			auto all = control->dev_list();
-			if (all.ok() && std::ranges::any_of(all.value(), same))
-				continue;
-		}
-		std::string context = "bind " + std::to_string(binds[i].dev_id) + '=' +
-				      binds[i].path;
-		if (!r.message().empty())
-			context += ": " + r.message();
-		failure(env, "attach", r.error(), context,
-			r.error() == -EEXIST ? "the id is bound to another block device; "
-					       "see 'mdctl devices'"
-					     : std::string_view());
+	if (!bind_devices(env, "attach", *control, binds, bound)) {
 		unbind_all(env, *control, bound);
 		return kExitFailure;
 	}
-
-	auto attached = control->attach(*volume_id, *target, readonly);
+	auto attached = control->attach(volume_id, target, readonly);
 	if (!attached.ok()) {
-		failure(env, "attach", attached, attach_hint(attached.error(), *target));
+		failure(env, "attach", attached, attach_hint(attached.error(), target));
 		unbind_all(env, *control, bound);
 		return kExitFailure;
 	}
+	print_attached(env, format, attached.value(), bound);
+	return kExitOk;
+}
 
-	const mdr::VolumeInfo &v = attached.value();
+int attach_all_of(const Env &env, const Common &c, const AttachArgs &a, const NodeSettings &ns,
+		  uint64_t host_id);
+
+int cmd_attach(Args args, const Env &env)
+{
+	static constexpr mdr::OptionSpec specs[] = {
+		{kOptVolumeId, "volume-id", 'i', true},
+		{kOptAllOf, "all-of", 'a', true},
+		kNodeOption,
+		kKeyFileOption,
+		{kOptTenant, "tenant", 't', true},
+		{kOptHostId, "host-id", 'H', true},
+		{kOptBind, "bind", 'b', true},
+		{kOptReadOnly, "read-only", 'r', false},
+		{kOptTiming, "timing", 'T', false},
+		kOutputOption,
+		kHelpOption,
+	};
+	AttachArgs a;
+	Common c;
+	NodeSettings ns;
+
+	if (auto done = parse_common(args, specs, kAttachUsage, env, c))
+		return *done;
+	if (auto done = parse_attach(env, c, a))
+		return *done;
+	if (auto done = node_settings(env, "attach", c, ns))
+		return *done;
+	std::optional<uint64_t> host_id = resolve_host_id(env, a, ns.config);
+	if (!host_id)
+		return kExitFailure;
+	mdr::Target target = ns.target;
+	target.host_id = *host_id;
+
+	if (a.all_of)
+		return attach_all_of(env, c, a, ns, *host_id);
+
+	if (a.volume_id) {
+		// Every block device is looked up before anything changes.
+		std::vector<Binding> binds;
+		for (const BindSpec &b : a.binds) {
+			std::optional<mdr::DevNum> dev = block_device(env, "attach", b.path);
+			if (!dev)
+				return kExitFailure;
+			binds.push_back({b.dev_id, b.path, *dev});
+		}
+		target.tenant = a.tenant.value_or(ns.config.tenant.value_or(0));
+		return bind_and_attach(env, binds, *a.volume_id, target, a.readonly, c.format);
+	}
+
+	// By name: what the node says first, nothing changed until it is known.
+	std::unique_ptr<NodeSession> node = open_node(env, "attach", ns);
+	if (!node)
+		return kExitFailure;
+	auto info = rpc<mdr::wire::VolInfoRep>(*node, mdr::wire::VolInfoReq{*a.name});
+	if (!info.ok())
+		return rpc_failure(env, "attach", info, "volume '" + *a.name + "'", ns.target);
+	const mdr::wire::Volume &vol = info.value().vol;
+	if (a.tenant && *a.tenant != vol.tenant)
+		return failure(env, "attach", -EPERM,
+			       "volume '" + vol.name + "' is of tenant " + std::to_string(vol.tenant) +
+				       ", not " + std::to_string(*a.tenant),
+			       "leave --tenant out: the volume's own is used");
+	auto devs = list_devices(*node);
+	if (!devs.ok())
+		return rpc_failure(env, "attach", devs, "device list", ns.target);
+	BindPlan plan;
+	if (auto done = plan_bindings(env, "attach", devs.value(), a.binds, ns.target, plan))
+		return *done;
+	if (auto done = check_reachable(env, "attach", info.value(), plan))
+		return *done;
+	node.reset();	// the admin connection is not needed any more
+	note_missing(env, "attach", plan);
+	target.tenant = vol.tenant;
+	return bind_and_attach(env, plan.binds, vol.volume_id, target, a.readonly, c.format);
+}
+
+// What a batch attach did, to undo it if a later step fails.
+struct BatchUndo {
+	std::vector<std::string> created;	// volumes created on the node
+	std::vector<uint32_t> bound;		// devices bound
+	std::vector<uint32_t> attached;		// indexes of /dev/mdrN
+
+	void run(const Env &env, NodeSession &node, mdr::Control *control)
+	{
+		if (control) {
+			for (auto i = attached.rbegin(); i != attached.rend(); ++i) {
+				mdr::Status st = control->detach(*i, 0, true);
+				if (!st.ok())
+					env.err << "mdctl: attach: could not undo attach of "
+						<< device_path(*i) << ": "
+						<< mdr::describe_errno(-st.error()) << '\n';
+			}
+			unbind_all(env, *control, bound);
+		}
+		for (auto n = created.rbegin(); n != created.rend(); ++n) {
+			auto r = rpc<mdr::wire::VolDeleteRep>(node, mdr::wire::VolDeleteReq{*n});
+			if (!r.ok())
+				env.err << "mdctl: attach: could not undo creation of volume '" << *n
+					<< "': " << mdr::describe_errno(-r.error()) << '\n';
+		}
+	}
+};
+
+int attach_all_of(const Env &env, const Common &c, const AttachArgs &a, const NodeSettings &ns,
+		  uint64_t host_id)
+{
+	using clock = std::chrono::steady_clock;
+	std::vector<BatchLine> lines;
+	if (auto done = read_batch(env, "attach", *a.all_of, lines))
+		return *done;
+
+	auto t0 = clock::now();
+	std::unique_ptr<NodeSession> node = open_node(env, "attach", ns);
+	if (!node)
+		return kExitFailure;
+	const double connect_s = since(t0);
+
+	t0 = clock::now();
+	auto devs = list_devices(*node);
+	if (!devs.ok())
+		return rpc_failure(env, "attach", devs, "device list", ns.target);
+	BindPlan plan;
+	if (auto done = plan_bindings(env, "attach", devs.value(), a.binds, ns.target, plan))
+		return *done;
+	const double plan_s = since(t0);
+
+	// On the node: create what is missing, look up the rest.
+	BatchUndo undo;
+	std::vector<mdr::wire::Volume> vols;
+	std::vector<bool> created;
+	size_t creates = 0, infos = 0;
+	double create_s = 0, info_s = 0;
+	auto fail = [&](mdr::Control *control) {
+		undo.run(env, *node, control);
+		return kExitFailure;
+	};
+	for (const BatchLine &b : lines) {
+		std::optional<mdr::wire::VolumeReply> reply;
+		bool made = false;
+		if (b.size) {
+			mdr::wire::VolCreateReq req;
+			req.size = *b.size;
+			req.extent_shift = b.extent_shift;
+			req.tenant = a.tenant.value_or(ns.config.tenant.value_or(0));
+			req.name = b.name;
+			auto t = clock::now();
+			auto r = rpc<mdr::wire::VolCreateRep>(*node, req);
+			create_s += since(t);
+			creates++;
+			if (r.ok()) {
+				reply = std::move(r.value());
+				made = true;
+				undo.created.push_back(b.name);
+			} else if (r.error() != -EEXIST) {
+				rpc_failure(env, "attach", r, "volume '" + b.name + "'", ns.target);
+				return fail(nullptr);
+			}
+		}
+		if (!reply) {
+			auto t = clock::now();
+			auto r = rpc<mdr::wire::VolInfoRep>(*node, mdr::wire::VolInfoReq{b.name});
+			info_s += since(t);
+			infos++;
+			if (!r.ok()) {
+				rpc_failure(env, "attach", r, "volume '" + b.name + "'", ns.target);
+				return fail(nullptr);
+			}
+			reply = std::move(r.value());
+			const mdr::wire::Volume &v = reply->vol;
+			if ((b.size && v.size != *b.size) ||
+			    (b.extent_shift && v.extent_shift != b.extent_shift)) {
+				env.err << "mdctl: attach failed: volume '" << b.name
+					<< "' exists with size " << v.size << " and extent size "
+					<< extent_bytes(v.extent_shift) << ", not as " << *a.all_of
+					<< " says\n";
+				return fail(nullptr);
+			}
+		}
+		if (a.tenant && reply->vol.tenant != *a.tenant) {
+			failure(env, "attach", -EPERM,
+				"volume '" + b.name + "' is of tenant " +
+					std::to_string(reply->vol.tenant));
+			return fail(nullptr);
+		}
+		if (check_reachable(env, "attach", *reply, plan))
+			return fail(nullptr);
+		vols.push_back(reply->vol);
+		created.push_back(made);
+	}
+	note_missing(env, "attach", plan);
+
+	// On this host: bind every device once, then attach each volume.
+	t0 = clock::now();
+	auto control = open_control_loading(env, "attach");
+	if (!control)
+		return fail(nullptr);
+	if (!bind_devices(env, "attach", *control, plan.binds, undo.bound))
+		return fail(&*control);
+	const double bind_s = since(t0);
+
+	t0 = clock::now();
+	std::vector<mdr::VolumeInfo> attached;
+	for (const mdr::wire::Volume &v : vols) {
+		mdr::Target target = ns.target;
+		target.host_id = host_id;
+		target.tenant = v.tenant;
+		auto r = control->attach(v.volume_id, target, a.readonly);
+		if (!r.ok()) {
+			failure(env, "attach", r.error(),
+				"volume '" + v.name + "'" + (r.message().empty() ? "" : ": " + r.message()),
+				attach_hint(r.error(), target));
+			return fail(&*control);
+		}
+		undo.attached.push_back(r.value().index);
+		attached.push_back(std::move(r.value()));
+	}
+	const double attach_s = since(t0);
+
+	if (a.timing) {
+		print_timing(env, "attach", "connect", 1, connect_s);
+		print_timing(env, "attach", "device list and local disks", 1, plan_s);
+		if (creates)
+			print_timing(env, "attach", "create", creates, create_s);
+		if (infos)
+			print_timing(env, "attach", "info", infos, info_s);
+		print_timing(env, "attach", "bind", plan.binds.size(), bind_s);
+		print_timing(env, "attach", "attach", attached.size(), attach_s);
+	}
+
 	if (c.format == Format::json) {
 		mdr::JsonWriter json;
-		json.begin_object()
-			.key("device").value(device_path(v.index))
-			.key("index").value(v.index)
-			.key("volume_id").value(v.volume_id)
-			.key("name").value(v.name)
-			.key("size").value(v.size)
-			.key("extent_size").value(uint64_t{1} << v.extent_shift)
-			.key("read_only").value((v.flags & MDR_VOL_READONLY) != 0)
-			.key("host_id").value(v.target.host_id)
-			.key("bound").begin_array();
-		for (uint32_t id : bound)
+		json.begin_object().key("volumes").begin_array();
+		for (size_t i = 0; i < attached.size(); i++)
+			json.begin_object()
+				.key("name").value(vols[i].name)
+				.key("volume_id").value(vols[i].volume_id)
+				.key("device").value(device_path(attached[i].index))
+				.key("index").value(attached[i].index)
+				.key("size").value(vols[i].size)
+				.key("created").value(static_cast<bool>(created[i]))
+				.end_object();
+		json.end_array().key("bound").begin_array();
+		for (uint32_t id : undo.bound)
 			json.value(id);
 		json.end_array().end_object();
 		env.out << json.str() << '\n';
-	} else {
-		env.out << device_path(v.index) << '\n';
+		return kExitOk;
 	}
+	Table table({{"NAME", false}, {"DEVICE", false}, {"VOLUME_ID", true}, {"SIZE", true},
+		     {"CREATED", false}});
+	for (size_t i = 0; i < attached.size(); i++)
+		table.add({vols[i].name, device_path(attached[i].index),
+			   std::to_string(vols[i].volume_id), format_size(vols[i].size),
+			   created[i] ? "yes" : "no"});
+	table.print(env.out);
 	return kExitOk;
 }
 
 constexpr std::string_view kDetachUsage =
-	"Usage: mdctl detach DEV [--force]\n"
+	"Usage: mdctl detach DEV|NAME [--force]\n"
+	"       mdctl detach --all-of FILE [--force] [--timing]\n"
 	"\n"
-	"Detach the volume at DEV (/dev/mdrN, mdrN or N). Refused while the device\n"
-	"is open, unless --force: then IO waiting for metadata and new IO fail\n"
-	"with EIO, IO already at a backing device completes, and the device goes\n"
-	"away.\n"
+	"Detach the volume at DEV (/dev/mdrN, mdrN or N), or the attached volume\n"
+	"called NAME (an operand that reads as a device is one). Refused while\n"
+	"the device is open, unless --force: then IO waiting for metadata and new\n"
+	"IO fail with EIO, IO already at a backing device completes, and the\n"
+	"device goes away. Bound backing devices stay bound (see 'mdctl unbind').\n"
+	"\n"
+	"With --all-of FILE, detaches every volume named in FILE (the first word\n"
+	"of each line, as for 'mdctl attach --all-of'); every name must be\n"
+	"attached, which is checked before anything is detached. It stops at the\n"
+	"first failure; the volumes detached before it stay detached.\n"
 	"\n"
 	"Options:\n"
+	"  -a, --all-of FILE    the volumes named in FILE\n"
 	"  -f, --force          detach even if the device is open\n"
+	"  -T, --timing         print where the time went to stderr (--all-of)\n"
 	"  -h, --help           show this help\n";
 
-enum DetachOption { kOptForce = 100 };
+int detach_one(const Env &env, mdr::Control &control, uint32_t index, bool force)
+{
+	mdr::Status st = control.detach(index, 0, force);
+
+	if (st.ok())
+		return kExitOk;
+	std::string hint;
+	if (st.error() == -EBUSY)
+		hint = "the device is open; close it, or use --force";
+	else if (st.error() == -ENXIO)
+		hint = "no volume is attached there; see 'mdctl list'";
+	return failure(env, "detach", st.error(),
+		       st.message().empty() ? device_path(index) : st.message(), hint);
+}
+
+// The index of the attached volume called @name: one of them.
+std::optional<uint32_t> find_attached(const Env &env, const std::vector<mdr::VolumeInfo> &vols,
+				      const std::string &name)
+{
+	std::optional<uint32_t> index;
+
+	for (const mdr::VolumeInfo &v : vols) {
+		if (v.name != name)
+			continue;
+		if (index) {
+			failure(env, "detach", -EINVAL,
+				"volume '" + name + "' is attached from more than one node",
+				"name it by device: " + device_path(*index) + " or " +
+					device_path(v.index));
+			return std::nullopt;
+		}
+		index = v.index;
+	}
+	if (!index)
+		failure(env, "detach", -ENXIO, "volume '" + name + "'",
+			"it is not attached here; see 'mdctl list'");
+	return index;
+}
 
 int cmd_detach(Args args, const Env &env)
 {
-	static constexpr mdr::OptionSpec specs[] = {{kOptForce, "force", 'f', false},
-						   kHelpOption};
+	static constexpr mdr::OptionSpec specs[] = {
+		{kOptForce, "force", 'f', false}, {kOptAllOf, "all-of", 'a', true},
+		{kOptTiming, "timing", 'T', false}, kHelpOption,
+	};
+	bool force = false, timing = false;
+	std::optional<std::string> all_of;
 	Common c;
 
 	if (auto done = parse_common(args, specs, kDetachUsage, env, c))
 		return *done;
-	bool force = !c.options.empty();	// --force is the only other option
-	if (c.operands.empty())
-		return usage_error(env, "detach needs a device (/dev/mdrN, mdrN or N)");
+	for (const mdr::ParsedOption &opt : c.options) {
+		if (opt.id == kOptForce)
+			force = true;
+		else if (opt.id == kOptTiming)
+			timing = true;
+		else
+			all_of = std::string(opt.value);
+	}
+	if (all_of && !c.operands.empty())
+		return unexpected_argument(env, c.operands[0]);
+	if (timing && !all_of)
+		return usage_error(env, "--timing goes with --all-of");
+	if (!all_of && c.operands.empty())
+		return usage_error(env, "detach needs a device (/dev/mdrN, mdrN or N) or a "
+					"volume name");
 	if (c.operands.size() > 1)
 		return unexpected_argument(env, c.operands[1]);
-	std::optional<uint32_t> index = parse_volume_device(c.operands[0]);
-	if (!index)
-		return usage_error(env, "bad device '" + std::string(c.operands[0]) +
-					"': expected /dev/mdrN, mdrN or N");
+
+	std::vector<BatchLine> lines;
+	std::optional<uint32_t> index;
+	if (all_of) {
+		if (auto done = read_batch(env, "detach", *all_of, lines))
+			return *done;
+	} else {
+		index = parse_volume_device(c.operands[0]);
+		if (!index && !mdr::wire::valid_volume_name(c.operands[0]))
+			return usage_error(env, "bad device or volume name '" +
+						std::string(c.operands[0]) +
+						"': expected /dev/mdrN, mdrN, N or a name");
+		if (!index)
+			lines.push_back({std::string(c.operands[0]), {}, 0});
+	}
 
 	auto control = open_control(env, "detach");
 	if (!control)
 		return kExitFailure;
-	mdr::Status st = control->detach(*index, 0, force);
-	if (!st.ok()) {
-		std::string hint;
-		if (st.error() == -EBUSY)
-			hint = "the device is open; close it, or use --force";
-		else if (st.error() == -ENXIO)
-			hint = "no volume is attached there; see 'mdctl list'";
-		return failure(env, "detach", st.error(),
-			       st.message().empty() ? device_path(*index) : st.message(), hint);
+	if (index)
+		return detach_one(env, *control, *index, force);
+
+	auto vols = control->list();
+	if (!vols.ok())
+		return failure(env, "detach", vols);
+	std::vector<uint32_t> indexes;
+	for (const BatchLine &b : lines) {
+		std::optional<uint32_t> i = find_attached(env, vols.value(), b.name);
+		if (!i)
+			return kExitFailure;
+		indexes.push_back(*i);
 	}
+	auto t0 = std::chrono::steady_clock::now();
+	for (uint32_t i : indexes)
+		if (int status = detach_one(env, *control, i, force))
+			return status;
+	if (timing)
+		print_timing(env, "detach", "detach", indexes.size(), since(t0));
 	return kExitOk;
 }
 
@@ -1180,17 +2522,18 @@ int cmd_stats(Args args, const Env &env)
 int cmd_help(Args args, const Env &env)
 {
 	static constexpr mdr::OptionSpec specs[] = {kHelpOption};
-	auto parsed = mdr::parse_args(args, specs);
+	Common c;
 
-	if (!parsed.ok())
-		return usage_error(env, parsed.message());
-	if (!parsed.value().operands.empty())
-		return unexpected_argument(env, parsed.value().operands.front());
+	if (auto done = parse_common(args, specs, {}, env, c); done && *done != kExitOk)
+		return *done;
+	if (!c.operands.empty())
+		return unexpected_argument(env, c.operands.front());
 
 	env.out << "Usage: mdctl <command> [options]\n"
 		   "\n"
-		   "Administer the mdroute volume router through "
-		<< mdr::kControlPath << ".\n"
+		   "Attach mdroute volumes on this host (through "
+		<< mdr::kControlPath << ")\n"
+		   "and administer storage nodes (mdnode).\n"
 		   "\n"
 		   "Commands:\n";
 	for (const Command &cmd : kCommands)
@@ -1198,6 +2541,8 @@ int cmd_help(Args args, const Env &env)
 			<< cmd.summary << '\n';
 	env.out << "\n"
 		   "Run 'mdctl <command> --help' for the options of a command.\n"
+		   "The storage node is --node, else $MDCTL_NODE, else 'node' in\n"
+		   "/etc/mdroute/mdctl.conf ($MDCTL_CONFIG names another file).\n"
 		   "Exit status: 0 ok, 1 failure, 2 usage error.\n";
 	return kExitOk;
 }

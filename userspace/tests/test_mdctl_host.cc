@@ -271,11 +271,18 @@ static void test_attach_node_from_env(void **)
 
 static void test_attach_usage_errors(void **)
 {
-	assert_usage({"attach", "-n", "192.0.2.2"}, "attach needs --volume-id ID");
+	assert_usage({"attach", "-n", "192.0.2.2"},
+		     "attach needs a volume NAME, --all-of FILE or --volume-id ID");
 	assert_usage({"attach", "-i", "42"},
-		     "no storage node: use --node ADDR[:PORT] or set MDCTL_NODE");
-	assert_usage({"attach", "db", "-n", "192.0.2.2"},
-		     "attaching by volume name is not implemented yet: use --volume-id ID");
+		     "no storage node: use --node ADDR[:PORT], set MDCTL_NODE or 'node =' in "
+		     "/etc/mdroute/mdctl.conf");
+	assert_usage({"attach", "db", "-i", "42", "-n", "192.0.2.2"},
+		     "attach takes one of NAME, --all-of FILE and --volume-id ID");
+	assert_usage({"attach", "db", "-a", "/f", "-n", "192.0.2.2"},
+		     "attach takes one of NAME, --all-of FILE and --volume-id ID");
+	assert_usage({"attach", "db", "-T", "-n", "192.0.2.2"}, "--timing goes with --all-of");
+	assert_usage({"attach", "db/1", "-n", "192.0.2.2"},
+		     "bad volume name 'db/1': use 1 to 63 of A-Z a-z 0-9 . _ -");
 	for (const char *bad : {"0", "-1", "x", "18446744073709551616", "42x", "0x"})
 		assert_usage({"attach", "-n", "192.0.2.2", "-i", bad},
 			     "bad volume id '" + std::string(bad) + "'");
@@ -462,11 +469,21 @@ static void test_detach_busy_and_force(void **)
 
 static void test_detach_usage_errors(void **)
 {
-	assert_usage({"detach"}, "detach needs a device (/dev/mdrN, mdrN or N)");
-	for (const char *bad : {"mdr", "/dev/mdr", "/dev/sda", "-1", "03", "mdrx", "0x3",
-				"/dev/mdr3p1", "4294967296", "mdr 3"})
-		assert_usage({"detach", "--", bad}, "bad device '" + std::string(bad) +
-							    "': expected /dev/mdrN, mdrN or N");
+	assert_usage({"detach"}, "detach needs a device (/dev/mdrN, mdrN or N) or a volume name");
+	for (const char *bad : {"", "/dev/mdr", "/dev/sda", "/dev/mdr3p1", "mdr 3", "db/1"})
+		assert_usage({"detach", "--", bad},
+			     "bad device or volume name '" + std::string(bad) +
+			     "': expected /dev/mdrN, mdrN, N or a name");
+	// Not a device, so a name: of no attached volume.
+	for (const char *name : {"mdr", "-1", "03", "mdrx", "0x3", "4294967296"}) {
+		World w;
+		assert_failure(w, {"detach", "--", name},
+			       "mdctl: detach failed: volume '" + std::string(name) +
+			       "': No such device or address (ENXIO)\n"
+			       "hint: it is not attached here; see 'mdctl list'\n");
+	}
+	assert_usage({"detach", "-a", "/f", "mdr0"}, "unexpected argument 'mdr0'");
+	assert_usage({"detach", "-T", "mdr0"}, "--timing goes with --all-of");
 	assert_usage({"detach", "1", "2"}, "unexpected argument '2'");
 	assert_usage({"detach", "--volume-id=3", "1"}, "unknown option '--volume-id'");
 }

@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// fake_host.h - a Host of files and block devices the test sets up.
+// fake_host.h - a Host of files, block devices, a storage node and
+// programs the test sets up.
 #ifndef MDR_TESTS_FAKE_HOST_H
 #define MDR_TESTS_FAKE_HOST_H
 
 #include <algorithm>
 #include <cerrno>
+#include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "mdctl/host.h"
+#include "tests/common/fake_node.h"
 
 namespace mdr::test {
 
@@ -18,6 +22,10 @@ public:
 	std::map<std::string, std::string> files;	// path -> contents
 	std::map<std::string, mdr::DevNum> block_devices;	// path -> major:minor
 	std::map<std::string, std::string> env;
+	FakeNode *node = nullptr;			// none: nobody listens
+	std::vector<std::vector<std::string>> programs;	// run_program() calls
+	// What a program does; by default it fails to run (ENOENT).
+	std::function<mdr::Result<int>(const std::vector<std::string> &)> on_run;
 
 	mdr::Result<mdctl::FileInfo> stat(const std::string &path) override
 	{
@@ -37,16 +45,21 @@ public:
 		return f->second;
 	}
 
-	// Every file whose path is @path + "/" + a name without further '/'.
+	// The names under @path + "/" of files, and of directories that hold
+	// files (the first component of what follows).
 	mdr::Result<std::vector<std::string>> list_dir(const std::string &path) override
 	{
 		std::vector<std::string> names;
 		const std::string prefix = path + '/';
 
-		for (const auto &[name, contents] : files)
-			if (name.starts_with(prefix) &&
-			    name.find('/', prefix.size()) == std::string::npos)
-				names.push_back(name.substr(prefix.size()));
+		for (const auto &[name, contents] : files) {
+			if (!name.starts_with(prefix))
+				continue;
+			std::string first = name.substr(prefix.size(),
+							name.find('/', prefix.size()) - prefix.size());
+			if (std::find(names.begin(), names.end(), first) == names.end())
+				names.push_back(first);
+		}
 		if (names.empty())
 			return mdr::Error(-ENOENT);
 		std::reverse(names.begin(), names.end());	// readdir() does not sort
@@ -58,6 +71,22 @@ public:
 		auto e = env.find(name);
 
 		return e == env.end() ? std::nullopt : std::optional<std::string>(e->second);
+	}
+
+	mdr::Result<std::unique_ptr<mdctl::NodeSession>>
+	connect_node(const mdctl::NodeOptions &opts, std::span<const uint8_t> key) override
+	{
+		if (!node)
+			return mdr::Error(-ECONNREFUSED, "connection refused");
+		return node->connect(opts, key);
+	}
+
+	mdr::Result<int> run_program(const std::vector<std::string> &argv) override
+	{
+		programs.push_back(argv);
+		if (!on_run)
+			return mdr::Error(-ENOENT, argv.at(0));
+		return on_run(argv);
 	}
 };
 
