@@ -50,8 +50,12 @@ sparse:
 	tools/style sparse
 
 install: all
-	$(MAKE) -C $(KDIR) M=$(CURDIR) MDR_RELEASE=$(MDR_RELEASE) modules_install
+	$(MAKE) -C $(KDIR) M=$(CURDIR) MDR_RELEASE=$(MDR_RELEASE) \
+		$(if $(DESTDIR),INSTALL_MOD_PATH=$(DESTDIR)) modules_install
 	install -D -m 0755 $(BUILD)/userspace/bin/mdctl $(DESTDIR)/usr/sbin/mdctl
+	install -D -m 0644 userspace/mdctl/mdctl.8 $(DESTDIR)/usr/share/man/man8/mdctl.8
+	install -D -m 0644 userspace/mdctl/mdctl.bash-completion \
+		$(DESTDIR)/usr/share/bash-completion/completions/mdctl
 	install -D -m 0755 $(BUILD)/userspace/bin/mdnode $(DESTDIR)/usr/sbin/mdnode
 	install -D -m 0644 userspace/mdnode/mdnode.service $(DESTDIR)/lib/systemd/system/mdnode.service
 	install -D -m 0644 userspace/mdnode/mdnode.conf.example $(DESTDIR)/etc/mdroute/mdnode.conf.example
