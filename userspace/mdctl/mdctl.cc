@@ -6,6 +6,7 @@
 #include "mdctl/mdctl.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -86,7 +88,7 @@ static_assert(std::ranges::all_of(kCommands, [](const Command &cmd) {
 enum OptionId {
 	kOptHelp, kOptOutput, kOptNode, kOptKeyFile,
 	kOptVolumeId, kOptTenant, kOptHostId, kOptBind, kOptReadOnly, kOptForce,
-	kOptSize, kOptExtentSize, kOptAllOf, kOptExtent, kOptToDev, kOptTiming,
+	kOptSize, kOptExtentSize, kOptAllOf, kOptExtent, kOptToDev, kOptTiming, kOptJobs,
 };
 constexpr mdr::OptionSpec kHelpOption = {kOptHelp, "help", 'h', false};
 constexpr mdr::OptionSpec kOutputOption = {kOptOutput, "output", 'o', true};
@@ -1572,7 +1574,8 @@ constexpr std::string_view kAttachUsage =
 	"is. If the attach fails, the bindings it made are undone.\n"
 	"\n"
 	"With --all-of FILE: attaches every volume FILE lists, over one admin\n"
-	"connection, and prints a line per volume. Each line of FILE is\n"
+	"connection, attaches --jobs of them at a time, and prints a line per\n"
+	"volume. Each line of FILE is\n"
 	"  NAME [SIZE [EXTENT_SIZE]]\n"
 	"and with a SIZE the volume is created first if the node lacks it ('#'\n"
 	"starts a comment). If any step fails, everything done is undone: the\n"
@@ -1597,6 +1600,7 @@ constexpr std::string_view kAttachUsage =
 	"  -b, --bind ID=/dev/X bind backing device ID to /dev/X (repeatable)\n"
 	"  -r, --read-only      attach read-only\n"
 	"  -T, --timing         print where the time went to stderr (--all-of)\n"
+	"  -j, --jobs N         attach N volumes at a time (--all-of; default 4)\n"
 	"  -o, --output FORMAT  table (default) or json\n"
 	"  -h, --help           show this help\n";
 
@@ -1802,6 +1806,43 @@ void print_timing(const Env &env, std::string_view command, std::string_view ste
 	env.err << "mdctl: " << command << ": timing: " << line << '\n';
 }
 
+// Calls fn(i) for every i below @n from @jobs threads, and hands out no
+// more once one returns false. Attaches and detaches overlap in the
+// module: it holds its volume lock neither while it opens a volume at the
+// node and adds the disk, nor while it removes the disk and closes it.
+template <typename Fn>
+void run_jobs(size_t n, unsigned jobs, Fn fn)
+{
+	std::atomic<size_t> next = 0;
+	std::atomic<bool> failed = false;
+	auto worker = [&] {
+		for (size_t i; !failed && (i = next++) < n;)
+			if (!fn(i))
+				failed = true;
+	};
+	std::vector<std::thread> threads;
+
+	for (size_t t = 1; t < std::min<size_t>(jobs, n); t++)
+		threads.emplace_back(worker);
+	worker();
+	for (std::thread &t : threads)
+		t.join();
+}
+
+constexpr unsigned kDefaultJobs = 4;
+constexpr unsigned kMaxJobs = 64;
+
+std::optional<int> parse_jobs(const Env &env, std::string_view text, unsigned &jobs)
+{
+	std::optional<unsigned> n = parse_id<unsigned>(text);
+
+	if (!n || *n > kMaxJobs || text.starts_with("0x"))
+		return usage_error(env, "bad number of jobs '" + std::string(text) +
+					"': expected 1 to " + std::to_string(kMaxJobs));
+	jobs = *n;
+	return std::nullopt;
+}
+
 struct AttachArgs {
 	std::optional<std::string> name;
 	std::optional<std::string> all_of;
@@ -1811,6 +1852,7 @@ struct AttachArgs {
 	std::vector<BindSpec> binds;
 	bool readonly = false;
 	bool timing = false;
+	std::optional<unsigned> jobs;
 };
 
 std::optional<int> parse_attach(const Env &env, const Common &c, AttachArgs &a)
@@ -1854,6 +1896,13 @@ std::optional<int> parse_attach(const Env &env, const Common &c, AttachArgs &a)
 		case kOptTiming:
 			a.timing = true;
 			break;
+		case kOptJobs: {
+			unsigned n = 0;
+			if (auto done = parse_jobs(env, opt.value, n))
+				return done;
+			a.jobs = n;
+			break;
+		}
 		}
 	}
 	if (c.operands.size() > 1)
@@ -1870,8 +1919,9 @@ std::optional<int> parse_attach(const Env &env, const Common &c, AttachArgs &a)
 	if (ways > 1)
 		return usage_error(env, "attach takes one of NAME, --all-of FILE and "
 					"--volume-id ID");
-	if (a.timing && !a.all_of)
-		return usage_error(env, "--timing goes with --all-of");
+	if ((a.timing || a.jobs) && !a.all_of)
+		return usage_error(env, std::string(a.timing ? "--timing" : "--jobs") +
+					" goes with --all-of");
 	return std::nullopt;
 }
 
@@ -1957,6 +2007,7 @@ int cmd_attach(Args args, const Env &env)
 		{kOptBind, "bind", 'b', true},
 		{kOptReadOnly, "read-only", 'r', false},
 		{kOptTiming, "timing", 'T', false},
+		{kOptJobs, "jobs", 'j', true},
 		kOutputOption,
 		kHelpOption,
 	};
@@ -2144,22 +2195,38 @@ int attach_all_of(const Env &env, const Common &c, const AttachArgs &a, const No
 	const double bind_s = since(t0);
 
 	t0 = clock::now();
-	std::vector<mdr::VolumeInfo> attached;
-	for (const mdr::wire::Volume &v : vols) {
-		mdr::Target target = ns.target;
-		target.host_id = host_id;
-		target.tenant = v.tenant;
-		auto r = control->attach(v.volume_id, target, a.readonly);
-		if (!r.ok()) {
-			failure(env, "attach", r.error(),
-				"volume '" + v.name + "'" + (r.message().empty() ? "" : ": " + r.message()),
-				attach_hint(r.error(), target));
-			return fail(&*control);
-		}
-		undo.attached.push_back(r.value().index);
-		attached.push_back(std::move(r.value()));
-	}
+	std::vector<std::optional<mdr::Result<mdr::VolumeInfo>>> results(vols.size());
+	mdr::Target target = ns.target;
+	target.host_id = host_id;
+	run_jobs(vols.size(), a.jobs.value_or(kDefaultJobs), [&](size_t i) {
+		mdr::Target t = target;
+		t.tenant = vols[i].tenant;
+		results[i] = control->attach(vols[i].volume_id, t, a.readonly);
+		return results[i]->ok();
+	});
 	const double attach_s = since(t0);
+	std::vector<mdr::VolumeInfo> attached;
+	const mdr::Result<mdr::VolumeInfo> *first_error = nullptr;
+	size_t failed_at = 0;
+	for (size_t i = 0; i < results.size(); i++) {
+		if (!results[i])
+			continue;	// not tried: an earlier one failed
+		if (results[i]->ok()) {
+			undo.attached.push_back(results[i]->value().index);
+			attached.push_back(results[i]->value());
+		} else if (!first_error) {
+			first_error = &*results[i];
+			failed_at = i;
+		}
+	}
+	if (first_error) {
+		target.tenant = vols[failed_at].tenant;
+		failure(env, "attach", first_error->error(),
+			"volume '" + vols[failed_at].name + "'" +
+				(first_error->message().empty() ? "" : ": " + first_error->message()),
+			attach_hint(first_error->error(), target));
+		return fail(&*control);
+	}
 
 	if (a.timing) {
 		print_timing(env, "attach", "connect", 1, connect_s);
@@ -2213,21 +2280,19 @@ constexpr std::string_view kDetachUsage =
 	"\n"
 	"With --all-of FILE, detaches every volume named in FILE (the first word\n"
 	"of each line, as for 'mdctl attach --all-of'); every name must be\n"
-	"attached, which is checked before anything is detached. It stops at the\n"
-	"first failure; the volumes detached before it stay detached.\n"
+	"attached, which is checked before anything is detached. It detaches\n"
+	"--jobs at a time and starts no more after a failure; the volumes\n"
+	"detached stay detached.\n"
 	"\n"
 	"Options:\n"
 	"  -a, --all-of FILE    the volumes named in FILE\n"
 	"  -f, --force          detach even if the device is open\n"
 	"  -T, --timing         print where the time went to stderr (--all-of)\n"
+	"  -j, --jobs N         detach N volumes at a time (--all-of; default 4)\n"
 	"  -h, --help           show this help\n";
 
-int detach_one(const Env &env, mdr::Control &control, uint32_t index, bool force)
+int detach_failed(const Env &env, uint32_t index, const mdr::Status &st)
 {
-	mdr::Status st = control.detach(index, 0, force);
-
-	if (st.ok())
-		return kExitOk;
 	std::string hint;
 	if (st.error() == -EBUSY)
 		hint = "the device is open; close it, or use --force";
@@ -2235,6 +2300,13 @@ int detach_one(const Env &env, mdr::Control &control, uint32_t index, bool force
 		hint = "no volume is attached there; see 'mdctl list'";
 	return failure(env, "detach", st.error(),
 		       st.message().empty() ? device_path(index) : st.message(), hint);
+}
+
+int detach_one(const Env &env, mdr::Control &control, uint32_t index, bool force)
+{
+	mdr::Status st = control.detach(index, 0, force);
+
+	return st.ok() ? kExitOk : detach_failed(env, index, st);
 }
 
 // The index of the attached volume called @name: one of them.
@@ -2265,9 +2337,10 @@ int cmd_detach(Args args, const Env &env)
 {
 	static constexpr mdr::OptionSpec specs[] = {
 		{kOptForce, "force", 'f', false}, {kOptAllOf, "all-of", 'a', true},
-		{kOptTiming, "timing", 'T', false}, kHelpOption,
+		{kOptTiming, "timing", 'T', false}, {kOptJobs, "jobs", 'j', true}, kHelpOption,
 	};
 	bool force = false, timing = false;
+	std::optional<unsigned> jobs;
 	std::optional<std::string> all_of;
 	Common c;
 
@@ -2278,13 +2351,19 @@ int cmd_detach(Args args, const Env &env)
 			force = true;
 		else if (opt.id == kOptTiming)
 			timing = true;
-		else
+		else if (opt.id == kOptJobs) {
+			unsigned n = 0;
+			if (auto done = parse_jobs(env, opt.value, n))
+				return *done;
+			jobs = n;
+		} else
 			all_of = std::string(opt.value);
 	}
 	if (all_of && !c.operands.empty())
 		return unexpected_argument(env, c.operands[0]);
-	if (timing && !all_of)
-		return usage_error(env, "--timing goes with --all-of");
+	if ((timing || jobs) && !all_of)
+		return usage_error(env, std::string(timing ? "--timing" : "--jobs") +
+					" goes with --all-of");
 	if (!all_of && c.operands.empty())
 		return usage_error(env, "detach needs a device (/dev/mdrN, mdrN or N) or a "
 					"volume name");
@@ -2323,9 +2402,14 @@ int cmd_detach(Args args, const Env &env)
 		indexes.push_back(*i);
 	}
 	auto t0 = std::chrono::steady_clock::now();
-	for (uint32_t i : indexes)
-		if (int status = detach_one(env, *control, i, force))
-			return status;
+	std::vector<std::optional<mdr::Status>> results(indexes.size());
+	run_jobs(indexes.size(), jobs.value_or(kDefaultJobs), [&](size_t i) {
+		results[i] = control->detach(indexes[i], 0, force);
+		return results[i]->ok();
+	});
+	for (size_t i = 0; i < results.size(); i++)
+		if (results[i] && !results[i]->ok())
+			return detach_failed(env, indexes[i], *results[i]);
 	if (timing)
 		print_timing(env, "detach", "detach", indexes.size(), since(t0));
 	return kExitOk;

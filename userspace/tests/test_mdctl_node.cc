@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 #include <initializer_list>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -658,7 +660,7 @@ static void test_attach_all_of(void **)
 	w.module.node_volumes[2] = {1ULL << 30, 22, "new1"};	// the ids they will get
 	w.module.node_volumes[3] = {2ULL << 30, 16, "new2"};
 	w.host.files["/batch"] = "# boot storm\nnew1 1G\nold\nnew2 2G 64K   # a comment\n";
-	Outcome o = w.run({"attach", "--all-of", "/batch"});
+	Outcome o = w.run({"attach", "--all-of", "/batch", "-j", "1"});
 	assert_int_equal(o.status, 0);
 	assert_string_equal(o.out.c_str(),
 			    "NAME  DEVICE     VOLUME_ID   SIZE  CREATED\n"
@@ -672,7 +674,7 @@ static void test_attach_all_of(void **)
 
 	// Run again: everything exists, so nothing is created; attached already fails
 	// and undoes nothing it did not do.
-	o = w.run({"attach", "-a", "/batch", "-o", "json"});
+	o = w.run({"attach", "-a", "/batch", "-o", "json", "-j1"});
 	assert_int_equal(o.status, 1);
 	assert_non_null(strstr(o.err.c_str(), "volume 'new1': File exists (EEXIST)"));
 	assert_int_equal(w.node.volumes.size(), 3);
@@ -680,9 +682,9 @@ static void test_attach_all_of(void **)
 	assert_int_equal(w.module.bound.size(), 2);
 
 	// detach them all, then JSON
-	assert_int_equal(w.run({"detach", "--all-of", "/batch"}).status, 0);
+	assert_int_equal(w.run({"detach", "--all-of", "/batch", "--jobs=1"}).status, 0);
 	assert_true(w.module.attached.empty());
-	o = w.run({"attach", "-a", "/batch", "-o", "json"});
+	o = w.run({"attach", "-a", "/batch", "-o", "json", "-j", "1"});
 	assert_int_equal(o.status, 0);
 	assert_string_equal(o.out.c_str(),
 			    "{\"volumes\":[{\"name\":\"new1\",\"volume_id\":2,\"device\":\"/dev/mdr0\","
@@ -699,7 +701,7 @@ static void test_attach_all_of_rolls_back(void **)
 	World w;
 	w.host.files["/batch"] = "a 1G\nb 1G\nc 1G\n";
 	w.module.node_volumes.erase(3);		// "c" will be id 3: its attach fails
-	Outcome o = w.run({"attach", "-a", "/batch"});
+	Outcome o = w.run({"attach", "-a", "/batch", "-j", "1"});
 	assert_int_equal(o.status, 1);
 	assert_string_equal(o.err.c_str(),
 			    "mdctl: attach: note: device 3 (serial 'far-away') is on no disk of "
@@ -714,13 +716,100 @@ static void test_attach_all_of_rolls_back(void **)
 	World w2;
 	w2.volume("b", 2ULL << 30);
 	w2.host.files["/batch"] = "a 1G\nb 1G\n";
-	o = w2.run({"attach", "-a", "/batch"});
+	o = w2.run({"attach", "-a", "/batch", "-j", "1"});
 	assert_int_equal(o.status, 1);
 	assert_string_equal(o.err.c_str(),
 			    "mdctl: attach failed: volume 'b' exists with size 2147483648 and "
 			    "extent size 4194304, not as /batch says\n");
 	assert_int_equal(w2.node.volumes.size(), 1);
 	assert_true(w2.sys.requests.empty());
+}
+
+// The module serialized: what the kernel's locks do for parallel ioctls.
+class LockedSys final : public mdr::Sys {
+public:
+	explicit LockedSys(mdr::Sys &inner) : inner_(inner) {}
+	int open(const char *path, int flags) override
+	{
+		std::lock_guard lock(m_);
+		return inner_.open(path, flags);
+	}
+	int ioctl(int fd, unsigned long request, void *arg) override
+	{
+		std::lock_guard lock(m_);
+		return inner_.ioctl(fd, request, arg);
+	}
+	int close(int fd) override
+	{
+		std::lock_guard lock(m_);
+		return inner_.close(fd);
+	}
+
+private:
+	mdr::Sys &inner_;
+	std::mutex m_;
+};
+
+Outcome run_locked(World &w, std::initializer_list<const char *> args)
+{
+	std::vector<const char *> argv = {"mdctl"};
+	argv.insert(argv.end(), args);
+	argv.push_back(nullptr);
+	std::ostringstream out, err;
+	LockedSys sys(w.sys);
+
+	int status = mdctl::run(static_cast<int>(argv.size() - 1), argv.data(),
+				{out, err, sys, w.host});
+	return {status, out.str(), err.str()};
+}
+
+// Eight at a time: every volume attached once, printed in the file's
+// order; a failure among them still undoes everything.
+static void test_batch_jobs(void **)
+{
+	World w;
+	std::string batch;
+	for (int i = 0; i < 40; i++) {
+		batch += "vol" + std::to_string(i) + " 1G\n";
+		w.module.node_volumes[i + 1] = {1ULL << 30, 22, "vol" + std::to_string(i)};
+	}
+	w.host.files["/batch"] = batch;
+	Outcome o = run_locked(w, {"attach", "-a", "/batch", "-j", "8", "-o", "json"});
+	assert_int_equal(o.status, 0);
+	assert_int_equal(w.module.attached.size(), 40);
+	size_t at = 0;
+	for (int i = 0; i < 40; i++) {
+		at = o.out.find("\"name\":\"vol" + std::to_string(i) + "\"", at);
+		assert_true(at != std::string::npos);
+	}
+	std::set<uint64_t> ids;
+	for (const auto &[index, v] : w.module.attached)
+		ids.insert(v.volume_id);
+	assert_int_equal(ids.size(), 40);
+	o = run_locked(w, {"detach", "-a", "/batch", "-j", "8"});
+	assert_int_equal(o.status, 0);
+	assert_true(w.module.attached.empty());
+
+	World w2;
+	w2.host.files["/batch"] = batch;
+	w2.module.node_volumes = w.module.node_volumes;
+	w2.module.node_volumes.erase(17);
+	o = run_locked(w2, {"attach", "-a", "/batch", "-j", "8"});
+	assert_int_equal(o.status, 1);
+	assert_non_null(strstr(o.err.c_str(), "mdctl: attach failed: volume 'vol16': No such file "
+					      "or directory (ENOENT)\n"));
+	assert_true(w2.module.attached.empty());
+	assert_true(w2.module.bound.empty());
+	assert_true(w2.node.volumes.empty());
+
+	for (const char *bad : {"0", "65", "x", "0x4", "-1"}) {
+		assert_usage({"attach", "-a", "/batch", "-j", bad},
+			     "bad number of jobs '" + std::string(bad) + "': expected 1 to 64");
+		assert_usage({"detach", "-a", "/batch", "-j", bad},
+			     "bad number of jobs '" + std::string(bad) + "': expected 1 to 64");
+	}
+	assert_usage({"attach", "db", "-j", "2"}, "--jobs goes with --all-of");
+	assert_usage({"detach", "db", "-j", "2"}, "--jobs goes with --all-of");
 }
 
 static void test_batch_file_errors(void **)
@@ -823,6 +912,7 @@ int main()
 		cmocka_unit_test(test_attach_loads_module),
 		cmocka_unit_test(test_attach_all_of),
 		cmocka_unit_test(test_attach_all_of_rolls_back),
+		cmocka_unit_test(test_batch_jobs),
 		cmocka_unit_test(test_batch_file_errors),
 		cmocka_unit_test(test_detach_by_name),
 		cmocka_unit_test(test_help_of_node_commands),
