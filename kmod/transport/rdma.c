@@ -251,6 +251,7 @@ struct mdr_conn_stats {
 	atomic64_t bad_messages;	/* malformed: connection ended */
 	atomic64_t failed_fast;		/* requests failed by fast_io_fail */
 	atomic64_t lease_expiries;
+	atomic64_t batch_renewals;	/* RENEWs of every lease at once */
 	atomic64_t hist[MDR_HIST_BUCKETS];
 };
 
@@ -938,8 +939,18 @@ bad:
  * is not live or failed meanwhile, -EPROTO when it failed on a malformed
  * message from mdnode, -ETIMEDOUT.
  */
+static int mdr_rpc_vol(struct mdr_conn *c, struct mdr_tvol *tv, u16 op,
+		       u64 volume_id, struct mdr_msg *reply, u32 *inc);
+
 static int mdr_rpc(struct mdr_conn *c, struct mdr_tvol *tv, u16 op,
 		   struct mdr_msg *reply, u32 *inc)
+{
+	return mdr_rpc_vol(c, tv, op, tv->volume_id, reply, inc);
+}
+
+/* mdr_rpc() naming @volume_id in the request: 0 is RENEW of every lease. */
+static int mdr_rpc_vol(struct mdr_conn *c, struct mdr_tvol *tv, u16 op,
+		       u64 volume_id, struct mdr_msg *reply, u32 *inc)
 {
 	DECLARE_COMPLETION_ONSTACK(done);
 	struct mdr_req req = {
@@ -968,9 +979,9 @@ static int mdr_rpc(struct mdr_conn *c, struct mdr_tvol *tv, u16 op,
 		usleep_range(500, 1000);
 	}
 	if (op == MDR_OP_OPEN)
-		s->len = mdr_msg_open_req(s->buf, 0, tv->volume_id);
+		s->len = mdr_msg_open_req(s->buf, 0, volume_id);
 	else
-		s->len = mdr_msg_vol_req(s->buf, op, 0, tv->volume_id);
+		s->len = mdr_msg_vol_req(s->buf, op, 0, volume_id);
 	req.rpc_inc = q->inc;
 	ret = mdr_rpc_post(q, s);
 	if (ret) {
@@ -1818,6 +1829,56 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 }
 
 /*
+ * When a lease of @c is due, renew every lease of the connection with one
+ * RENEW of volume 0: a host with 1000 volumes sends one RPC a period, not
+ * 1000. Only volumes opened on the live queue whose lease is still valid
+ * here when it is sent are extended by its answer: mdnode counts a lease
+ * longer than the host, so it still holds each of them. STALE (a lease
+ * lapsed on mdnode) or any error leaves the due volumes to be renewed one
+ * by one, which finds the lost ones. c->vols_mutex held.
+ */
+static void mdr_lease_renew_all(struct mdr_conn *c, struct mdr_msg *reply)
+{
+	u64 now = ktime_get_ns(), sent;
+	struct mdr_tvol *tv;
+	unsigned long flags;
+	bool due = false;
+	u32 inc;
+
+	/* one volume renews itself: its STALE names the lost lease */
+	if (list_empty(&c->vols) || list_is_singular(&c->vols))
+		return;
+	list_for_each_entry(tv, &c->vols, node) {
+		spin_lock_bh(&tv->cb_lock);
+		due = now >= tv->renew_at;
+		spin_unlock_bh(&tv->cb_lock);
+		if (due)
+			break;
+	}
+	if (!due)
+		return;
+
+	sent = ktime_get_ns();
+	tv = list_first_entry(&c->vols, struct mdr_tvol, node);
+	if (mdr_rpc_vol(c, tv, MDR_OP_RENEW, 0, reply, &inc))
+		return;
+	atomic64_inc(&c->stats.batch_renewals);
+	list_for_each_entry(tv, &c->vols, node) {
+		bool opened;
+
+		spin_lock_irqsave(&c->lock, flags);
+		opened = tv->opened_once && tv->open_inc == inc &&
+			 !test_bit(MDR_TV_REOPEN, &tv->flags);
+		spin_unlock_irqrestore(&c->lock, flags);
+		spin_lock_bh(&tv->cb_lock);
+		opened &= tv->lease_valid && mdr_lease_valid(sent, tv->deadline);
+		spin_unlock_bh(&tv->cb_lock);
+		if (opened)
+			mdr_lease_granted(tv, sent, reply->lease_ms, true);
+	}
+}
+
+/*
  * Renews leases before they run out and reopens volumes whose lease the
  * node forgot (STALE) or that are not open on the live queue yet.
  * Context: workqueue; re-arms itself for the earliest renewal.
@@ -1837,6 +1898,7 @@ static void mdr_lease_work(struct work_struct *w)
 	if (!reply)
 		goto out;
 	mutex_lock(&c->vols_mutex);
+	mdr_lease_renew_all(c, reply);
 	list_for_each_entry(tv, &c->vols, node) {
 		bool reopen;
 		u64 renew_at;
@@ -2025,6 +2087,7 @@ static int mdr_conn_show(struct seq_file *m, void *unused)
 	MDR_SHOW(bad_messages);
 	MDR_SHOW(failed_fast);
 	MDR_SHOW(lease_expiries);
+	MDR_SHOW(batch_renewals);
 #undef MDR_SHOW
 	seq_puts(m, "lookup_us:");
 	for (i = 0; i < MDR_HIST_BUCKETS; i++)
