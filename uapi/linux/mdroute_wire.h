@@ -142,6 +142,8 @@ enum mdr_wire_opcode {
 	MDR_OP_VOL_RESIZE	= 0x25,
 	MDR_OP_DEV_LIST		= 0x26,
 	MDR_OP_NODE_STATS	= 0x27,
+	MDR_OP_MOVE		= 0x28,	/* move extents to another device */
+	MDR_OP_DRAIN		= 0x29,	/* move every extent off a device */
 	/* any connection */
 	MDR_OP_PING		= 0x30,
 };
@@ -341,7 +343,8 @@ struct mdr_wire_alloc_rep {
 /* Pushes from mdnode.                                                    */
 
 enum mdr_inval_reason {
-	MDR_INVAL_ALLOC		= 1,	/* extents were allocated: no drain */
+	/* entries changed, no drain: an allocation, or the end of a move */
+	MDR_INVAL_ALLOC		= 1,
 	MDR_INVAL_MOVE		= 2,	/* extents move: drain before the ack */
 	MDR_INVAL_DELETE	= 3,	/* volume deleted or shrunk */
 };
@@ -535,6 +538,138 @@ struct mdr_wire_node_stats_rep {
 	__le64 lease_expiries;
 };
 
+/*
+ * Appended to struct mdr_wire_node_stats_rep by mdnode since the first
+ * migration release (the reply is then 168 bytes); a reply of 120 bytes
+ * comes from a node without it. Counters since mdnode started.
+ */
+struct mdr_wire_node_stats_mig {
+	__le64 moves_active;	/* extent moves in progress */
+	__le64 moves_done;	/* published at their new place */
+	__le64 moves_failed;	/* rolled back (copy or journal error) */
+	__le64 move_bytes;	/* bytes copied by moves that were published */
+	__le64 stall_max_us;	/* longest freeze-to-publish of one extent */
+	__le64 stall_total_us;	/* sum of them */
+};
+
+/* ---------------------------------------------------------------------- */
+/* Migration (admin).                                                     */
+
+#define MDR_MOVE_F_BY_NAME	0x0001	/* look the volume up by @name */
+#define MDR_WIRE_MOVE_MAX	64	/* extents per MDR_OP_MOVE */
+
+/**
+ * struct mdr_wire_move_req - MDR_OP_MOVE
+ * @volume_id:	the volume (unless MDR_MOVE_F_BY_NAME; then zero)
+ * @first:	first extent index
+ * @count:	extents, 1 ..= MDR_WIRE_MOVE_MAX; each is mapped, and on
+ *		another device than @to_dev
+ * @to_dev:	the device to move them to (non-zero)
+ * @flags:	MDR_MOVE_F_*
+ * @reserved:	zero
+ * @name:	volume name, NUL-padded (with MDR_MOVE_F_BY_NAME; else zero)
+ *
+ * mdnode moves the extents one after another and replies when the last
+ * one is published at its new place, or at the first failure (an error
+ * reply; the extents moved before it stay moved). Each move freezes the
+ * extent (hosts wait), invalidates it at every lease holder with
+ * MDR_INVAL_MOVE and waits for the acks or for the leases to expire,
+ * copies it, and publishes it with MDR_INVAL_ALLOC.
+ * Reply: struct mdr_wire_move_rep with one element per extent.
+ */
+struct mdr_wire_move_req {
+	struct mdr_wire_hdr hdr;
+	__le64 volume_id;
+	__le64 first;
+	__le32 count;
+	__le32 to_dev;
+	__le32 flags;
+	__le32 reserved;
+	char name[MDR_WIRE_NAME_LEN];
+};
+
+/**
+ * struct mdr_wire_move_extent - one extent moved
+ * @index:	extent index
+ * @old_pstart:	first 512-byte sector of the old place, now free
+ * @new_pstart:	first 512-byte sector of the new place
+ * @old_dev:	device of the old place
+ * @new_dev:	device of the new place
+ * @generation:	of the entry as published at the new place
+ * @stall_us:	from the freeze to the publication: how long IO to the
+ *		extent waited at most
+ * @reserved:	zero
+ */
+struct mdr_wire_move_extent {
+	__le64 index;
+	__le64 old_pstart;
+	__le64 new_pstart;
+	__le32 old_dev;
+	__le32 new_dev;
+	__le64 generation;
+	__le32 stall_us;
+	__le32 reserved;
+};
+
+/**
+ * struct mdr_wire_move_rep - reply to MDR_OP_MOVE
+ * @volume_id:	the volume
+ * @bytes:	bytes copied
+ * @stall_max_us: the longest @stall_us of the extents
+ * @stall_total_us: the sum of them
+ * @count:	elements in @extents: the request's count
+ * @reserved:	zero
+ * @extents:	in index order
+ */
+struct mdr_wire_move_rep {
+	struct mdr_wire_hdr hdr;
+	__le64 volume_id;
+	__le64 bytes;
+	__le64 stall_max_us;
+	__le64 stall_total_us;
+	__le32 count;
+	__le32 reserved;
+	struct mdr_wire_move_extent extents[];
+};
+
+/**
+ * struct mdr_wire_drain_req - MDR_OP_DRAIN
+ * @dev_id:	the device to empty (non-zero)
+ * @to_dev:	where to: a device other than @dev_id, or 0 for the other
+ *		device with the most free space, chosen per extent
+ *
+ * Moves every extent of every volume that is mapped on @dev_id, one after
+ * another, as MDR_OP_MOVE does, and stops at the first failure. Extents
+ * allocated on @dev_id meanwhile are moved too, as long as the drain runs.
+ */
+struct mdr_wire_drain_req {
+	struct mdr_wire_hdr hdr;
+	__le32 dev_id;
+	__le32 to_dev;
+};
+
+/**
+ * struct mdr_wire_drain_rep - reply to MDR_OP_DRAIN
+ * @dev_id:	the device
+ * @status:	enum mdr_wire_status of the move that failed and stopped the
+ *		drain; MDR_ST_OK when none did
+ * @moved:	extents moved off the device
+ * @remaining:	extents still mapped on it (0: drained)
+ * @bytes:	bytes copied
+ * @stall_max_us: the longest freeze-to-publish of one extent
+ * @stall_total_us: the sum of them
+ */
+struct mdr_wire_drain_rep {
+	struct mdr_wire_hdr hdr;
+	__le32 dev_id;
+	__le32 status;
+	__le64 moved;
+	__le64 remaining;
+	__le64 bytes;
+	__le64 stall_max_us;
+	__le64 stall_total_us;
+};
+
 /* ---------------------------------------------------------------------- */
 /* Layout checks: sizes and offsets are the protocol.                     */
 
@@ -577,6 +712,14 @@ MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_dev_list_rep, devs) == 40,
 		"dev_list_rep");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_node_stats_rep) == 24 + 12 * 8,
 		"node_stats_rep");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_node_stats_mig) == 6 * 8,
+		"node_stats_mig");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_move_req) == 120, "move_req");
+MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_move_req, name) == 56, "move_req.name");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_move_extent) == 48, "move_extent");
+MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_move_rep, extents) == 64, "move_rep");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_drain_req) == 32, "drain_req");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_drain_rep) == 72, "drain_rep");
 
 #undef MDR_WIRE_OFF
 #undef MDR_WIRE_ASSERT

@@ -31,6 +31,10 @@ static_assert(offsetof(mdr_wire_vol_rep, devs) == sizeof(mdr_wire_vol_rep));
 static_assert(offsetof(mdr_wire_vol_list_rep, vols) == sizeof(mdr_wire_vol_list_rep));
 static_assert(offsetof(mdr_wire_dev_list_rep, devs) == sizeof(mdr_wire_dev_list_rep));
 static_assert(offsetof(mdr_wire_alloc_rep, entry) == 40, "alloc_rep.entry");
+static_assert(offsetof(mdr_wire_move_rep, extents) == sizeof(mdr_wire_move_rep));
+// NODE_STATS replies of this build: version 1's counters, then migration's.
+constexpr size_t kStatsLen = sizeof(mdr_wire_node_stats_rep) +
+			     sizeof(mdr_wire_node_stats_mig);
 
 // ---- Messages of errors ---------------------------------------------------
 
@@ -268,6 +272,11 @@ constexpr OpInfo kOps[] = {
 	{MDR_OP(MDR_OP_NODE_STATS), "node_stats_req", "node_stats_rep",
 	 kOnAdmin, Flow::rpc, {kHdrSize, 0},
 	 {sizeof(mdr_wire_node_stats_rep), sizeof(__le64)}},
+	{MDR_OP(MDR_OP_MOVE), "move_req", "move_rep", kOnAdmin, Flow::rpc,
+	 {sizeof(mdr_wire_move_req), 0},
+	 {sizeof(mdr_wire_move_rep), sizeof(mdr_wire_move_extent)}},
+	{MDR_OP(MDR_OP_DRAIN), "drain_req", "drain_rep", kOnAdmin, Flow::rpc,
+	 {sizeof(mdr_wire_drain_req), 0}, {sizeof(mdr_wire_drain_rep), 0}},
 	{MDR_OP(MDR_OP_PING), "ping_req", "ping_rep", kOnHost | kOnAdmin,
 	 Flow::both, {kHdrSize, 0}, {kHdrSize, 0}},
 };
@@ -833,6 +842,18 @@ Result<Body> dec_node_stats_rep(std::string_view, Bytes m)
 	const auto r = read<mdr_wire_node_stats_rep>(m);
 	NodeStatsRep o;
 
+	// A node without migration sends 120 bytes: its counters stay zero.
+	if (m.size() >= kStatsLen) {
+		const auto g = read<mdr_wire_node_stats_mig>(m, sizeof(r));
+
+		o.moves_active = load(g.moves_active);
+		o.moves_done = load(g.moves_done);
+		o.moves_failed = load(g.moves_failed);
+		o.move_bytes = load(g.move_bytes);
+		o.stall_max_us = load(g.stall_max_us);
+		o.stall_total_us = load(g.stall_total_us);
+	}
+
 	o.boot_id = load(r.boot_id);
 	o.uptime_ms = load(r.uptime_ms);
 	o.connections = load(r.connections);
@@ -845,6 +866,142 @@ Result<Body> dec_node_stats_rep(std::string_view, Bytes m)
 	o.journal_syncs = load(r.journal_syncs);
 	o.invalidations = load(r.invalidations);
 	o.lease_expiries = load(r.lease_expiries);
+	return Body{o};
+}
+
+Result<Body> dec_move_req(std::string_view w, Bytes m)
+{
+	const auto r = read<mdr_wire_move_req>(m);
+	MoveReq o;
+
+	o.volume_id = load(r.volume_id);
+	o.first = load(r.first);
+	o.count = load(r.count);
+	o.to_dev = load(r.to_dev);
+	o.flags = load(r.flags);
+	if (o.flags & ~uint32_t{MDR_MOVE_F_BY_NAME})
+		return fail(EINVAL, w, "unknown flags ", Hex{o.flags});
+	if (load(r.reserved))
+		return fail(EINVAL, w, "reserved not zero");
+	if (o.flags & MDR_MOVE_F_BY_NAME) {
+		if (o.volume_id)
+			return fail(EINVAL, w, "volume_id set with MDR_MOVE_F_BY_NAME");
+		if (auto e = get_name(w, r.name, o.name))
+			return *e;
+	} else {
+		if (!all_zero(r.name))
+			return fail(EINVAL, w, "name set without MDR_MOVE_F_BY_NAME");
+		if (!o.volume_id)
+			return fail(EINVAL, w, "volume_id zero");
+	}
+	if (!o.count || o.count > MDR_WIRE_MOVE_MAX)
+		return fail(EINVAL, w, "count ", o.count, " outside [1, ",
+			    MDR_WIRE_MOVE_MAX, "]");
+	if (o.first > UINT64_MAX - o.count)
+		return fail(EINVAL, w, "first ", o.first, " + count ", o.count,
+			    " overflows");
+	if (!o.to_dev)
+		return fail(EINVAL, w, "to_dev zero");
+	return Body{std::move(o)};
+}
+
+std::optional<Error> check_stalls(std::string_view w, uint64_t max, uint64_t total)
+{
+	if (total < max)
+		return fail(EINVAL, w, "stall_total_us ", total, " below stall_max_us ",
+			    max);
+	return std::nullopt;
+}
+
+Result<Body> dec_move_rep(std::string_view w, Bytes m)
+{
+	using Elem = mdr_wire_move_extent;
+	const auto r = read<mdr_wire_move_rep>(m);
+	const size_t n = (m.size() - sizeof(r)) / sizeof(Elem);
+	MoveRep o;
+
+	o.volume_id = load(r.volume_id);
+	o.bytes = load(r.bytes);
+	o.stall_max_us = load(r.stall_max_us);
+	o.stall_total_us = load(r.stall_total_us);
+	if (load(r.count) != n)
+		return fail(EPROTO, w, "count ", load(r.count),
+			    " disagrees with the length (", n, " extents)");
+	if (load(r.reserved))
+		return fail(EINVAL, w, "reserved not zero");
+	if (!o.volume_id)
+		return fail(EINVAL, w, "volume_id zero");
+	if (!n || n > MDR_WIRE_MOVE_MAX)
+		return fail(EINVAL, w, "count ", n, " outside [1, ",
+			    MDR_WIRE_MOVE_MAX, "]");
+	if (auto e = check_stalls(w, o.stall_max_us, o.stall_total_us))
+		return *e;
+	o.extents.resize(n);
+	for (size_t i = 0; i < n; i++) {
+		const auto el = read<Elem>(m, sizeof(r) + i * sizeof(Elem));
+		const std::string at = element(w, "extents", i);
+		MovedExtent &x = o.extents[i];
+
+		x.index = load(el.index);
+		x.old_pstart = load(el.old_pstart);
+		x.new_pstart = load(el.new_pstart);
+		x.old_dev = load(el.old_dev);
+		x.new_dev = load(el.new_dev);
+		x.generation = load(el.generation);
+		x.stall_us = load(el.stall_us);
+		if (load(el.reserved))
+			return fail(EINVAL, at, "reserved not zero");
+		if (!x.old_dev || !x.new_dev)
+			return fail(EINVAL, at, "dev_id zero");
+		if (x.old_dev == x.new_dev)
+			return fail(EINVAL, at, "moved to its own device ", x.old_dev);
+		// Allocated (2), frozen (3), published (4) at the least.
+		if (x.generation < 4)
+			return fail(EINVAL, at, "generation ", x.generation,
+				    " too low for a moved extent");
+		if (x.stall_us > o.stall_max_us)
+			return fail(EINVAL, at, "stall_us ", x.stall_us,
+				    " above stall_max_us");
+		if (i && x.index <= o.extents[i - 1].index)
+			return fail(EINVAL, at, "index ", x.index,
+				    " not in ascending order");
+	}
+	return Body{std::move(o)};
+}
+
+Result<Body> dec_drain_req(std::string_view w, Bytes m)
+{
+	const auto r = read<mdr_wire_drain_req>(m);
+	DrainReq o;
+
+	o.dev_id = load(r.dev_id);
+	o.to_dev = load(r.to_dev);
+	if (!o.dev_id)
+		return fail(EINVAL, w, "dev_id zero");
+	if (o.to_dev == o.dev_id)
+		return fail(EINVAL, w, "to_dev is the device drained");
+	return Body{o};
+}
+
+Result<Body> dec_drain_rep(std::string_view w, Bytes m)
+{
+	const auto r = read<mdr_wire_drain_rep>(m);
+	DrainRep o;
+	const uint32_t status = load(r.status);
+
+	o.dev_id = load(r.dev_id);
+	o.moved = load(r.moved);
+	o.remaining = load(r.remaining);
+	o.bytes = load(r.bytes);
+	o.stall_max_us = load(r.stall_max_us);
+	o.stall_total_us = load(r.stall_total_us);
+	if (!o.dev_id)
+		return fail(EINVAL, w, "dev_id zero");
+	if (status >= MDR_ST_MAX)
+		return fail(EINVAL, w, "status ", status, " out of range");
+	o.status = static_cast<uint16_t>(status);
+	if (auto e = check_stalls(w, o.stall_max_us, o.stall_total_us))
+		return *e;
 	return Body{o};
 }
 
@@ -869,6 +1026,8 @@ constexpr Decoders kDecoders[] = {
 	{MDR_OP_VOL_RESIZE, dec_vol_resize_req, dec_vol_rep<VolResizeRep>},
 	{MDR_OP_DEV_LIST, dec_list_req<DevListReq>, dec_list_rep<DevList>},
 	{MDR_OP_NODE_STATS, dec_header_only<NodeStatsReq>, dec_node_stats_rep},
+	{MDR_OP_MOVE, dec_move_req, dec_move_rep},
+	{MDR_OP_DRAIN, dec_drain_req, dec_drain_rep},
 	{MDR_OP_PING, dec_header_only<PingReq>, dec_header_only<PingRep>},
 };
 static_assert(std::size(kDecoders) == std::size(kOps));
@@ -1510,7 +1669,95 @@ Result<size_t> encode_one(std::span<std::byte> out, uint64_t req_id,
 	store(w.journal_syncs, m.journal_syncs);
 	store(w.invalidations, m.invalidations);
 	store(w.lease_expiries, m.lease_expiries);
-	return emit<NodeStatsRep>(out, req_id, w);
+
+	auto g = zeroed<mdr_wire_node_stats_mig>();
+
+	store(g.moves_active, m.moves_active);
+	store(g.moves_done, m.moves_done);
+	store(g.moves_failed, m.moves_failed);
+	store(g.move_bytes, m.move_bytes);
+	store(g.stall_max_us, m.stall_max_us);
+	store(g.stall_total_us, m.stall_total_us);
+	if (auto e = room(name_of<NodeStatsRep>(), out, kStatsLen))
+		return *e;
+	w.hdr = make_hdr(NodeStatsRep::opcode, true, MDR_ST_OK, kStatsLen, req_id);
+	write(out, 0, w);
+	write(out, sizeof(w), g);
+	return self_check(out, kStatsLen);
+}
+
+Result<size_t> encode_one(std::span<std::byte> out, uint64_t req_id,
+			  const MoveReq &m)
+{
+	auto w = zeroed<mdr_wire_move_req>();
+
+	store(w.volume_id, m.volume_id);
+	store(w.first, m.first);
+	store(w.count, m.count);
+	store(w.to_dev, m.to_dev);
+	store(w.flags, m.flags);
+	if (auto e = put_string(name_of<MoveReq>(), "name", w.name, m.name))
+		return *e;
+	return emit<MoveReq>(out, req_id, w);
+}
+
+Result<size_t> encode_one(std::span<std::byte> out, uint64_t req_id,
+			  const MoveRep &m)
+{
+	using Elem = mdr_wire_move_extent;
+	const char *w = name_of<MoveRep>();
+	const size_t len = variable_len(sizeof(mdr_wire_move_rep), sizeof(Elem),
+					m.extents.size());
+
+	if (auto e = room(w, out, len))
+		return *e;
+	auto r = zeroed<mdr_wire_move_rep>();
+	r.hdr = make_hdr(MoveRep::opcode, true, MDR_ST_OK, len, req_id);
+	store(r.volume_id, m.volume_id);
+	store(r.bytes, m.bytes);
+	store(r.stall_max_us, m.stall_max_us);
+	store(r.stall_total_us, m.stall_total_us);
+	store(r.count, static_cast<uint32_t>(m.extents.size()));
+	write(out, 0, r);
+	for (size_t i = 0; i < m.extents.size(); i++) {
+		const MovedExtent &x = m.extents[i];
+		auto el = zeroed<Elem>();
+
+		store(el.index, x.index);
+		store(el.old_pstart, x.old_pstart);
+		store(el.new_pstart, x.new_pstart);
+		store(el.old_dev, x.old_dev);
+		store(el.new_dev, x.new_dev);
+		store(el.generation, x.generation);
+		store(el.stall_us, x.stall_us);
+		write(out, sizeof(r) + i * sizeof(el), el);
+	}
+	return self_check(out, len);
+}
+
+Result<size_t> encode_one(std::span<std::byte> out, uint64_t req_id,
+			  const DrainReq &m)
+{
+	auto w = zeroed<mdr_wire_drain_req>();
+
+	store(w.dev_id, m.dev_id);
+	store(w.to_dev, m.to_dev);
+	return emit<DrainReq>(out, req_id, w);
+}
+
+Result<size_t> encode_one(std::span<std::byte> out, uint64_t req_id,
+			  const DrainRep &m)
+{
+	auto w = zeroed<mdr_wire_drain_rep>();
+
+	store(w.dev_id, m.dev_id);
+	store(w.status, m.status);
+	store(w.moved, m.moved);
+	store(w.remaining, m.remaining);
+	store(w.bytes, m.bytes);
+	store(w.stall_max_us, m.stall_max_us);
+	store(w.stall_total_us, m.stall_total_us);
+	return emit<DrainRep>(out, req_id, w);
 }
 
 Result<size_t> encode_one(std::span<std::byte> out, uint64_t req_id,
@@ -1626,6 +1873,11 @@ size_t encoded_size(const Body &body)
 		else if constexpr (std::is_same_v<T, DevListRep>)
 			return variable_len(sizeof(mdr_wire_dev_list_rep),
 					    sizeof(mdr_wire_device), m.devs.size());
+		else if constexpr (std::is_same_v<T, MoveRep>)
+			return variable_len(sizeof(mdr_wire_move_rep),
+					    sizeof(mdr_wire_move_extent), m.extents.size());
+		else if constexpr (std::is_same_v<T, NodeStatsRep>)
+			return kStatsLen;
 		else if constexpr (T::reply)
 			return op_of(T::opcode).rep_shape.size;
 		else

@@ -29,7 +29,12 @@
 //     id 0 no device (an unallocated entry has it);
 //   - OPEN by id carries an all-zero name, OPEN by name a zero volume id;
 //   - NODE_STATS replies may be longer than version 1's (later versions
-//     append __le64 counters): the extra counters are ignored.
+//     append __le64 counters): the migration counters (struct
+//     mdr_wire_node_stats_mig) are read when the length covers them (zero
+//     otherwise), and counters beyond them are ignored; this build always
+//     sends them;
+//   - MOVE by id carries an all-zero name, MOVE by name a zero volume id;
+//     its reply has exactly one element per extent asked for.
 #ifndef MDR_WIRE_H
 #define MDR_WIRE_H
 
@@ -404,7 +409,66 @@ struct NodeStatsRep {
 	uint64_t journal_syncs = 0;
 	uint64_t invalidations = 0;
 	uint64_t lease_expiries = 0;
+	// struct mdr_wire_node_stats_mig: zero from a node that lacks it
+	uint64_t moves_active = 0;
+	uint64_t moves_done = 0;
+	uint64_t moves_failed = 0;
+	uint64_t move_bytes = 0;
+	uint64_t stall_max_us = 0;
+	uint64_t stall_total_us = 0;
 	bool operator==(const NodeStatsRep &) const = default;
+};
+
+struct MoveReq {
+	MDR_WIRE_MSG(MDR_OP_MOVE, false);
+	uint64_t volume_id = 0;		// 0 with MDR_MOVE_F_BY_NAME
+	uint64_t first = 0;
+	uint32_t count = 0;		// 1 ..= MDR_WIRE_MOVE_MAX
+	uint32_t to_dev = 0;		// non-zero
+	uint32_t flags = 0;		// MDR_MOVE_F_*
+	std::string name{};		// empty unless MDR_MOVE_F_BY_NAME
+	bool operator==(const MoveReq &) const = default;
+};
+
+// One extent moved (struct mdr_wire_move_extent).
+struct MovedExtent {
+	uint64_t index = 0;
+	uint64_t old_pstart = 0;	// 512-byte sectors
+	uint64_t new_pstart = 0;
+	uint32_t old_dev = 0;		// non-zero
+	uint32_t new_dev = 0;		// non-zero, not old_dev
+	uint64_t generation = 0;	// >= 4: allocated, frozen, published
+	uint32_t stall_us = 0;
+	bool operator==(const MovedExtent &) const = default;
+};
+
+struct MoveRep {
+	MDR_WIRE_MSG(MDR_OP_MOVE, true);
+	uint64_t volume_id = 0;
+	uint64_t bytes = 0;
+	uint64_t stall_max_us = 0;
+	uint64_t stall_total_us = 0;	// >= stall_max_us
+	std::vector<MovedExtent> extents{};	// ascending indexes
+	bool operator==(const MoveRep &) const = default;
+};
+
+struct DrainReq {
+	MDR_WIRE_MSG(MDR_OP_DRAIN, false);
+	uint32_t dev_id = 0;		// non-zero
+	uint32_t to_dev = 0;		// 0: any other; else not dev_id
+	bool operator==(const DrainReq &) const = default;
+};
+
+struct DrainRep {
+	MDR_WIRE_MSG(MDR_OP_DRAIN, true);
+	uint32_t dev_id = 0;
+	uint16_t status = MDR_ST_OK;	// of the move that stopped the drain
+	uint64_t moved = 0;
+	uint64_t remaining = 0;
+	uint64_t bytes = 0;
+	uint64_t stall_max_us = 0;
+	uint64_t stall_total_us = 0;	// >= stall_max_us
+	bool operator==(const DrainRep &) const = default;
 };
 
 struct PingReq {
@@ -433,7 +497,8 @@ using Body = std::variant<
 	AuthReq, AuthRep, VolCreateReq, VolCreateRep, VolDeleteReq, VolDeleteRep,
 	VolListReq, VolListRep, VolInfoReq, VolInfoRep,
 	VolResizeReq, VolResizeRep, DevListReq, DevListRep,
-	NodeStatsReq, NodeStatsRep, PingReq, PingRep, ErrorRep>;
+	NodeStatsReq, NodeStatsRep, PingReq, PingRep, ErrorRep,
+	MoveReq, MoveRep, DrainReq, DrainRep>;
 
 // struct mdr_wire_hdr, host-endian.
 struct Header {

@@ -243,6 +243,41 @@ w::NodeStatsRep node_stats_rep()
 	m.journal_syncs = 10;
 	m.invalidations = 11;
 	m.lease_expiries = 12;
+	m.moves_active = 13;
+	m.moves_done = 14;
+	m.moves_failed = 15;
+	m.move_bytes = 16;
+	m.stall_max_us = 17;
+	m.stall_total_us = 18;
+	return m;
+}
+
+w::MoveRep move_rep()
+{
+	w::MoveRep m;
+
+	m.volume_id = kVol;
+	m.bytes = 8 << 20;
+	m.stall_max_us = 30000;
+	m.stall_total_us = 50000;
+	m.extents = {{.index = 4, .old_pstart = 2048, .new_pstart = 8192, .old_dev = 1,
+		      .new_dev = 2, .generation = 4, .stall_us = 20000},
+		     {.index = 5, .old_pstart = 16384, .new_pstart = 0x1000000,
+		      .old_dev = 3, .new_dev = 2, .generation = 9, .stall_us = 30000}};
+	return m;
+}
+
+w::DrainRep drain_rep()
+{
+	w::DrainRep m;
+
+	m.dev_id = 1;
+	m.status = MDR_ST_NOSPC;
+	m.moved = 10;
+	m.remaining = 2;
+	m.bytes = 40 << 20;
+	m.stall_max_us = 7;
+	m.stall_total_us = 70;
 	return m;
 }
 
@@ -283,7 +318,15 @@ std::vector<w::Body> samples()
 		node_stats_rep(),
 		w::PingReq{},
 		w::PingRep{},
+		w::MoveReq{.volume_id = kVol, .first = 3, .count = 2, .to_dev = 2},
+		w::MoveReq{.first = 0, .count = MDR_WIRE_MOVE_MAX, .to_dev = 9,
+			   .flags = MDR_MOVE_F_BY_NAME, .name = "db-01"},
+		move_rep(),
+		w::DrainReq{.dev_id = 1, .to_dev = 0},
+		w::DrainReq{.dev_id = 1, .to_dev = 2},
+		drain_rep(),
 		w::ErrorRep{.opcode = MDR_OP_OPEN, .status = MDR_ST_NOSPC},
+		w::ErrorRep{.opcode = MDR_OP_MOVE, .status = MDR_ST_BUSY},
 		w::ErrorRep{.opcode = MDR_OP_VOL_CREATE, .status = MDR_ST_EXIST},
 		w::ErrorRep{.opcode = MDR_OP_INVALIDATE, .status = MDR_ST_NOENT},
 	};
@@ -301,11 +344,18 @@ void check_canonical(std::span<const std::byte> received, const w::Msg &m)
 		fail_msg("re-encode of a parsed %s: %s",
 			 w::opcode_name(m.hdr.opcode).c_str(), n.message().c_str());
 	if (std::holds_alternative<w::NodeStatsRep>(m.body)) {
-		assert_int_equal(n.value(), sizeof(mdr_wire_node_stats_rep));
+		// Version 1's counters, then the migration ones when the
+		// received length covered them (else they are zero).
+		const size_t v1 = sizeof(mdr_wire_node_stats_rep);
+		const size_t full = v1 + sizeof(mdr_wire_node_stats_mig);
+		const size_t same = m.hdr.length >= full ? full : v1;
+
+		assert_int_equal(n.value(), full);
 		assert_memory_equal(again.data(), received.data(), kLen);
 		assert_memory_equal(again.data() + kLen + 4,
-				    received.data() + kLen + 4,
-				    n.value() - kLen - 4);
+				    received.data() + kLen + 4, same - kLen - 4);
+		for (size_t i = same; i < full; i++)
+			assert_int_equal(std::to_integer<int>(again[i]), 0);
 		return;
 	}
 	assert_int_equal(n.value(), m.hdr.length);
@@ -505,6 +555,21 @@ std::vector<Row> reject_rows()
 	const w::Body dlist = dev_list_rep();
 	const w::Body stats = node_stats_rep();
 	const w::Body ping = w::PingReq{};
+	const w::Body move = w::MoveReq{.volume_id = kVol, .first = 3, .count = 2,
+					.to_dev = 2};
+	const w::Body move_name = w::MoveReq{.count = 1, .to_dev = 2,
+					     .flags = MDR_MOVE_F_BY_NAME, .name = "db"};
+	const w::Body mrep = move_rep();
+	const w::Body drain = w::DrainReq{.dev_id = 1, .to_dev = 2};
+	const w::Body drep = drain_rep();
+	constexpr size_t kMoveName = offsetof(mdr_wire_move_req, name);
+	const auto mx = [](size_t i, size_t field) {
+		return sizeof(mdr_wire_move_rep) + i * sizeof(mdr_wire_move_extent) + field;
+	};
+#define MOFF(field) offsetof(mdr_wire_move_req, field)
+#define MXOFF(field) offsetof(mdr_wire_move_extent, field)
+#define MROFF(field) offsetof(mdr_wire_move_rep, field)
+#define DROFF(field) offsetof(mdr_wire_drain_rep, field)
 
 	constexpr size_t kOpenName = offsetof(mdr_wire_open_req, name);
 	constexpr size_t kRepName = offsetof(mdr_wire_open_rep, name);
@@ -585,6 +650,76 @@ std::vector<Row> reject_rows()
 		 "node_stats_rep: length 112, expected at least 120"},
 		{"node_stats_rep partial counter", stats, grow(4), -EPROTO,
 		 "not 120 + a multiple of 8"},
+
+		// move_req, move_rep, drain_req, drain_rep
+		{"move admin only", move, nullptr, -EPERM,
+		 "move_req: not allowed on host connections", Side::node, MDR_ROLE_HOST},
+		{"drain admin only", drain, nullptr, -EPERM,
+		 "drain_req: not allowed on host connections", Side::node, MDR_ROLE_HOST},
+		{"move_req short", move, resize_to(112), -EPROTO,
+		 "move_req: length 112, expected 120"},
+		{"move flags", move, set32(MOFF(flags), 2), -EINVAL,
+		 "move_req: unknown flags 0x2"},
+		{"move reserved", move, set32(MOFF(reserved), 1), -EINVAL,
+		 "move_req: reserved not zero"},
+		{"move by name with id", move_name, set64(MOFF(volume_id), 5), -EINVAL,
+		 "move_req: volume_id set with MDR_MOVE_F_BY_NAME"},
+		{"move by name bad name", move_name, set_name(kMoveName, "a/b"), -EINVAL,
+		 "move_req: name has a character outside"},
+		{"move by id with name", move, set_name(kMoveName, "x"), -EINVAL,
+		 "move_req: name set without MDR_MOVE_F_BY_NAME"},
+		{"move by id zero", move, set64(MOFF(volume_id), 0), -EINVAL,
+		 "move_req: volume_id zero"},
+		{"move count zero", move, set32(MOFF(count), 0), -EINVAL,
+		 "move_req: count 0 outside [1, 64]"},
+		{"move count too many", move, set32(MOFF(count), MDR_WIRE_MOVE_MAX + 1), -EINVAL,
+		 "move_req: count 65 outside"},
+		{"move range overflows", move, set64(MOFF(first), UINT64_MAX), -EINVAL,
+		 "move_req: first 18446744073709551615 + count 2 overflows"},
+		{"move to_dev zero", move, set32(MOFF(to_dev), 0), -EINVAL,
+		 "move_req: to_dev zero"},
+		{"move_rep short", mrep, resize_to(56), -EPROTO,
+		 "move_rep: length 56, expected at least 64"},
+		{"move_rep partial element", mrep, grow(8), -EPROTO,
+		 "not 64 + a multiple of 48"},
+		{"move_rep count", mrep, set32(MROFF(count), 3), -EPROTO,
+		 "move_rep: count 3 disagrees with the length (2 extents)"},
+		{"move_rep no element", mrep, [](Buf &b) {
+			b.resize(sizeof(mdr_wire_move_rep));
+			put32(b, kLen, sizeof(mdr_wire_move_rep));
+			put32(b, MROFF(count), 0);
+		 }, -EINVAL, "move_rep: count 0 outside"},
+		{"move_rep reserved", mrep, set32(MROFF(reserved), 1), -EINVAL,
+		 "move_rep: reserved not zero"},
+		{"move_rep volume zero", mrep, set64(MROFF(volume_id), 0), -EINVAL,
+		 "move_rep: volume_id zero"},
+		{"move_rep stalls", mrep, set64(MROFF(stall_total_us), 29999), -EINVAL,
+		 "move_rep: stall_total_us 29999 below stall_max_us 30000"},
+		{"move_rep element reserved", mrep, set32(mx(1, MXOFF(reserved)), 1), -EINVAL,
+		 "move_rep: extents[1]: reserved not zero"},
+		{"move_rep old dev zero", mrep, set32(mx(0, MXOFF(old_dev)), 0), -EINVAL,
+		 "move_rep: extents[0]: dev_id zero"},
+		{"move_rep new dev zero", mrep, set32(mx(0, MXOFF(new_dev)), 0), -EINVAL,
+		 "dev_id zero"},
+		{"move_rep same dev", mrep, set32(mx(1, MXOFF(new_dev)), 3), -EINVAL,
+		 "move_rep: extents[1]: moved to its own device 3"},
+		{"move_rep generation", mrep, set64(mx(0, MXOFF(generation)), 3), -EINVAL,
+		 "move_rep: extents[0]: generation 3 too low for a moved extent"},
+		{"move_rep element stall", mrep, set32(mx(0, MXOFF(stall_us)), 30001), -EINVAL,
+		 "move_rep: extents[0]: stall_us 30001 above stall_max_us"},
+		{"move_rep order", mrep, set64(mx(1, MXOFF(index)), 4), -EINVAL,
+		 "move_rep: extents[1]: index 4 not in ascending order"},
+		{"drain_req dev zero", drain, set32(offsetof(mdr_wire_drain_req, dev_id), 0),
+		 -EINVAL, "drain_req: dev_id zero"},
+		{"drain_req to itself", drain, set32(offsetof(mdr_wire_drain_req, to_dev), 1),
+		 -EINVAL, "drain_req: to_dev is the device drained"},
+		{"drain_req long", drain, grow(8), -EPROTO, "drain_req: length 40, expected 32"},
+		{"drain_rep dev zero", drep, set32(DROFF(dev_id), 0), -EINVAL,
+		 "drain_rep: dev_id zero"},
+		{"drain_rep status", drep, set32(DROFF(status), MDR_ST_MAX), -EINVAL,
+		 "drain_rep: status 13 out of range"},
+		{"drain_rep stalls", drep, set64(DROFF(stall_max_us), 71), -EINVAL,
+		 "drain_rep: stall_total_us 70 below stall_max_us 71"},
 
 		// open_req
 		{"open flags", open_id, set32(offsetof(mdr_wire_open_req, flags), 2), -EINVAL,
@@ -800,6 +935,10 @@ std::vector<Row> reject_rows()
 
 #undef VOFF
 #undef DOFF
+#undef MOFF
+#undef MXOFF
+#undef MROFF
+#undef DROFF
 
 void test_rejections(void **)
 {
@@ -884,6 +1023,10 @@ void test_encoders_refuse_what_receivers_refuse(void **)
 		 "is not an error reply's"},
 		{w::DevListRep{.devs = {{1, 10, 0, std::string(40, 's')}}}, -EINVAL,
 		 "dev_list_rep: devs[0]: serial longer than 39 characters"},
+		{w::MoveReq{.volume_id = 1, .count = 0, .to_dev = 2}, -EINVAL,
+		 "move_req: count 0 outside"},
+		{w::MoveRep{.volume_id = 1}, -EINVAL, "move_rep: count 0 outside"},
+		{w::DrainReq{.dev_id = 2, .to_dev = 2}, -EINVAL, "to_dev is the device"},
 	};
 
 	for (const auto &c : cases) {
@@ -904,6 +1047,31 @@ void test_encoders_refuse_what_receivers_refuse(void **)
 		assert_int_equal(n.error(), -EMSGSIZE);
 		assert_true(contains(n.message(), "bytes, the buffer has"));
 	}
+}
+
+// A node without migration answers NODE_STATS with version 1's 120 bytes:
+// its counters are read, the migration counters are zero. Counters beyond
+// the migration ones (a later version's) are ignored.
+void test_node_stats_lengths(void **)
+{
+	const w::NodeStatsRep full = node_stats_rep();
+	Buf b = encode(full);
+
+	assert_int_equal(b.size(), 168);
+	Buf old(b.begin(), b.begin() + 120);
+	put32(old, kLen, 120);
+	auto m = w::parse(old, Side::client, MDR_ROLE_ADMIN);
+	assert_true(m.ok());
+	w::NodeStatsRep want = full;
+	want.moves_active = want.moves_done = want.moves_failed = 0;
+	want.move_bytes = want.stall_max_us = want.stall_total_us = 0;
+	assert_true(std::get<w::NodeStatsRep>(m.value().body) == want);
+
+	b.resize(168 + 16, std::byte{0x5a});
+	put32(b, kLen, 168 + 16);
+	m = w::parse(b, Side::client, MDR_ROLE_ADMIN);
+	assert_true(m.ok());
+	assert_true(std::get<w::NodeStatsRep>(m.value().body) == full);
 }
 
 // ---- Truncation and oversize ----------------------------------------------
@@ -927,6 +1095,13 @@ void test_truncation_every_length(void **)
 		for (size_t n = sizeof(mdr_wire_hdr); n < b.size(); n++) {
 			Buf t(b.begin(), b.begin() + n);
 			put32(t, kLen, static_cast<uint32_t>(n));
+			// Shorter NODE_STATS replies are older versions': valid.
+			if (std::holds_alternative<w::NodeStatsRep>(body) &&
+			    n >= sizeof(mdr_wire_node_stats_rep) &&
+			    (n - sizeof(mdr_wire_node_stats_rep)) % 8 == 0) {
+				assert_true(parse_as(t, body).ok());
+				continue;
+			}
 			auto m = parse_as(t, body);
 			assert_false(m.ok());
 			assert_int_equal(m.error(), -EPROTO);
@@ -1529,6 +1704,7 @@ int main()
 		cmocka_unit_test(test_trailing_bytes_ignored),
 		cmocka_unit_test(test_largest_lists_fit),
 		cmocka_unit_test(test_rejections),
+		cmocka_unit_test(test_node_stats_lengths),
 		cmocka_unit_test(test_peek_header_of_rejected),
 		cmocka_unit_test(test_encoders_refuse_what_receivers_refuse),
 		cmocka_unit_test(test_truncation_every_length),
