@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -23,13 +24,24 @@ namespace wire = mdr::wire;
 // A reply never exceeds what the smallest receiver takes, except lists,
 // which are cut to fit the receiver's max_msg.
 constexpr size_t kReplyBuf = MDR_WIRE_MSG_MAX;
+constexpr unsigned kSectorShift = 9;
+
+std::map<uint32_t, std::string> copier_paths(const NodeOptions &opts, const Store &store)
+{
+	std::map<uint32_t, std::string> paths = opts.device_paths;
+
+	if (paths.empty())
+		for (const wire::Device &d : store.devices())
+			paths[d.dev_id] = store.device(d.dev_id)->path;
+	return paths;
+}
 
 } // namespace
 
 Node::Node(const NodeOptions &opts, Store &store, Journal &journal,
 	   std::function<int64_t()> now_ms)
 	: opts_(opts), store_(store), journal_(journal), now_ms_(std::move(now_ms)),
-	  start_ms_(now_ms_())
+	  start_ms_(now_ms_()), copier_(copier_paths(opts, store), opts.copier)
 {
 }
 
@@ -106,7 +118,9 @@ void Node::handle(Session &s, const wire::Msg &m)
 			      std::is_same_v<T, wire::VolInfoReq> ||
 			      std::is_same_v<T, wire::VolListReq> ||
 			      std::is_same_v<T, wire::DevListReq> ||
-			      std::is_same_v<T, wire::NodeStatsReq>) {
+			      std::is_same_v<T, wire::NodeStatsReq> ||
+			      std::is_same_v<T, wire::MoveReq> ||
+			      std::is_same_v<T, wire::DrainReq>) {
 			if (!s.authenticated)
 				return reply_error(s.peer.id, id, T::opcode, -EPERM);
 		}
@@ -136,6 +150,10 @@ void Node::handle(Session &s, const wire::Msg &m)
 			do_dev_list(s, id, b);
 		else if constexpr (std::is_same_v<T, wire::NodeStatsReq>)
 			do_stats(s, id);
+		else if constexpr (std::is_same_v<T, wire::MoveReq>)
+			do_move(s, id, b);
+		else if constexpr (std::is_same_v<T, wire::DrainReq>)
+			do_drain(s, id, b);
 		else if constexpr (std::is_same_v<T, wire::PingReq>)
 			reply(s.peer.id, id, wire::PingRep{});
 		else
@@ -330,8 +348,8 @@ void Node::do_ack(Session &s, uint64_t req_id, const wire::InvalidateAck &r)
 }
 
 void Node::fan_out(uint64_t volume_id, uint64_t first, uint64_t count,
-		   uint64_t generation, uint32_t reason, uint64_t except_host,
-		   std::function<void()> done)
+		   uint64_t generation, uint32_t reason,
+		   std::optional<uint64_t> except_host, std::function<void()> done)
 {
 	const uint64_t id = next_fan_out_++;
 	FanOut &f = fan_outs_[id];
@@ -411,6 +429,13 @@ void Node::tick()
 	maybe_checkpoint();
 	for (auto [volume, host] : expired)
 		lease_gone(volume, host);
+	// Moves whose holders all acked during the restart grace go on now.
+	std::vector<MoveKey> ready;
+	for (const auto &[key, op] : moves_)
+		if (op.state == MoveOp::State::draining && op.acked && !in_restart_grace())
+			ready.push_back(key);
+	for (MoveKey key : ready)
+		move_drained(key);
 }
 
 void Node::lease_gone(uint64_t volume_id, uint64_t host_id)
@@ -461,8 +486,9 @@ void Node::change(Change c, std::function<void(int err, const Applied *applied)>
 // journal holds.
 void Node::maybe_checkpoint()
 {
+	// A snapshot holds mapped entries only: none while an extent moves.
 	if (records_since_checkpoint_ < opts_.checkpoint_records ||
-	    store_.counts().in_flight)
+	    store_.counts().in_flight || store_.counts().moving)
 		return;
 	const std::vector<uint8_t> snap = store_.snapshot();
 	auto st = journal_.checkpoint(std::as_bytes(std::span(snap)));
@@ -667,6 +693,313 @@ void Node::do_stats(Session &s, uint64_t req_id)
 		.journal_syncs = js.syncs,
 		.invalidations = stats_.invalidations,
 		.lease_expiries = stats_.lease_expiries,
+		.moves_active = moves_.size(),
+		.moves_done = stats_.moves_done,
+		.moves_failed = stats_.moves_failed,
+		.move_bytes = stats_.move_bytes,
+		.stall_max_us = stats_.stall_max_us,
+		.stall_total_us = stats_.stall_total_us,
+	});
+}
+
+// ---------------------------------------------------------------------------
+// Moves. The consistency rule: the data of an extent is copied only once
+// every host that may send IO to its old place has acknowledged the
+// invalidation (and drained) or lost its lease; the old place is freed
+// only once the new one is durable, journaled and in the table.
+
+void Node::MoveTotals::add(const wire::MovedExtent &x, uint64_t extent_bytes)
+{
+	moved++;
+	bytes += extent_bytes;
+	stall_max_us = std::max<uint64_t>(stall_max_us, x.stall_us);
+	stall_total_us += x.stall_us;
+}
+
+// Leases granted before a restart are unknown to this process, but their
+// holders may still have IO in flight to the places they cached: no data
+// moves until every such lease has run out.
+bool Node::in_restart_grace() const
+{
+	return now_ms_() < start_ms_ + int64_t(opts_.lease_ms) + int64_t(opts_.drift_margin_ms);
+}
+
+void Node::move_extent(uint64_t volume_id, uint64_t index, uint32_t to_dev,
+		       std::function<void(int err, const wire::MovedExtent &)> done)
+{
+	auto prep = store_.prepare_move(volume_id, index, to_dev);
+
+	if (!prep.ok()) {
+		log_warn_rl("move refused: %s", prep.message().c_str());
+		return done(prep.error(), {});
+	}
+
+	const MoveKey key{volume_id, index};
+	MoveOp &op = moves_[key];
+
+	op.done = std::move(done);
+	op.extent_shift = store_.volume(volume_id)->extent_shift;
+	change(std::move(prep.value()), [this, key](int err, const Applied *applied) {
+		if (err)
+			return move_finish(key, err);	// nothing changed
+		move_frozen(key, *applied);
+	});
+}
+
+// MOVE_BEGIN is durable and the table holds the extent FROZEN at g1: hosts
+// that READ it now wait. Those that cached it are told, and drain.
+void Node::move_frozen(MoveKey key, const Applied &applied)
+{
+	MoveOp &op = moves_.at(key);
+
+	(void)applied;
+	op.where = *store_.move(key.first, key.second);
+	op.state = MoveOp::State::draining;
+	op.frozen_ms = now_ms_();
+	fan_out(key.first, key.second, 1, op.where.generation, MDR_INVAL_MOVE,
+		std::nullopt, [this, key] {
+		auto it = moves_.find(key);
+		if (it == moves_.end())
+			return;
+		it->second.acked = true;
+		move_drained(key);
+	});
+}
+
+// Every holder acked or lost its lease: nothing is written to the old place
+// any more. The copy runs on the copier's thread.
+void Node::move_drained(MoveKey key)
+{
+	auto it = moves_.find(key);
+
+	if (it == moves_.end() || it->second.state != MoveOp::State::draining ||
+	    !it->second.acked || in_restart_grace())
+		return;	// tick() tries again after the grace
+
+	MoveOp &op = it->second;
+	const CopyJob job{
+		.src_dev = op.where.old_dev,
+		.src_off = op.where.old_pstart << kSectorShift,
+		.dst_dev = op.where.new_dev,
+		.dst_off = op.where.new_pstart << kSectorShift,
+		.len = uint64_t{1} << op.extent_shift,
+	};
+
+	op.state = MoveOp::State::copying;
+	copier_.start(job, [this, key](int err) { move_copied(key, err); });
+}
+
+// The new place holds the data durably (or the copy failed): journal the
+// end of the move, MOVE_DONE or MOVE_ABORT.
+void Node::move_copied(MoveKey key, int err)
+{
+	MoveOp &op = moves_.at(key);
+	auto prep = err ? store_.prepare_move_abort(key.first, key.second)
+			: store_.prepare_move_done(key.first, key.second);
+
+	op.state = MoveOp::State::ending;
+	// The copier logged what failed; the admin learns that the data could
+	// not be moved.
+	op.err = err ? -EIO : 0;
+	if (!prep.ok()) {
+		// Only this request ends a move: a bug. The extent stays frozen
+		// until a restart rolls the move back.
+		log_error("volume %llu extent %llu: cannot end the move: %s",
+			  (unsigned long long)key.first, (unsigned long long)key.second,
+			  prep.message().c_str());
+		return move_finish(key, prep.error());
+	}
+	change(std::move(prep.value()), [this, key](int jerr, const Applied *applied) {
+		move_ended(key, jerr, applied);
+	});
+}
+
+// The table holds the extent MAPPED at g1 + 1, at its new place (or at the
+// old one after a failed copy). Hosts waiting on the frozen entry READ it
+// again on this invalidation; no drain is needed.
+void Node::move_ended(MoveKey key, int jerr, const Applied *applied)
+{
+	MoveOp &op = moves_.at(key);
+
+	if (jerr) {
+		log_error("volume %llu extent %llu: the end of the move could not be "
+			  "journaled: the extent stays frozen until a restart rolls the "
+			  "move back", (unsigned long long)key.first,
+			  (unsigned long long)key.second);
+		return move_finish(key, jerr);
+	}
+
+	const wire::Entry e = wire::decode_entry(applied->entry);
+
+	if (!op.err) {
+		const int64_t stall_ms = now_ms_() - op.frozen_ms;
+
+		op.result = wire::MovedExtent{
+			.index = key.second,
+			.old_pstart = op.where.old_pstart,
+			.new_pstart = op.where.new_pstart,
+			.old_dev = op.where.old_dev,
+			.new_dev = op.where.new_dev,
+			.generation = e.generation,
+			.stall_us = uint32_t(std::min<int64_t>(stall_ms * 1000, UINT32_MAX)),
+		};
+	}
+	op.state = MoveOp::State::announcing;
+	fan_out(key.first, key.second, 1, e.generation, MDR_INVAL_ALLOC, std::nullopt,
+		[this, key] { move_finish(key, moves_.at(key).err); });
+}
+
+void Node::move_finish(MoveKey key, int err)
+{
+	auto node = moves_.extract(key);
+	MoveOp &op = node.mapped();
+
+	if (err) {
+		stats_.moves_failed++;
+		log_warn("volume %llu extent %llu: move to device %u failed: %s",
+			 (unsigned long long)key.first, (unsigned long long)key.second,
+			 op.where.new_dev, strerror(-err));
+	} else {
+		stats_.moves_done++;
+		stats_.move_bytes += uint64_t{1} << op.extent_shift;
+		stats_.stall_max_us = std::max<uint64_t>(stats_.stall_max_us, op.result.stall_us);
+		stats_.stall_total_us += op.result.stall_us;
+		log_info("volume %llu extent %llu moved from device %u sector %llu to "
+			 "device %u sector %llu, generation %llu, stall %u us",
+			 (unsigned long long)key.first, (unsigned long long)key.second,
+			 op.result.old_dev, (unsigned long long)op.result.old_pstart,
+			 op.result.new_dev, (unsigned long long)op.result.new_pstart,
+			 (unsigned long long)op.result.generation, op.result.stall_us);
+	}
+	op.done(err, op.result);
+}
+
+mdr::Status Node::recover_moves()
+{
+	for (const Move &m : store_.moves()) {
+		auto prep = store_.prepare_move_abort(m.volume_id, m.index);
+
+		if (!prep.ok())
+			return mdr::Error(prep.error(), prep.message());
+
+		int result = -EINPROGRESS;
+
+		change(std::move(prep.value()),
+		       [&result](int err, const Applied *) { result = err; });
+		if (auto st = journal_.flush(); !st.ok())
+			return st;
+		if (result)
+			return mdr::Error(result, "cannot roll back the move of extent " +
+					  std::to_string(m.index) + " of volume " +
+					  std::to_string(m.volume_id));
+		log_info("volume %llu extent %llu: the move to device %u did not finish: "
+			 "rolled back to device %u, generation %llu",
+			 (unsigned long long)m.volume_id, (unsigned long long)m.index,
+			 m.new_dev, m.old_dev, (unsigned long long)(m.generation + 1));
+	}
+	return {};
+}
+
+// All-or-nothing checks first, so that a request that cannot be served
+// moves nothing: see Documentation/migration.md.
+void Node::do_move(Session &s, uint64_t req_id, const wire::MoveReq &r)
+{
+	const ConnId conn = s.peer.id;
+	const Volume *v = (r.flags & MDR_MOVE_F_BY_NAME) ? store_.volume(r.name)
+							 : store_.volume(r.volume_id);
+
+	if (!v)
+		return reply_error(conn, req_id, MDR_OP_MOVE, -ENOENT);
+
+	const uint64_t nr = v->table.entries().size();
+
+	if (r.first >= nr || r.count > nr - r.first ||
+	    sizeof(mdr_wire_move_rep) + r.count * sizeof(mdr_wire_move_extent) >
+		    s.peer.max_msg)
+		return reply_error(conn, req_id, MDR_OP_MOVE, -EINVAL);
+	if (!store_.device(r.to_dev))
+		return reply_error(conn, req_id, MDR_OP_MOVE, -ENOENT);
+	for (uint64_t i = r.first; i < r.first + r.count; i++) {
+		const wire::Entry e = wire::decode_entry(v->table.entries()[i]);
+
+		if (moves_.contains({v->id, i}) || store_.move(v->id, i))
+			return reply_error(conn, req_id, MDR_OP_MOVE, -EBUSY);
+		if (e.state != MDR_EXT_MAPPED || e.dev_id == r.to_dev)
+			return reply_error(conn, req_id, MDR_OP_MOVE, -EINVAL);
+	}
+	if (store_.free_extents(r.to_dev, v->extent_shift) < r.count)
+		return reply_error(conn, req_id, MDR_OP_MOVE, -ENOSPC);
+
+	auto rep = std::make_shared<wire::MoveRep>();
+
+	rep->volume_id = v->id;
+	move_next(conn, req_id, v->id, r.first, r.first + r.count, r.to_dev, rep);
+}
+
+void Node::move_next(ConnId conn, uint64_t req_id, uint64_t volume_id, uint64_t index,
+		     uint64_t last, uint32_t to_dev, std::shared_ptr<wire::MoveRep> rep)
+{
+	if (index == last)
+		return reply(conn, req_id, *rep);
+
+	const uint64_t bytes = uint64_t{1} << store_.volume(volume_id)->extent_shift;
+
+	move_extent(volume_id, index, to_dev,
+		    [=, this](int err, const wire::MovedExtent &x) {
+		if (err)
+			return reply_error(conn, req_id, MDR_OP_MOVE, err);
+		rep->extents.push_back(x);
+		rep->bytes += bytes;
+		rep->stall_max_us = std::max<uint64_t>(rep->stall_max_us, x.stall_us);
+		rep->stall_total_us += x.stall_us;
+		move_next(conn, req_id, volume_id, index + 1, last, to_dev, rep);
+	});
+}
+
+void Node::do_drain(Session &s, uint64_t req_id, const wire::DrainReq &r)
+{
+	const ConnId conn = s.peer.id;
+
+	if (!store_.device(r.dev_id) || (r.to_dev && !store_.device(r.to_dev)))
+		return reply_error(conn, req_id, MDR_OP_DRAIN, -ENOENT);
+	if (!r.to_dev && !store_.roomiest_device(r.dev_id))
+		return reply_error(conn, req_id, MDR_OP_DRAIN, -ENOSPC);
+	drain_next(conn, req_id, r.dev_id, r.to_dev, std::make_shared<MoveTotals>());
+}
+
+// From the start every time: extents allocated on the device while the
+// drain runs are found too. Extents another request moves are left alone.
+void Node::drain_next(ConnId conn, uint64_t req_id, uint32_t dev_id, uint32_t to_dev,
+		      std::shared_ptr<MoveTotals> totals)
+{
+	auto next = store_.next_on_device(dev_id, 0, 0);
+
+	while (next && (moves_.contains(*next) || store_.move(next->first, next->second)))
+		next = store_.next_on_device(dev_id, next->first, next->second + 1);
+
+	auto finish = [this, conn, req_id, dev_id, totals](int err) {
+		reply(conn, req_id, wire::DrainRep{
+			.dev_id = dev_id,
+			.status = wire::errno_to_status(err),
+			.moved = totals->moved,
+			.remaining = store_.extents_on_device(dev_id),
+			.bytes = totals->bytes,
+			.stall_max_us = totals->stall_max_us,
+			.stall_total_us = totals->stall_total_us,
+		});
+	};
+	if (!next)
+		return finish(0);
+
+	const uint32_t target = to_dev ? to_dev : store_.roomiest_device(dev_id);
+	const uint64_t bytes = uint64_t{1} << store_.volume(next->first)->extent_shift;
+
+	move_extent(next->first, next->second, target,
+		    [=, this](int err, const wire::MovedExtent &x) {
+		if (err)
+			return finish(err);
+		totals->add(x, bytes);
+		drain_next(conn, req_id, dev_id, to_dev, totals);
 	});
 }
 

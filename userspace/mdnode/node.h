@@ -13,6 +13,11 @@
 // IO in flight to the locations it cached. mdnode counts a lease from when
 // it received the request, plus a margin for clock drift; the host counts
 // from when it sent it, minus the same margin.
+//
+// Moves (MDR_OP_MOVE, MDR_OP_DRAIN; Documentation/migration.md) run one
+// extent at a time through the states of MoveOp::State, and never block
+// the loop: the copy runs on the Copier's thread and completes back into
+// the loop through its event fd (copier_fd(), process_copies()).
 #ifndef MDNODE_NODE_H
 #define MDNODE_NODE_H
 
@@ -20,12 +25,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "lib/wire.h"
+#include "mdnode/copier.h"
 #include "mdnode/journal.h"
 #include "mdnode/rdma_server.h"
 #include "mdnode/store.h"
@@ -38,11 +45,17 @@ struct NodeOptions {
 	std::vector<uint8_t> admin_key;		// empty: admin connections refused
 	uint64_t boot_id = 0;
 	uint64_t checkpoint_records = 100000;	// checkpoint after this many
+	CopierOptions copier{};
+	// Device id -> path, for the copier; empty: the store's device paths.
+	std::map<uint32_t, std::string> device_paths{};
 };
 
 struct NodeStats {
 	uint64_t requests = 0, errors = 0, bad_messages = 0;
 	uint64_t invalidations = 0, lease_expiries = 0, auth_failures = 0;
+	// Moves of one extent each.
+	uint64_t moves_done = 0, moves_failed = 0, move_bytes = 0;
+	uint64_t stall_max_us = 0, stall_total_us = 0;
 };
 
 class Node : public ServerHandler {
@@ -61,6 +74,20 @@ public:
 	// Expires leases and finishes fan-outs that waited for them. Call
 	// every few tens of milliseconds.
 	void tick();
+
+	// At start, before serving: every move the journal holds begun but
+	// neither done nor aborted is aborted (journaled, then applied): the
+	// extent is mapped at its old place again with a newer generation,
+	// the new place is freed. Blocks on the journal.
+	mdr::Status recover_moves();
+
+	// The copier's event fd, readable when a copy finished; then call
+	// process_copies(). wait_copies() blocks until every copy started has
+	// finished and processes them (tests).
+	int copier_fd() const { return copier_.event_fd(); }
+	void process_copies() { copier_.process_completions(); }
+	void wait_copies() { copier_.wait_all(); }
+	size_t moves_active() const { return moves_.size(); }
 
 	const NodeStats &stats() const { return stats_; }
 	size_t sessions() const { return sessions_.size(); }
@@ -86,6 +113,31 @@ private:
 		int64_t expires_ms;
 		ConnId conn;	// 0 while the host is not connected
 	};
+	// The move of one extent, from the admin's request to the reply.
+	struct MoveOp {
+		enum class State {
+			freezing,	// MOVE_BEGIN being journaled
+			draining,	// INVALIDATE(MOVE) out: waiting for acks or
+					// expiries, and for the restart grace
+			copying,	// on the copier's thread
+			ending,		// MOVE_DONE or MOVE_ABORT being journaled
+			announcing,	// INVALIDATE(ALLOC) out: waiting for acks
+		};
+		State state = State::freezing;
+		Move where{};		// from the applied MOVE_BEGIN
+		uint32_t extent_shift = 0;
+		int64_t frozen_ms = 0;	// when hosts started to wait
+		bool acked = false;	// every holder acked or lost its lease
+		int err = 0;		// why it aborts
+		mdr::wire::MovedExtent result{};
+		std::function<void(int err, const mdr::wire::MovedExtent &)> done;
+	};
+	// Totals of a MOVE or DRAIN request, for its reply.
+	struct MoveTotals {
+		uint64_t moved = 0, bytes = 0, stall_max_us = 0, stall_total_us = 0;
+		void add(const mdr::wire::MovedExtent &x, uint64_t extent_bytes);
+	};
+	using MoveKey = std::pair<uint64_t, uint64_t>;	// (volume, index)
 
 	void handle(Session &s, const mdr::wire::Msg &m);
 	void reply(ConnId conn, uint64_t req_id, const mdr::wire::Body &body);
@@ -104,6 +156,8 @@ private:
 	void do_vol_list(Session &s, uint64_t req_id, const mdr::wire::VolListReq &r);
 	void do_dev_list(Session &s, uint64_t req_id, const mdr::wire::DevListReq &r);
 	void do_stats(Session &s, uint64_t req_id);
+	void do_move(Session &s, uint64_t req_id, const mdr::wire::MoveReq &r);
+	void do_drain(Session &s, uint64_t req_id, const mdr::wire::DrainReq &r);
 
 	// Journals the change, commits it, then calls done(status).
 	void change(Change c, std::function<void(int err, const Applied *applied)> done);
@@ -117,8 +171,8 @@ private:
 	// lease holder but except_host, then calls done once all have acked
 	// or lost their lease.
 	void fan_out(uint64_t volume_id, uint64_t first, uint64_t count,
-		     uint64_t generation, uint32_t reason, uint64_t except_host,
-		     std::function<void()> done);
+		     uint64_t generation, uint32_t reason,
+		     std::optional<uint64_t> except_host, std::function<void()> done);
 	void settle(uint64_t fan_out_id, uint64_t host_id);
 	// host_id's lease on the volume is gone (expired, closed or dropped):
 	// the fan-outs on that volume stop waiting for it.
@@ -129,6 +183,24 @@ private:
 	mdr::wire::Volume describe(const Volume &v) const;
 	mdr::wire::VolumeReply volume_reply(const Volume &v) const;
 	void maybe_checkpoint();
+
+	// One extent: freeze, drain, copy, publish (or roll back), then done.
+	// Errors before the freeze call done at once.
+	void move_extent(uint64_t volume_id, uint64_t index, uint32_t to_dev,
+			 std::function<void(int err, const mdr::wire::MovedExtent &)> done);
+	void move_frozen(MoveKey key, const Applied &applied);
+	void move_drained(MoveKey key);
+	void move_copied(MoveKey key, int err);
+	void move_ended(MoveKey key, int err, const Applied *applied);
+	void move_finish(MoveKey key, int err);
+	// MOVE: extents of one request, one after another.
+	void move_next(ConnId conn, uint64_t req_id, uint64_t volume_id, uint64_t index,
+		       uint64_t last, uint32_t to_dev,
+		       std::shared_ptr<mdr::wire::MoveRep> rep);
+	// DRAIN: the next extent on the device, until none is left.
+	void drain_next(ConnId conn, uint64_t req_id, uint32_t dev_id, uint32_t to_dev,
+			std::shared_ptr<MoveTotals> totals);
+	bool in_restart_grace() const;
 
 	NodeOptions opts_;
 	Store &store_;
@@ -149,6 +221,8 @@ private:
 		alloc_waiters_;
 	uint64_t records_since_checkpoint_ = 0;
 	NodeStats stats_;
+	std::map<MoveKey, MoveOp> moves_;
+	Copier copier_;
 };
 
 } // namespace mdnode

@@ -38,6 +38,9 @@ constexpr Format kFormats[] = {
 	{kVolumeDelete, "VOLUME_DELETE", 16},
 	{kVolumeResize, "VOLUME_RESIZE", 32},
 	{kExtentAlloc, "EXTENT_ALLOC", 40},
+	{kMoveBegin, "MOVE_BEGIN", 56},
+	{kMoveDone, "MOVE_DONE", 40},
+	{kMoveAbort, "MOVE_ABORT", 40},
 };
 
 const Format *format(uint16_t type)
@@ -174,12 +177,21 @@ struct Store::Record {
 	uint32_t extent_shift = 0;	// CREATE
 	uint32_t tenant = 0;		// CREATE
 	std::string name{};		// CREATE
-	uint64_t generation = 0;	// RESIZE: the volume's; ALLOC: the entry's
-	uint64_t index = 0;		// ALLOC
-	uint32_t dev_id = 0;		// ALLOC
-	uint64_t pstart = 0;		// ALLOC: 512-byte sectors
+	uint64_t generation = 0;	// RESIZE: the volume's; else the entry's
+	uint64_t index = 0;		// ALLOC, MOVE_*
+	// ALLOC: the place; MOVE_BEGIN, MOVE_ABORT: the old place; MOVE_DONE:
+	// the new place
+	uint32_t dev_id = 0;
+	uint64_t pstart = 0;		// 512-byte sectors
+	uint32_t new_dev = 0;		// MOVE_BEGIN
+	uint64_t new_pstart = 0;	// MOVE_BEGIN
 
-	Key key() const { return {volume_id, type == kExtentAlloc ? index : kWholeVolume}; }
+	bool whole_volume() const
+	{
+		return type == kVolumeCreate || type == kVolumeDelete ||
+		       type == kVolumeResize;
+	}
+	Key key() const { return {volume_id, whole_volume() ? kWholeVolume : index}; }
 };
 
 // ---------------------------------------------------------------------------
@@ -261,8 +273,14 @@ Change Store::encode(const Record &r)
 		out.le32(0).le64(r.volume_id).le64(r.size).le64(r.generation);
 		break;
 	case kExtentAlloc:
+	case kMoveDone:
+	case kMoveAbort:
 		out.le32(r.dev_id).le64(r.volume_id).le64(r.index).le64(r.pstart)
 			.le64(r.generation);
+		break;
+	case kMoveBegin:
+		out.le32(r.dev_id).le64(r.volume_id).le64(r.index).le64(r.pstart)
+			.le32(r.new_dev).le32(0).le64(r.new_pstart).le64(r.generation);
 		break;
 	}
 	Change c{r.type, out.take()};
@@ -313,10 +331,22 @@ mdr::Result<Store::Record> Store::decode(uint16_t type, std::span<const uint8_t>
 		r.generation = in.le64();
 		break;
 	case kExtentAlloc:
+	case kMoveDone:
+	case kMoveAbort:
 		r.dev_id = in.le32();
 		r.volume_id = in.le64();
 		r.index = in.le64();
 		r.pstart = in.le64();
+		r.generation = in.le64();
+		break;
+	case kMoveBegin:
+		r.dev_id = in.le32();
+		r.volume_id = in.le64();
+		r.index = in.le64();
+		r.pstart = in.le64();
+		r.new_dev = in.le32();
+		reserved |= in.le32() != 0;
+		r.new_pstart = in.le64();
 		r.generation = in.le64();
 		break;
 	}
@@ -330,7 +360,7 @@ std::string Store::describe(const Record &r)
 	std::string s = std::string("record ") + format(r.type)->name +
 			" (volume " + std::to_string(r.volume_id);
 
-	if (r.type == kExtentAlloc)
+	if (!r.whole_volume())
 		s += ", extent " + std::to_string(r.index);
 	return s + ")";
 }
@@ -364,6 +394,11 @@ mdr::Result<Store> Store::create(std::vector<Device> devices)
 	return Store(std::move(spaces));
 }
 
+const Store::Space *Store::space(uint32_t dev_id) const
+{
+	return const_cast<Store *>(this)->space(dev_id);
+}
+
 Store::Space *Store::space(uint32_t dev_id)
 {
 	auto it = std::lower_bound(spaces_.begin(), spaces_.end(), dev_id,
@@ -380,8 +415,10 @@ bool Store::name_taken(std::string_view name) const
 bool Store::busy(uint64_t volume_id) const
 {
 	auto it = pending_.lower_bound({volume_id, 0});
+	auto mv = moves_.lower_bound({volume_id, 0});
 
-	return it != pending_.end() && it->first.first == volume_id;
+	return (it != pending_.end() && it->first.first == volume_id) ||
+	       (mv != moves_.end() && mv->first.first == volume_id);
 }
 
 Change Store::reserve(const Record &r, std::optional<Table> table)
@@ -407,12 +444,15 @@ mdr::Result<Store::Pending> Store::take_pending(const Record &r, const Change &c
 	pending_.erase(it);
 	if (r.type == kVolumeCreate) {
 		reserved_names_.erase(r.name);
-	} else if (r.type == kExtentAlloc) {
-		// Volumes with allocations in flight are not deleted.
+	} else if (r.type == kExtentAlloc || r.type == kMoveBegin) {
+		// Volumes with allocations or moves in flight are not deleted.
+		// The reservation is given back; commit takes the place again.
 		const Volume &v = volumes_.at(r.volume_id);
+		const uint32_t dev = r.type == kExtentAlloc ? r.dev_id : r.new_dev;
+		const uint64_t pstart = r.type == kExtentAlloc ? r.pstart : r.new_pstart;
 
-		space(r.dev_id)->buddy.free(r.pstart >> (kUnitShift - kSectorShift),
-					    v.extent_shift - kUnitShift);
+		space(dev)->buddy.free(pstart >> (kUnitShift - kSectorShift),
+				       v.extent_shift - kUnitShift);
 	}
 	return p;
 }
@@ -491,6 +531,9 @@ mdr::Result<Allocation> Store::prepare_alloc(uint64_t volume_id, uint64_t index)
 
 	if (old.state == MDR_EXT_MAPPED)
 		return Allocation(v->table.entries()[index]);
+	// Hosts wait on a frozen entry; one that asks anyway retries later.
+	if (old.state == MDR_EXT_FROZEN)
+		return mdr::Error(-EAGAIN, what + " is moving");
 	if (pending_.contains({volume_id, index}))
 		return mdr::Error(-EINPROGRESS, what + " is being allocated");
 	if (pending_.contains({volume_id, kWholeVolume}))
@@ -518,6 +561,87 @@ mdr::Result<Allocation> Store::prepare_alloc(uint64_t volume_id, uint64_t index)
 	}
 	return mdr::Error(-ENOSPC, what + ": no device has a free extent of 2^" +
 			  std::to_string(v->extent_shift) + " bytes");
+}
+
+mdr::Result<Change> Store::prepare_move(uint64_t volume_id, uint64_t index,
+					uint32_t to_dev)
+{
+	const Volume *v = volume(volume_id);
+	const std::string what = "extent " + std::to_string(index) +
+				 " of volume " + std::to_string(volume_id);
+
+	if (!v)
+		return mdr::Error(-ENOENT, "no volume " + std::to_string(volume_id));
+	if (index >= v->table.entries().size())
+		return mdr::Error(-ERANGE, what + ": the volume has " +
+				  std::to_string(v->table.entries().size()) + " extents");
+
+	Space *to = space(to_dev);
+
+	if (!to)
+		return mdr::Error(-ENOENT, "no device " + std::to_string(to_dev));
+	if (pending_.contains({volume_id, index}) || moves_.contains({volume_id, index}))
+		return mdr::Error(-EBUSY, what + " is being allocated or moved");
+	if (pending_.contains({volume_id, kWholeVolume}))
+		return mdr::Error(-EBUSY, "volume " + std::to_string(volume_id) +
+				  " is being deleted or resized");
+
+	const mdr::wire::Entry old = entry_at(*v, index);
+
+	if (old.state != MDR_EXT_MAPPED)
+		return mdr::Error(-EINVAL, what + " is not allocated: nothing to move");
+	if (old.dev_id == to_dev)
+		return mdr::Error(-EINVAL, what + " is on device " +
+				  std::to_string(to_dev) + " already");
+
+	std::optional<uint64_t> unit = to->buddy.alloc(v->extent_shift - kUnitShift);
+
+	if (!unit)
+		return mdr::Error(-ENOSPC, what + ": device " + std::to_string(to_dev) +
+				  " has no free extent of 2^" +
+				  std::to_string(v->extent_shift) + " bytes");
+	return reserve(Record{.type = kMoveBegin, .volume_id = volume_id,
+			      .generation = old.generation + 1, .index = index,
+			      .dev_id = old.dev_id, .pstart = old.pstart,
+			      .new_dev = to_dev,
+			      .new_pstart = *unit << (kUnitShift - kSectorShift)},
+		       std::nullopt);
+}
+
+mdr::Result<Change> Store::prepare_move_done(uint64_t volume_id, uint64_t index)
+{
+	auto it = moves_.find({volume_id, index});
+
+	if (it == moves_.end())
+		return mdr::Error(-ENOENT, "extent " + std::to_string(index) + " of volume " +
+				  std::to_string(volume_id) + " is not moving");
+	if (pending_.contains({volume_id, index}))
+		return mdr::Error(-EBUSY, "the end of the move is in flight");
+
+	const Move &m = it->second;
+
+	return reserve(Record{.type = kMoveDone, .volume_id = volume_id,
+			      .generation = m.generation + 1, .index = index,
+			      .dev_id = m.new_dev, .pstart = m.new_pstart},
+		       std::nullopt);
+}
+
+mdr::Result<Change> Store::prepare_move_abort(uint64_t volume_id, uint64_t index)
+{
+	auto it = moves_.find({volume_id, index});
+
+	if (it == moves_.end())
+		return mdr::Error(-ENOENT, "extent " + std::to_string(index) + " of volume " +
+				  std::to_string(volume_id) + " is not moving");
+	if (pending_.contains({volume_id, index}))
+		return mdr::Error(-EBUSY, "the end of the move is in flight");
+
+	const Move &m = it->second;
+
+	return reserve(Record{.type = kMoveAbort, .volume_id = volume_id,
+			      .generation = m.generation + 1, .index = index,
+			      .dev_id = m.old_dev, .pstart = m.old_pstart},
+		       std::nullopt);
 }
 
 mdr::Result<Applied> Store::commit(const Change &change)
@@ -579,6 +703,11 @@ mdr::Result<Applied> Store::apply(const Record &r, std::optional<Table> table)
 			return apply_delete(r);
 		case kVolumeResize:
 			return apply_resize(r, std::move(table));
+		case kMoveBegin:
+			return apply_move_begin(r);
+		case kMoveDone:
+		case kMoveAbort:
+			return apply_move_end(r);
 		default:
 			return apply_alloc(r);
 		}
@@ -709,6 +838,94 @@ mdr::Result<Applied> Store::apply_alloc(const Record &r)
 	if (mdr::Status ok = map_extent(v, r.index, r.dev_id, r.pstart, r.generation);
 	    !ok.ok())
 		return mdr::Error(ok.error(), ok.message());
+	return Applied{.volume_id = r.volume_id, .index = r.index,
+		       .entry = v.table.entries()[r.index]};
+}
+
+mdr::Result<Applied> Store::apply_move_begin(const Record &r)
+{
+	auto it = volumes_.find(r.volume_id);
+
+	if (it == volumes_.end())
+		return mdr::Error(-ENOENT, "no such volume");
+
+	Volume &v = it->second;
+
+	if (r.index >= v.table.entries().size())
+		return mdr::Error(-ERANGE, "the volume has " +
+				  std::to_string(v.table.entries().size()) + " extents");
+	if (moves_.contains(r.key()))
+		return mdr::Error(-EEXIST, "the extent is moving already");
+
+	const mdr::wire::Entry old = entry_at(v, r.index);
+
+	if (old.state != MDR_EXT_MAPPED || old.dev_id != r.dev_id || old.pstart != r.pstart)
+		return mdr::Error(-EINVAL, "the extent is not mapped at the old place");
+	if (r.generation != old.generation + 1)
+		return mdr::Error(-EINVAL, "generation " + std::to_string(r.generation) +
+				  " does not follow the entry's " +
+				  std::to_string(old.generation));
+
+	Space *to = space(r.new_dev);
+	const uint64_t sectors = uint64_t{1} << (v.extent_shift - kSectorShift);
+
+	if (!to || r.new_dev == r.dev_id)
+		return mdr::Error(-ENOENT, "device " + std::to_string(r.new_dev) +
+				  " is not configured, or is the old one");
+	if (r.new_pstart % sectors)
+		return mdr::Error(-EINVAL, "sector " + std::to_string(r.new_pstart) +
+				  " is not aligned to the extent size");
+
+	mdr::Status used = to->buddy.mark_used(r.new_pstart >> (kUnitShift - kSectorShift),
+					       v.extent_shift - kUnitShift);
+
+	if (!used.ok())
+		return fail(used, "device " + std::to_string(r.new_dev));
+	v.table.put(r.index, mdr::wire::make_entry({.generation = r.generation,
+						    .pstart = r.pstart,
+						    .dev_id = r.dev_id,
+						    .state = MDR_EXT_FROZEN},
+						   v.id, r.index));
+	moves_.emplace(r.key(), Move{.volume_id = r.volume_id, .index = r.index,
+				     .old_dev = r.dev_id, .new_dev = r.new_dev,
+				     .old_pstart = r.pstart, .new_pstart = r.new_pstart,
+				     .generation = r.generation});
+	return Applied{.volume_id = r.volume_id, .index = r.index,
+		       .entry = v.table.entries()[r.index]};
+}
+
+// MOVE_DONE maps the extent at the new place and frees the old one;
+// MOVE_ABORT maps it at the old place and frees the new one.
+mdr::Result<Applied> Store::apply_move_end(const Record &r)
+{
+	auto mv = moves_.find(r.key());
+
+	if (mv == moves_.end())
+		return mdr::Error(-ENOENT, "the extent is not moving");
+
+	const Move m = mv->second;
+	const bool done = r.type == kMoveDone;
+	Volume &v = volumes_.at(r.volume_id);	// not deleted while moving
+
+	if (r.dev_id != (done ? m.new_dev : m.old_dev) ||
+	    r.pstart != (done ? m.new_pstart : m.old_pstart))
+		return mdr::Error(-EINVAL, "the place is not the move's");
+	if (r.generation != m.generation + 1)
+		return mdr::Error(-EINVAL, "generation " + std::to_string(r.generation) +
+				  " does not follow the frozen entry's " +
+				  std::to_string(m.generation));
+
+	const uint32_t free_dev = done ? m.old_dev : m.new_dev;
+	const uint64_t free_pstart = done ? m.old_pstart : m.new_pstart;
+
+	space(free_dev)->buddy.free(free_pstart >> (kUnitShift - kSectorShift),
+				    v.extent_shift - kUnitShift);
+	v.table.put(r.index, mdr::wire::make_entry({.generation = r.generation,
+						    .pstart = r.pstart,
+						    .dev_id = r.dev_id,
+						    .state = MDR_EXT_MAPPED},
+						   v.id, r.index));
+	moves_.erase(mv);
 	return Applied{.volume_id = r.volume_id, .index = r.index,
 		       .entry = v.table.entries()[r.index]};
 }
@@ -918,9 +1135,81 @@ std::vector<mdr::wire::Device> Store::devices() const
 	return out;
 }
 
+std::vector<Move> Store::moves() const
+{
+	std::vector<Move> out;
+
+	for (const auto &[key, m] : moves_)
+		out.push_back(m);
+	return out;
+}
+
+const Move *Store::move(uint64_t volume_id, uint64_t index) const
+{
+	auto it = moves_.find({volume_id, index});
+
+	return it == moves_.end() ? nullptr : &it->second;
+}
+
+std::optional<std::pair<uint64_t, uint64_t>>
+Store::next_on_device(uint32_t dev_id, uint64_t volume_id, uint64_t index) const
+{
+	for (auto it = volumes_.lower_bound(volume_id); it != volumes_.end(); ++it) {
+		const Volume &v = it->second;
+
+		for (uint64_t i = it->first == volume_id ? index : 0;
+		     i < v.table.entries().size(); i++) {
+			const mdr::wire::Entry e = entry_at(v, i);
+
+			if (e.state == MDR_EXT_MAPPED && e.dev_id == dev_id)
+				return std::make_pair(v.id, i);
+		}
+	}
+	return std::nullopt;
+}
+
+uint64_t Store::extents_on_device(uint32_t dev_id) const
+{
+	uint64_t n = 0;
+
+	for (const auto &[id, v] : volumes_)
+		for (uint64_t i = 0; i < v.table.entries().size(); i++) {
+			const mdr::wire::Entry e = entry_at(v, i);
+
+			n += e.state != MDR_EXT_UNALLOCATED && e.dev_id == dev_id;
+		}
+	return n;
+}
+
+uint32_t Store::roomiest_device(uint32_t except) const
+{
+	const Space *best = nullptr;
+
+	for (const Space &s : spaces_)
+		if (s.device.id != except &&
+		    (!best || s.buddy.free_units() > best->buddy.free_units()))
+			best = &s;
+	return best ? best->device.id : 0;
+}
+
+const Device *Store::device(uint32_t id) const
+{
+	const Space *s = space(id);
+
+	return s ? &s->device : nullptr;
+}
+
+uint64_t Store::free_extents(uint32_t dev_id, uint32_t extent_shift) const
+{
+	const Space *s = space(dev_id);
+
+	return s ? s->buddy.free_units() >> (extent_shift - kUnitShift) : 0;
+}
+
 Counts Store::counts() const
 {
-	Counts c{.volumes = volumes_.size(), .extents = 0, .in_flight = pending_.size()};
+	Counts c{.volumes = volumes_.size(), .extents = 0, .in_flight = pending_.size(),
+		 .moving = moves_.size()};
 
 	for (const auto &[id, v] : volumes_)
 		c.extents += v.allocated;

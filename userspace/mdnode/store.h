@@ -42,6 +42,28 @@
 //	 0 __le16 version, reserved   4 __le32 dev_id     8 __le64 volume_id
 //	16 __le64 index              24 __le64 pstart (512-byte sectors)
 //	32 __le64 generation (the entry's, new)
+//   5 MOVE_BEGIN, 56 bytes: the extent is frozen at its old place, and the
+//     new place is taken
+//	 0 __le16 version, reserved   4 __le32 old_dev    8 __le64 volume_id
+//	16 __le64 index              24 __le64 old_pstart
+//	32 __le32 new_dev, 36 reserved                    40 __le64 new_pstart
+//	48 __le64 generation (the entry's, frozen: g1)
+//   6 MOVE_DONE, 40 bytes: the extent is mapped at its new place, the old
+//     one is free
+//	 0 __le16 version, reserved   4 __le32 new_dev    8 __le64 volume_id
+//	16 __le64 index              24 __le64 new_pstart
+//	32 __le64 generation (g1 + 1)
+//   7 MOVE_ABORT, 40 bytes: the extent is mapped at its old place again,
+//     the new one is free
+//	 0 __le16 version, reserved   4 __le32 old_dev    8 __le64 volume_id
+//	16 __le64 index              24 __le64 old_pstart
+//	32 __le64 generation (g1 + 1)
+// A MOVE_BEGIN without its MOVE_DONE or MOVE_ABORT is a move in progress
+// (moves()): the server finishes it or, after a restart, aborts it. While
+// an extent moves, it is FROZEN at its old place: nothing else is prepared
+// on it (-EBUSY; an allocation: -EAGAIN), its volume is neither deleted
+// nor resized, and no snapshot is taken (snapshots hold mapped entries
+// only: counts().moving must be 0).
 //
 // Snapshot, version 1 (little-endian):
 //	header, 24 bytes: 0 __le32 magic "MDRS", 4 __le16 version (1),
@@ -83,6 +105,9 @@ enum RecordType : uint16_t {
 	kVolumeDelete = 2,
 	kVolumeResize = 3,
 	kExtentAlloc = 4,
+	kMoveBegin = 5,
+	kMoveDone = 6,
+	kMoveAbort = 7,
 };
 
 // A backing device this node owns, as configured and probed at start.
@@ -177,6 +202,20 @@ struct Counts {
 	uint64_t volumes;
 	uint64_t extents;	// mapped
 	uint64_t in_flight;	// changes prepared, not yet committed or aborted
+	uint64_t moving = 0;	// moves begun, neither done nor aborted
+};
+
+// A move in progress: MOVE_BEGIN applied, MOVE_DONE or MOVE_ABORT not yet.
+struct Move {
+	uint64_t volume_id;
+	uint64_t index;
+	uint32_t old_dev;
+	uint32_t new_dev;
+	uint64_t old_pstart;	// 512-byte sectors
+	uint64_t new_pstart;
+	uint64_t generation;	// of the frozen entry (g1)
+
+	bool operator==(const Move &) const = default;
 };
 
 class Store {
@@ -206,6 +245,35 @@ public:
 	// volume, -EINPROGRESS when this extent's allocation is in flight (wait
 	// for it), -EBUSY, -ENOSPC (nothing changed).
 	mdr::Result<Allocation> prepare_alloc(uint64_t volume_id, uint64_t index);
+
+	// A move of one mapped extent to another device: a MOVE_BEGIN that
+	// takes a free extent there. -ENOENT (volume, device), -ERANGE,
+	// -EINVAL (the extent is unallocated, or on to_dev already), -EBUSY
+	// (the extent or its volume has a change in flight, or moves), -ENOSPC.
+	mdr::Result<Change> prepare_move(uint64_t volume_id, uint64_t index,
+					 uint32_t to_dev);
+	// The end of a move in progress: MOVE_DONE (the new place) or
+	// MOVE_ABORT (back to the old one). -ENOENT when the extent is not
+	// moving, -EBUSY when its end is in flight already.
+	mdr::Result<Change> prepare_move_done(uint64_t volume_id, uint64_t index);
+	mdr::Result<Change> prepare_move_abort(uint64_t volume_id, uint64_t index);
+	// Moves in progress, by (volume, index).
+	std::vector<Move> moves() const;
+	const Move *move(uint64_t volume_id, uint64_t index) const;
+	// The first mapped extent on dev_id from (volume_id, index) on, in
+	// (volume, index) order; none when there is no further one.
+	std::optional<std::pair<uint64_t, uint64_t>>
+	next_on_device(uint32_t dev_id, uint64_t volume_id, uint64_t index) const;
+	// Mapped extents on dev_id, over every volume.
+	uint64_t extents_on_device(uint32_t dev_id) const;
+	// The device other than except with the most free space (ties: the
+	// lowest id); 0 when there is no other device.
+	uint32_t roomiest_device(uint32_t except) const;
+	// The configured device, or nullptr.
+	const Device *device(uint32_t id) const;
+	// Free extents of 2^extent_shift bytes on the device, at the most
+	// (the buddy may be fragmented): free units over the extent's units.
+	uint64_t free_extents(uint32_t dev_id, uint32_t extent_shift) const;
 
 	// Applies a change the journal holds durably. -ENOENT when it is not in
 	// flight; any other error is a bug that left the journal ahead of the
@@ -279,6 +347,9 @@ private:
 	mdr::Result<Applied> apply_delete(const Record &r);
 	mdr::Result<Applied> apply_resize(const Record &r, std::optional<Table> table);
 	mdr::Result<Applied> apply_alloc(const Record &r);
+	mdr::Result<Applied> apply_move_begin(const Record &r);
+	mdr::Result<Applied> apply_move_end(const Record &r);
+	const Space *space(uint32_t dev_id) const;
 	mdr::Status map_extent(Volume &v, uint64_t index, uint32_t dev_id,
 			       uint64_t pstart, uint64_t generation);
 	void free_extent(const Volume &v, uint64_t index);
@@ -288,6 +359,7 @@ private:
 	std::map<std::string, uint64_t, std::less<>> names_;
 	std::set<std::string, std::less<>> reserved_names_;	// being created
 	std::map<Key, Pending> pending_;
+	std::map<Key, Move> moves_;
 	uint64_t next_id_ = 1;
 };
 

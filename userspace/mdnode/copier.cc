@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// copier.cc - see copier.h.
+#include "mdnode/copier.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include <fcntl.h>
+#include <liburing.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "mdnode/log.h"
+
+namespace mdnode {
+
+namespace {
+
+MDNODE_LOG_SUBSYSTEM("copier");
+
+constexpr size_t kAlign = 4096;	// O_DIRECT: buffers, offsets, lengths
+
+} // namespace
+
+Copier::Copier(std::map<uint32_t, std::string> paths, const CopierOptions &opts)
+	: paths_(std::move(paths)), opts_(opts)
+{
+	opts_.depth = std::clamp(opts_.depth, 1u, 64u);
+	opts_.chunk = std::max<uint32_t>(opts_.chunk / kAlign * kAlign, kAlign);
+	event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (event_fd_ < 0)
+		log_error("eventfd: %s: moves will fail", strerror(errno));
+	worker_ = std::thread([this] { run(); });
+}
+
+Copier::~Copier()
+{
+	{
+		std::lock_guard lock(mu_);
+		stop_ = true;
+	}
+	cv_.notify_all();
+	worker_.join();
+	for (auto &[dev, fd] : fds_)
+		close(fd);
+	for (void *b : bufs_)
+		free(b);
+	if (event_fd_ >= 0)
+		close(event_fd_);
+}
+
+void Copier::start(const CopyJob &job, Done done)
+{
+	{
+		std::lock_guard lock(mu_);
+		queue_.push_back({job, std::move(done), 0});
+		busy_++;
+	}
+	cv_.notify_all();
+}
+
+void Copier::process_completions()
+{
+	uint64_t n;
+
+	if (event_fd_ >= 0 && read(event_fd_, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		log_warn_rl("eventfd: %s", strerror(errno));
+	for (;;) {
+		Item it;
+		{
+			std::lock_guard lock(mu_);
+			if (finished_.empty())
+				return;
+			it = std::move(finished_.front());
+			finished_.pop_front();
+			busy_--;
+		}
+		if (!it.err)
+			bytes_ += it.job.len;
+		it.done(it.err);
+	}
+}
+
+void Copier::wait_all()
+{
+	{
+		std::unique_lock lock(mu_);
+		cv_.wait(lock, [this] { return finished_.size() == busy_; });
+	}
+	process_completions();
+}
+
+void Copier::run()
+{
+	for (;;) {
+		Item it;
+		{
+			std::unique_lock lock(mu_);
+			cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+			if (stop_)
+				return;
+			it = std::move(queue_.front());
+			queue_.pop_front();
+		}
+		it.err = copy(it.job);
+		{
+			std::lock_guard lock(mu_);
+			finished_.push_back(std::move(it));
+		}
+		cv_.notify_all();
+		const uint64_t one = 1;
+		if (event_fd_ >= 0 && write(event_fd_, &one, sizeof(one)) < 0)
+			log_warn_rl("eventfd: %s", strerror(errno));
+	}
+}
+
+int Copier::fd_of(uint32_t dev)
+{
+	auto it = fds_.find(dev);
+
+	if (it != fds_.end())
+		return it->second;
+
+	auto p = paths_.find(dev);
+
+	if (p == paths_.end())
+		return -ENODEV;
+	int fd = ::open(p->second.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC);
+	if (fd < 0 && errno == EINVAL) {
+		log_warn("%s: no O_DIRECT on this file system: copying through "
+			 "the page cache", p->second.c_str());
+		fd = ::open(p->second.c_str(), O_RDWR | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		const int err = errno;
+
+		log_error_rl("device %u: %s: %s", dev, p->second.c_str(), strerror(err));
+		return -err;
+	}
+	fds_[dev] = fd;
+	return fd;
+}
+
+// Reads chunk i into slot s, then writes it from there; a slot is reused
+// once its write has completed. user_data: slot << 1 | (1 if a write).
+int Copier::copy(const CopyJob &job)
+{
+	if (job.src_off % kAlign || job.dst_off % kAlign || job.len % kAlign)
+		return -EINVAL;
+
+	const int src = fd_of(job.src_dev);
+	const int dst = fd_of(job.dst_dev);
+
+	if (src < 0)
+		return src;
+	if (dst < 0)
+		return dst;
+	while (bufs_.size() < opts_.depth) {
+		void *b = nullptr;
+
+		if (posix_memalign(&b, kAlign, opts_.chunk))
+			return -ENOMEM;
+		bufs_.push_back(b);
+	}
+
+	io_uring ring;
+	int ret = io_uring_queue_init(opts_.depth, &ring, 0);
+
+	if (ret < 0)
+		return ret;
+
+	struct Slot {
+		uint64_t off = 0;	// within the extent
+		uint32_t len = 0;
+		bool busy = false;
+	};
+	std::vector<Slot> slots(opts_.depth);
+	uint64_t next = 0, written = 0;
+	unsigned in_flight = 0;
+	int err = 0;
+
+	while (written < job.len && (!err || in_flight)) {
+		for (unsigned s = 0; !err && s < slots.size() && next < job.len; s++) {
+			if (slots[s].busy)
+				continue;
+			io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+			if (!sqe)
+				break;
+			slots[s] = {next, uint32_t(std::min<uint64_t>(opts_.chunk, job.len - next)),
+				    true};
+			io_uring_prep_read(sqe, src, bufs_[s], slots[s].len, job.src_off + next);
+			io_uring_sqe_set_data64(sqe, uint64_t{s} << 1);
+			next += slots[s].len;
+			in_flight++;
+		}
+		if (!in_flight)
+			break;
+		ret = io_uring_submit_and_wait(&ring, 1);
+		if (ret < 0 && ret != -EINTR) {
+			err = ret;
+			break;
+		}
+
+		io_uring_cqe *cqe;
+		unsigned head, seen = 0;
+
+		io_uring_for_each_cqe(&ring, head, cqe) {
+			const uint64_t ud = io_uring_cqe_get_data64(cqe);
+			const unsigned s = unsigned(ud >> 1);
+			const bool was_write = ud & 1;
+			Slot &slot = slots[s];
+
+			seen++;
+			in_flight--;
+			if (cqe->res != int(slot.len)) {
+				if (!err)
+					err = cqe->res < 0 ? cqe->res : -EIO;
+				slot.busy = false;
+				continue;
+			}
+			if (was_write || err) {
+				written += was_write ? slot.len : 0;
+				slot.busy = false;
+				continue;
+			}
+			io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+			if (!sqe) {
+				// The ring has as many entries as slots: never.
+				err = -EBUSY;
+				slot.busy = false;
+				continue;
+			}
+			io_uring_prep_write(sqe, dst, bufs_[s], slot.len, job.dst_off + slot.off);
+			io_uring_sqe_set_data64(sqe, uint64_t{s} << 1 | 1);
+			in_flight++;
+		}
+		io_uring_cq_advance(&ring, seen);
+	}
+	io_uring_queue_exit(&ring);
+	if (!err && written != job.len)
+		err = -EIO;
+	// The new place is journaled once this returns: its data must be on
+	// stable storage, past any volatile write cache.
+	if (!err && fdatasync(dst))
+		err = -errno;
+	if (err)
+		log_error_rl("copy of %llu bytes from device %u to %u failed: %s",
+			     (unsigned long long)job.len, job.src_dev, job.dst_dev,
+			     strerror(-err));
+	return err;
+}
+
+} // namespace mdnode

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// copier.h - copies extents between the node's backing devices for moves,
+// on a thread of its own so that the event loop never waits for data.
+//
+//	Copier c({{1, "/dev/vda"}, {2, "/dev/nvme0n1"}}, {});
+//	c.start({.src_dev = 1, .src_off = a, .dst_dev = 2, .dst_off = b,
+//		 .len = 4 << 20}, [](int err) { ... });
+//	// the loop polls c.event_fd() for POLLIN, then:
+//	c.process_completions();	// runs the callbacks of finished copies
+//
+// The worker copies one job at a time with its own io_uring: reads and
+// writes of `chunk` bytes, `depth` of them in flight, each chunk written as
+// soon as it is read. Devices are opened on first use, O_RDWR | O_DIRECT
+// (plain buffered IO where the file system refuses O_DIRECT, as test files
+// on tmpfs do), and the destination is made durable (fdatasync) before a
+// copy is reported done: the new place is journaled only after that.
+//
+// A job whose device cannot be opened, or whose IO fails or comes up short,
+// ends with that -errno; what it wrote is garbage the caller does not use.
+#ifndef MDNODE_COPIER_H
+#define MDNODE_COPIER_H
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace mdnode {
+
+struct CopierOptions {
+	uint32_t chunk = 512 << 10;	// bytes per IO; a multiple of 4096
+	unsigned depth = 8;		// IOs in flight, 1..64
+};
+
+struct CopyJob {
+	uint32_t src_dev = 0;
+	uint64_t src_off = 0;		// bytes, 4096-aligned
+	uint32_t dst_dev = 0;
+	uint64_t dst_off = 0;		// bytes, 4096-aligned
+	uint64_t len = 0;		// bytes, a multiple of 4096
+};
+
+class Copier {
+public:
+	using Done = std::function<void(int err)>;	// 0 or -errno
+
+	// paths: device id -> path of the block device (or file).
+	Copier(std::map<uint32_t, std::string> paths, const CopierOptions &opts);
+	// Waits for the job being copied; drops the callbacks not run yet.
+	~Copier();
+	Copier(const Copier &) = delete;
+	Copier &operator=(const Copier &) = delete;
+
+	// Queues a copy; done runs later, from process_completions().
+	void start(const CopyJob &job, Done done);
+
+	// Readable when a copy has finished.
+	int event_fd() const { return event_fd_; }
+	// Runs the callbacks of finished copies, in the order they finished.
+	// Does not block.
+	void process_completions();
+	// Blocks until every copy started so far has finished, then runs
+	// their callbacks (tests, shutdown).
+	void wait_all();
+
+	uint64_t bytes_copied() const { return bytes_; }
+
+private:
+	struct Item {
+		CopyJob job;
+		Done done;
+		int err = 0;
+	};
+
+	void run();
+	int copy(const CopyJob &job);
+	int fd_of(uint32_t dev);
+
+	std::map<uint32_t, std::string> paths_;
+	CopierOptions opts_;
+	int event_fd_ = -1;
+	// Worker thread only.
+	std::map<uint32_t, int> fds_;
+	std::vector<void *> bufs_;
+
+	std::mutex mu_;
+	std::condition_variable cv_;
+	std::deque<Item> queue_;	// waiting for the worker
+	std::deque<Item> finished_;	// waiting for process_completions()
+	size_t busy_ = 0;		// queued or being copied
+	bool stop_ = false;
+	uint64_t bytes_ = 0;		// loop thread: copies reported done
+	std::thread worker_;
+};
+
+} // namespace mdnode
+
+#endif // MDNODE_COPIER_H

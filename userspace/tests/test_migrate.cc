@@ -1,0 +1,854 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// test_migrate.cc - moves of extents between devices (MDR_OP_MOVE,
+// MDR_OP_DRAIN), driven through the Net seam with a fake transport: the
+// data arrives intact at the new place; the sequence a host sees (FROZEN
+// at g1 and INVALIDATE(MOVE), then MAPPED at g1 + 1 and INVALIDATE(ALLOC));
+// a silent lease holder delays the copy until its lease runs out, and so
+// does the grace after a restart; a crash at every step rolls the move back
+// or completes it, with generations that never go back; refusals of bad
+// requests; a failed copy rolls back; drains; counters.
+//
+// The store, the journal and the copier are the real ones, the devices are
+// sparse files under /var/tmp; time is the Node's clock function, moved by
+// hand. A crash is the Node, the journal and the store destroyed without
+// anything written after the step, and the journal replayed into a new
+// store, as mdnode does at start.
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <endian.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "lib/wire.h"
+#include "mdnode/journal.h"
+#include "mdnode/log.h"
+#include "mdnode/node.h"
+#include "mdnode/rdma_server.h"
+#include "mdnode/store.h"
+
+#include "tests/common/cmocka_cxx.h"
+
+namespace fs = std::filesystem;
+namespace wire = mdr::wire;
+using mdnode::ConnId;
+using mdnode::Journal;
+using mdnode::JournalOptions;
+using mdnode::Net;
+using mdnode::Node;
+using mdnode::NodeOptions;
+using mdnode::PeerInfo;
+using mdnode::Store;
+
+namespace {
+
+using Bytes = std::vector<std::byte>;
+
+constexpr uint64_t MiB = uint64_t{1} << 20;
+constexpr uint32_t kLeaseMs = 1000;
+constexpr uint32_t kMarginMs = 500;
+constexpr int64_t kHeldMs = kLeaseMs + kMarginMs;
+constexpr uint32_t kShift = 20;		// 1 MiB extents: a few chunks each
+constexpr uint64_t kExtent = uint64_t{1} << kShift;
+constexpr uint64_t kDev1Size = 32 * MiB;
+constexpr uint64_t kDev2Size = 4 * MiB;	// 1 MiB label: room for 3 extents
+const std::string kAdminKey = "0123456789abcdef-admin-key";
+
+class TempDir {
+public:
+	TempDir()
+	{
+		std::string tmpl = "/var/tmp/mdr-migrate.XXXXXX";
+		assert_non_null(mkdtemp(tmpl.data()));
+		path = tmpl;
+	}
+	~TempDir()
+	{
+		std::error_code ec;
+		fs::remove_all(path, ec);
+	}
+	TempDir(const TempDir &) = delete;
+	TempDir &operator=(const TempDir &) = delete;
+
+	std::string path;
+};
+
+class FakeNet : public Net {
+public:
+	mdr::Status send(ConnId conn, std::span<const std::byte> msg) override
+	{
+		sent[conn].emplace_back(msg.begin(), msg.end());
+		return {};
+	}
+	void disconnect(ConnId conn) override { disconnects.push_back(conn); }
+	mdr::Result<uint32_t> table_rkey(ConnId conn, uint64_t volume_id, const void *,
+					 size_t) override
+	{
+		return uint32_t(0x10000 * conn + volume_id);
+	}
+	void forget_table(uint64_t) override {}
+
+	std::map<ConnId, std::vector<Bytes>> sent;
+	std::vector<ConnId> disconnects;
+};
+
+uint16_t status_of(const wire::Msg &m)
+{
+	if (auto *e = std::get_if<wire::ErrorRep>(&m.body))
+		return e->status;
+	return MDR_ST_OK;
+}
+
+// A block of 4 KiB stamped with where it belongs and a seed.
+void stamp(std::vector<uint8_t> &buf, uint64_t seed)
+{
+	for (size_t i = 0; i < buf.size(); i += 8) {
+		const uint64_t v = seed * 0x9e3779b97f4a7c15ull + i;
+		std::memcpy(&buf[i], &v, 8);
+	}
+}
+
+struct Rig {
+	explicit Rig(bool bad_dev2_path = false)
+	{
+		jdir = dir.path + "/journal";
+		fs::create_directory(jdir);
+		dev_path[1] = dir.path + "/dev1";
+		dev_path[2] = dir.path + "/dev2";
+		make_file(dev_path[1], kDev1Size);
+		make_file(dev_path[2], kDev2Size);
+		if (bad_dev2_path)
+			copier_paths = {{1, dev_path[1]}, {2, dir.path + "/no-such-device"}};
+		start();
+	}
+
+	~Rig()
+	{
+		// The node (and its copier) before the journal and the store.
+		node.reset();
+		journal.reset();
+	}
+
+	static void make_file(const std::string &path, uint64_t size)
+	{
+		const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		assert_true(fd >= 0);
+		assert_int_equal(ftruncate(fd, off_t(size)), 0);
+		close(fd);
+	}
+
+	// mdnode's start: devices, the journal replayed into a new store, the
+	// node, the roll-back of unfinished moves. now does not move.
+	void start()
+	{
+		auto s = Store::create({{1, dev_path[1], "SER-A", kDev1Size},
+					{2, dev_path[2], "SER-B", kDev2Size}});
+		assert_true(s.ok());
+		store.emplace(std::move(s).value());
+		JournalOptions jo;
+		jo.dir = jdir;
+		auto j = Journal::open(
+			jo,
+			[this](std::span<const std::byte> snap) {
+				return store->load_snapshot(
+					{reinterpret_cast<const uint8_t *>(snap.data()), snap.size()});
+			},
+			[this](uint16_t type, std::span<const std::byte> payload) {
+				return store->replay(type, {reinterpret_cast<const uint8_t *>(
+								    payload.data()),
+							    payload.size()});
+			});
+		if (!j.ok())
+			fail_msg("journal: %s", j.message().c_str());
+		journal = std::move(j).value();
+		NodeOptions o;
+		o.lease_ms = kLeaseMs;
+		o.drift_margin_ms = kMarginMs;
+		o.admin_key.assign(kAdminKey.begin(), kAdminKey.end());
+		o.boot_id = 0xb007 + restarts;
+		o.copier.chunk = 128 << 10;	// 8 chunks an extent
+		o.copier.depth = 3;
+		o.device_paths = copier_paths;
+		node = std::make_unique<Node>(o, *store, *journal, [this] { return now; });
+		node->attach(net);
+		auto st = node->recover_moves();
+		if (!st.ok())
+			fail_msg("recover: %s", st.message().c_str());
+	}
+
+	// kill -9: nothing more reaches the journal.
+	void crash_and_restart()
+	{
+		node.reset();
+		journal.reset();
+		store.reset();
+		net.sent.clear();
+		restarts++;
+		start();
+	}
+
+	// Past the grace after a start.
+	void past_grace()
+	{
+		now += kHeldMs;
+		node->tick();
+	}
+
+	PeerInfo peer(uint16_t role, uint32_t tenant, uint64_t host_id)
+	{
+		PeerInfo p{};
+		p.id = next_conn++;
+		p.role = role;
+		p.version = MDR_WIRE_VERSION;
+		p.tenant = tenant;
+		p.host_id = host_id;
+		p.queue_depth = 16;
+		p.push_credits = 16;
+		p.max_msg = 4096;
+		p.address = "192.0.2.1:" + std::to_string(40000 + p.id);
+		for (size_t i = 0; i < p.nonce.size(); i++)
+			p.nonce[i] = role == MDR_ROLE_ADMIN ? uint8_t(p.id * 31 + i) : 0;
+		return p;
+	}
+
+	ConnId establish(const PeerInfo &p)
+	{
+		assert_int_equal(node->on_connect(p), MDR_ST_OK);
+		node->on_established(p);
+		roles[p.id] = p.role;
+		return p.id;
+	}
+
+	ConnId host(uint64_t host_id) { return establish(peer(MDR_ROLE_HOST, 7, host_id)); }
+
+	ConnId admin(bool authenticate = true)
+	{
+		const PeerInfo p = peer(MDR_ROLE_ADMIN, 0, 0xad00 + next_conn);
+		const ConnId c = establish(p);
+		if (!authenticate)
+			return c;
+		std::array<uint8_t, 32> mac{};
+		unsigned char msg[24];
+		uint64_t host_le = htole64(p.host_id);
+		unsigned int len = 0;
+		std::memcpy(msg, p.nonce.data(), 16);
+		std::memcpy(msg + 16, &host_le, 8);
+		assert_non_null(HMAC(EVP_sha256(), kAdminKey.data(), int(kAdminKey.size()),
+				     msg, sizeof(msg), mac.data(), &len));
+		send(c, 1, wire::AuthReq{.mac = mac});
+		assert_true(std::holds_alternative<wire::AuthRep>(one(c).body));
+		return c;
+	}
+
+	void send(ConnId conn, uint64_t req_id, const wire::Body &body)
+	{
+		Bytes buf(wire::encoded_size(body));
+		auto n = wire::encode(buf, req_id, body);
+		if (!n.ok())
+			fail_msg("encode: %s", n.message().c_str());
+		node->on_message(conn, std::span(buf.data(), n.value()));
+	}
+
+	void flush()
+	{
+		auto st = journal->flush();
+		if (!st.ok())
+			fail_msg("journal: %s", st.message().c_str());
+	}
+
+	// Copies finished and their ends journaled.
+	void copies()
+	{
+		node->wait_copies();
+		flush();
+	}
+
+	std::vector<wire::Msg> take(ConnId conn)
+	{
+		std::vector<wire::Msg> out;
+
+		for (const Bytes &b : net.sent[conn]) {
+			auto m = wire::parse(b, wire::Side::client,
+					     static_cast<mdr_wire_role>(roles.at(conn)));
+			if (!m.ok())
+				fail_msg("conn %llu got a bad message: %s",
+					 (unsigned long long)conn, m.message().c_str());
+			out.push_back(std::move(m).value());
+		}
+		net.sent[conn].clear();
+		return out;
+	}
+
+	wire::Msg one(ConnId conn)
+	{
+		auto v = take(conn);
+		if (v.size() != 1)
+			fail_msg("conn %llu: %zu messages, expected 1",
+				 (unsigned long long)conn, v.size());
+		return std::move(v[0]);
+	}
+
+	bool quiet(ConnId conn) { return net.sent[conn].empty(); }
+
+	uint16_t call(ConnId conn, uint64_t req_id, const wire::Body &body)
+	{
+		send(conn, req_id, body);
+		flush();
+		wire::Msg m = one(conn);
+		assert_int_equal(m.hdr.req_id, req_id);
+		return status_of(m);
+	}
+
+	uint64_t create(ConnId adm, const std::string &name, uint64_t size)
+	{
+		send(adm, 2, wire::VolCreateReq{.size = size, .extent_shift = kShift,
+						.tenant = 7, .name = name});
+		flush();
+		wire::Msg m = one(adm);
+		auto *rep = std::get_if<wire::VolCreateRep>(&m.body);
+		if (!rep)
+			fail_msg("create %s: status %u", name.c_str(), status_of(m));
+		return rep->vol.volume_id;
+	}
+
+	void open(ConnId conn, uint64_t volume_id)
+	{
+		send(conn, 3, wire::OpenReq{.volume_id = volume_id});
+		assert_true(std::holds_alternative<wire::OpenRep>(one(conn).body));
+	}
+
+	// Allocated by a host with no other holder: answered at once.
+	wire::Entry alloc(ConnId conn, uint64_t volume_id, uint64_t index)
+	{
+		send(conn, 5, wire::AllocReq{.volume_id = volume_id, .index = index});
+		flush();
+		wire::Msg m = one(conn);
+		auto *rep = std::get_if<wire::AllocRep>(&m.body);
+		if (!rep)
+			fail_msg("alloc %llu: status %u", (unsigned long long)index, status_of(m));
+		return rep->entry;
+	}
+
+	// What a host READs.
+	wire::Entry entry(uint64_t volume_id, uint64_t index)
+	{
+		const mdr_wire_entry &e = store->volume(volume_id)->table.entries()[index];
+		assert_int_equal(wire::verify_entry(e, volume_id, index), wire::EntryCheck::ok);
+		return wire::decode_entry(e);
+	}
+
+	void write_extent(const wire::Entry &at, uint64_t seed)
+	{
+		std::vector<uint8_t> buf(kExtent);
+		stamp(buf, seed);
+		const int fd = ::open(dev_path.at(at.dev_id).c_str(), O_WRONLY | O_CLOEXEC);
+		assert_true(fd >= 0);
+		assert_int_equal(pwrite(fd, buf.data(), buf.size(), off_t(at.pstart << 9)),
+				 ssize_t(buf.size()));
+		close(fd);
+	}
+
+	bool extent_holds(const wire::Entry &at, uint64_t seed)
+	{
+		std::vector<uint8_t> want(kExtent), got(kExtent);
+		stamp(want, seed);
+		const int fd = ::open(dev_path.at(at.dev_id).c_str(), O_RDONLY | O_CLOEXEC);
+		assert_true(fd >= 0);
+		assert_int_equal(pread(fd, got.data(), got.size(), off_t(at.pstart << 9)),
+				 ssize_t(got.size()));
+		close(fd);
+		return want == got;
+	}
+
+	uint64_t used(uint32_t dev_id)
+	{
+		for (const wire::Device &d : store->devices())
+			if (d.dev_id == dev_id)
+				return d.used;
+		fail_msg("no device %u", dev_id);
+		return 0;
+	}
+
+	TempDir dir;
+	std::string jdir;
+	std::map<uint32_t, std::string> dev_path;
+	std::map<uint32_t, std::string> copier_paths;
+	int64_t now = 1000000;
+	unsigned restarts = 0;
+	std::optional<Store> store;
+	std::unique_ptr<Journal> journal;
+	FakeNet net;
+	std::unique_ptr<Node> node;
+	std::map<ConnId, uint16_t> roles;
+	ConnId next_conn = 1;
+};
+
+const wire::Invalidate &expect_push(const wire::Msg &m, uint64_t volume_id, uint64_t index,
+				    uint64_t generation, uint32_t reason)
+{
+	auto *p = std::get_if<wire::Invalidate>(&m.body);
+	assert_non_null(p);
+	assert_int_equal(p->volume_id, volume_id);
+	assert_int_equal(p->first, index);
+	assert_int_equal(p->count, 1);
+	assert_int_equal(p->generation, generation);
+	assert_int_equal(p->reason, reason);
+	return *p;
+}
+
+wire::InvalidateAck ack_of(const wire::Invalidate &push)
+{
+	wire::InvalidateAck ack;
+	static_cast<wire::InvalRange &>(ack) = push;
+	return ack;
+}
+
+void ack(Rig &r, ConnId host, const wire::Msg &push)
+{
+	r.send(host, push.hdr.req_id, ack_of(std::get<wire::Invalidate>(push.body)));
+}
+
+// A volume of 4 extents on device 1, extents 0 and 1 allocated by a host
+// that keeps its lease, stamped with known data.
+struct Setup {
+	explicit Setup(Rig &r)
+	{
+		r.past_grace();
+		adm = r.admin();
+		vol = r.create(adm, "db1", 4 * kExtent);
+		host = r.host(0x1111);
+		r.open(host, vol);
+		for (uint64_t i = 0; i < 2; i++) {
+			at[i] = r.alloc(host, vol, i);
+			assert_int_equal(at[i].dev_id, 1);
+			assert_int_equal(at[i].generation, 2);
+			r.write_extent(at[i], 100 + i);
+		}
+	}
+
+	ConnId adm = 0, host = 0;
+	uint64_t vol = 0;
+	wire::Entry at[2];
+};
+
+// ---------------------------------------------------------------------------
+
+// The whole sequence: what the host sees at each step, where the data ends
+// up, what the admin is told, and when.
+void test_move_freezes_copies_and_publishes(void **)
+{
+	Rig r;
+	Setup s(r);
+	const uint64_t used1 = r.used(1), used2 = r.used(2);
+
+	r.send(s.adm, 20, wire::MoveReq{.volume_id = s.vol, .first = 1, .count = 1,
+					.to_dev = 2});
+	r.flush();
+	// Frozen at the old place, one generation on; the holder is told to
+	// drain; the new place is taken.
+	wire::Entry e = r.entry(s.vol, 1);
+	assert_int_equal(e.state, MDR_EXT_FROZEN);
+	assert_int_equal(e.generation, 3);
+	assert_int_equal(e.dev_id, 1);
+	assert_int_equal(e.pstart, s.at[1].pstart);
+	wire::Msg push = r.one(s.host);
+	expect_push(push, s.vol, 1, 3, MDR_INVAL_MOVE);
+	assert_int_equal(r.used(2), used2 + kExtent);
+	assert_int_equal(r.node->moves_active(), 1);
+
+	// Nothing is copied before the ack.
+	r.now += 100;
+	r.node->tick();
+	r.copies();
+	assert_true(r.quiet(s.adm));
+	assert_int_equal(r.entry(s.vol, 1).state, MDR_EXT_FROZEN);
+
+	// Acked: copied, journaled, published at the new place.
+	r.now += 20;
+	ack(r, s.host, push);
+	r.copies();
+	e = r.entry(s.vol, 1);
+	assert_int_equal(e.state, MDR_EXT_MAPPED);
+	assert_int_equal(e.generation, 4);
+	assert_int_equal(e.dev_id, 2);
+	assert_true(r.extent_holds(e, 101));
+	assert_int_equal(r.used(1), used1 - kExtent);
+	// Hosts waiting on the frozen entry look again; no drain needed.
+	push = r.one(s.host);
+	expect_push(push, s.vol, 1, 4, MDR_INVAL_ALLOC);
+	assert_true(r.quiet(s.adm));
+	ack(r, s.host, push);
+
+	wire::Msg m = r.one(s.adm);
+	assert_int_equal(m.hdr.req_id, 20);
+	auto *rep = std::get_if<wire::MoveRep>(&m.body);
+	if (!rep)
+		fail_msg("move: status %u", status_of(m));
+	assert_int_equal(rep->volume_id, s.vol);
+	assert_int_equal(rep->bytes, kExtent);
+	assert_int_equal(rep->extents.size(), 1);
+	const wire::MovedExtent &x = rep->extents[0];
+	assert_int_equal(x.index, 1);
+	assert_int_equal(x.old_dev, 1);
+	assert_int_equal(x.old_pstart, s.at[1].pstart);
+	assert_int_equal(x.new_dev, 2);
+	assert_int_equal(x.new_pstart, e.pstart);
+	assert_int_equal(x.generation, 4);
+	assert_int_equal(x.stall_us, 120000);
+	assert_int_equal(rep->stall_max_us, 120000);
+	assert_int_equal(r.node->moves_active(), 0);
+	// The other extent did not move.
+	assert_true(r.entry(s.vol, 0) == s.at[0]);
+	assert_true(r.extent_holds(s.at[0], 100));
+
+	// Counters.
+	r.send(s.adm, 21, wire::NodeStatsReq{});
+	m = r.one(s.adm);
+	auto *st = std::get_if<wire::NodeStatsRep>(&m.body);
+	assert_non_null(st);
+	assert_int_equal(st->moves_active, 0);
+	assert_int_equal(st->moves_done, 1);
+	assert_int_equal(st->moves_failed, 0);
+	assert_int_equal(st->move_bytes, kExtent);
+	assert_int_equal(st->stall_max_us, 120000);
+	assert_int_equal(st->stall_total_us, 120000);
+}
+
+// Back and forth, by id and by name: the generation grows by two a move
+// and the data follows.
+void test_move_back_and_forth(void **)
+{
+	Rig r;
+	Setup s(r);
+
+	for (int round = 0; round < 4; round++) {
+		const uint32_t to = round % 2 ? 1 : 2;
+		const uint64_t g = r.entry(s.vol, 1).generation;
+		wire::MoveReq req{.volume_id = s.vol, .first = 1, .count = 1, .to_dev = to};
+
+		if (round % 2) {
+			req.volume_id = 0;
+			req.flags = MDR_MOVE_F_BY_NAME;
+			req.name = "db1";
+		}
+		r.send(s.adm, 40 + round, req);
+		r.flush();
+		wire::Msg push = r.one(s.host);
+		expect_push(push, s.vol, 1, g + 1, MDR_INVAL_MOVE);
+		ack(r, s.host, push);
+		r.copies();
+		push = r.one(s.host);
+		expect_push(push, s.vol, 1, g + 2, MDR_INVAL_ALLOC);
+		ack(r, s.host, push);
+		wire::Msg m = r.one(s.adm);
+		assert_int_equal(status_of(m), MDR_ST_OK);
+		const wire::Entry e = r.entry(s.vol, 1);
+		assert_int_equal(e.dev_id, to);
+		assert_int_equal(e.generation, g + 2);
+		assert_true(r.extent_holds(e, 101));
+		// Keep the lease: the test's clock does not move, but say so.
+		r.send(s.host, 9, wire::RenewReq{.volume_id = s.vol});
+		assert_int_equal(status_of(r.one(s.host)), MDR_ST_OK);
+	}
+	assert_int_equal(r.node->stats().moves_done, 4);
+}
+
+// A holder that never acks (its connection is gone) is waited out: the
+// copy starts only once its lease has run out.
+void test_silent_holder_delays_the_copy_until_its_lease_expires(void **)
+{
+	Rig r;
+	Setup s(r);
+	const ConnId other = r.host(0x2222);
+
+	r.open(other, s.vol);
+	r.send(s.adm, 20, wire::MoveReq{.volume_id = s.vol, .first = 0, .count = 1,
+					.to_dev = 2});
+	r.flush();
+	wire::Msg push = r.one(s.host);
+	expect_push(push, s.vol, 0, 3, MDR_INVAL_MOVE);
+	(void)r.one(other);	// pushed, never acked
+	ack(r, s.host, push);
+	r.node->on_disconnected(other);
+
+	r.now += kHeldMs - 1;
+	r.node->tick();
+	r.copies();
+	assert_int_equal(r.entry(s.vol, 0).state, MDR_EXT_FROZEN);
+	assert_true(r.quiet(s.adm));
+
+	// The one that acked renews; the silent one's lease runs out.
+	r.send(s.host, 9, wire::RenewReq{.volume_id = s.vol});
+	assert_int_equal(status_of(r.one(s.host)), MDR_ST_OK);
+	r.now += 1;
+	r.node->tick();
+	r.copies();
+	const wire::Entry e = r.entry(s.vol, 0);
+	assert_int_equal(e.state, MDR_EXT_MAPPED);
+	assert_int_equal(e.dev_id, 2);
+	assert_true(r.extent_holds(e, 100));
+	push = r.one(s.host);
+	expect_push(push, s.vol, 0, 4, MDR_INVAL_ALLOC);
+	ack(r, s.host, push);
+	wire::Msg m = r.one(s.adm);
+	assert_int_equal(status_of(m), MDR_ST_OK);
+	assert_int_equal(std::get<wire::MoveRep>(m.body).extents[0].stall_us, kHeldMs * 1000);
+}
+
+// After a start, leases granted before it are unknown but may still be
+// used: no copy before lease + margin, even with no holder at all.
+void test_no_copy_within_the_grace_after_a_start(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "db1", 2 * kExtent);
+	const ConnId h = r.host(0x1111);
+
+	r.open(h, vol);
+	const wire::Entry at = r.alloc(h, vol, 0);
+	r.write_extent(at, 7);
+	r.send(h, 6, wire::CloseReq{.volume_id = vol});
+	assert_int_equal(status_of(r.one(h)), MDR_ST_OK);
+
+	r.send(adm, 20, wire::MoveReq{.volume_id = vol, .first = 0, .count = 1, .to_dev = 2});
+	r.flush();
+	r.now += kHeldMs - 1;
+	r.node->tick();
+	r.copies();
+	assert_int_equal(r.entry(vol, 0).state, MDR_EXT_FROZEN);
+	assert_true(r.quiet(adm));
+	r.now += 1;
+	r.node->tick();
+	r.copies();
+	assert_int_equal(status_of(r.one(adm)), MDR_ST_OK);
+	assert_true(r.extent_holds(r.entry(vol, 0), 7));
+}
+
+// A crash at each step: before the ack, after the copy but before its end
+// is durable (both roll back), and after MOVE_DONE is durable (complete).
+// The generation a host has seen is never undercut, the space of the
+// losing place is free, and a later move works.
+void test_crash_at_each_step(void **)
+{
+	for (int step = 0; step < 3; step++) {
+		Rig r;
+		Setup s(r);
+		const uint64_t used1 = r.used(1), used2 = r.used(2);
+
+		r.send(s.adm, 20, wire::MoveReq{.volume_id = s.vol, .first = 1, .count = 1,
+						.to_dev = 2});
+		r.flush();
+		wire::Msg push = r.one(s.host);
+		uint64_t seen = 3;	// FROZEN g1
+		if (step >= 1) {
+			ack(r, s.host, push);
+			r.node->wait_copies();	// the end is appended, not written
+			if (step == 2) {
+				r.flush();
+				seen = 4;	// MAPPED at the new place
+			}
+		}
+		r.crash_and_restart();
+
+		const wire::Entry e = r.entry(s.vol, 1);
+		assert_int_equal(e.state, MDR_EXT_MAPPED);
+		assert_true(e.generation >= seen);
+		assert_int_equal(e.generation, 4);
+		assert_int_equal(r.store->counts().moving, 0);
+		if (step < 2) {
+			assert_int_equal(e.dev_id, 1);
+			assert_int_equal(e.pstart, s.at[1].pstart);
+			assert_int_equal(r.used(1), used1);
+			assert_int_equal(r.used(2), used2);
+		} else {
+			assert_int_equal(e.dev_id, 2);
+			assert_int_equal(r.used(1), used1 - kExtent);
+			assert_int_equal(r.used(2), used2 + kExtent);
+		}
+		assert_true(r.extent_holds(e, 101));
+		assert_true(r.entry(s.vol, 0) == s.at[0]);
+
+		// Recovered once more: nothing changes (the roll-back was
+		// journaled).
+		r.crash_and_restart();
+		assert_true(r.entry(s.vol, 1) == e);
+
+		// A later move goes on from there.
+		r.past_grace();
+		const ConnId adm = r.admin();
+		const uint32_t to = e.dev_id == 1 ? 2 : 1;
+		r.send(adm, 30, wire::MoveReq{.volume_id = s.vol, .first = 1, .count = 1,
+					      .to_dev = to});
+		r.flush();
+		r.copies();
+		wire::Msg m = r.one(adm);
+		assert_int_equal(status_of(m), MDR_ST_OK);
+		const wire::Entry moved = r.entry(s.vol, 1);
+		assert_int_equal(moved.generation, 6);
+		assert_int_equal(moved.dev_id, to);
+		assert_true(r.extent_holds(moved, 101));
+	}
+}
+
+// Bad requests move nothing. Decided: every extent of the range must be
+// mapped (an unallocated one has nothing to move: INVAL), on another device
+// than to_dev (INVAL), not moving (BUSY); the range within the volume
+// (INVAL), the volume and the device known (NOENT), room on to_dev for the
+// whole range (NOSPC); admins only (PERM).
+void test_move_refusals(void **)
+{
+	Rig r;
+	Setup s(r);
+	auto move = [&](uint64_t vol, uint64_t first, uint32_t count, uint32_t to) {
+		return r.call(s.adm, 50, wire::MoveReq{.volume_id = vol, .first = first,
+						      .count = count, .to_dev = to});
+	};
+
+	assert_int_equal(move(s.vol + 1, 0, 1, 2), MDR_ST_NOENT);
+	assert_int_equal(r.call(s.adm, 51, wire::MoveReq{.count = 1, .to_dev = 2,
+							 .flags = MDR_MOVE_F_BY_NAME,
+							 .name = "nope"}),
+			 MDR_ST_NOENT);
+	assert_int_equal(move(s.vol, 0, 1, 3), MDR_ST_NOENT);
+	assert_int_equal(move(s.vol, 0, 1, 1), MDR_ST_INVAL);	// same device
+	assert_int_equal(move(s.vol, 2, 1, 2), MDR_ST_INVAL);	// unallocated
+	assert_int_equal(move(s.vol, 1, 2, 2), MDR_ST_INVAL);	// 2 unallocated
+	assert_int_equal(move(s.vol, 4, 1, 2), MDR_ST_INVAL);	// beyond
+	assert_int_equal(move(s.vol, 3, 2, 2), MDR_ST_INVAL);	// partly beyond
+
+	// Device 2 has room for 3 extents: a volume of 4 on device 1 does not
+	// fit.
+	const uint64_t big = r.create(s.adm, "big", 4 * kExtent);
+	const ConnId h = r.host(0x3333);
+	r.open(h, big);
+	for (uint64_t i = 0; i < 4; i++)
+		(void)r.alloc(h, big, i);
+	assert_int_equal(move(big, 0, 4, 2), MDR_ST_NOSPC);
+
+	// Moving: a second move of the extent is busy, an ALLOC of it is told
+	// to come back, the volume is not deleted.
+	r.send(s.adm, 60, wire::MoveReq{.volume_id = s.vol, .first = 0, .count = 1,
+					.to_dev = 2});
+	r.flush();
+	wire::Msg push = r.one(s.host);
+	assert_int_equal(move(s.vol, 0, 1, 2), MDR_ST_BUSY);
+	assert_int_equal(r.call(s.host, 61, wire::AllocReq{.volume_id = s.vol, .index = 0}),
+			 MDR_ST_AGAIN);
+	ack(r, s.host, push);
+	r.copies();
+	ack(r, s.host, r.one(s.host));
+	assert_int_equal(status_of(r.one(s.adm)), MDR_ST_OK);
+
+	// Roles and authentication.
+	assert_int_equal(r.call(s.host, 70, wire::MoveReq{.volume_id = s.vol, .first = 1,
+							  .count = 1, .to_dev = 2}),
+			 MDR_ST_PERM);
+	const ConnId unauth = r.admin(false);
+	assert_int_equal(r.call(unauth, 71, wire::MoveReq{.volume_id = s.vol, .first = 1,
+							  .count = 1, .to_dev = 2}),
+			 MDR_ST_PERM);
+	assert_int_equal(r.call(unauth, 72, wire::DrainReq{.dev_id = 1}), MDR_ST_PERM);
+	assert_int_equal(r.call(s.adm, 73, wire::DrainReq{.dev_id = 9}), MDR_ST_NOENT);
+	assert_int_equal(r.call(s.adm, 74, wire::DrainReq{.dev_id = 1, .to_dev = 9}),
+			 MDR_ST_NOENT);
+	assert_int_equal(r.node->stats().moves_done, 1);
+}
+
+// A copy that fails (the new device cannot be opened) rolls the move back:
+// mapped at the old place one generation on, the new place free, IO told.
+void test_failed_copy_rolls_back(void **)
+{
+	Rig r(true);
+	Setup s(r);
+	const uint64_t used2 = r.used(2);
+
+	r.send(s.adm, 20, wire::MoveReq{.volume_id = s.vol, .first = 0, .count = 1,
+					.to_dev = 2});
+	r.flush();
+	ack(r, s.host, r.one(s.host));
+	r.copies();
+	const wire::Entry e = r.entry(s.vol, 0);
+	assert_int_equal(e.state, MDR_EXT_MAPPED);
+	assert_int_equal(e.generation, 4);
+	assert_int_equal(e.dev_id, 1);
+	assert_int_equal(e.pstart, s.at[0].pstart);
+	assert_int_equal(r.used(2), used2);
+	wire::Msg push = r.one(s.host);
+	expect_push(push, s.vol, 0, 4, MDR_INVAL_ALLOC);
+	ack(r, s.host, push);
+	assert_int_equal(status_of(r.one(s.adm)), MDR_ST_IO);
+	assert_int_equal(r.node->stats().moves_failed, 1);
+	assert_int_equal(r.node->stats().moves_done, 0);
+	assert_true(r.extent_holds(e, 100));
+}
+
+// DRAIN moves every extent of every volume off the device.
+void test_drain_empties_a_device(void **)
+{
+	Rig r;
+	Setup s(r);
+	const uint64_t other = r.create(s.adm, "db2", 2 * kExtent);
+	r.open(s.host, other);
+	const wire::Entry o = r.alloc(s.host, other, 1);
+	r.write_extent(o, 300);
+
+	r.send(s.adm, 80, wire::DrainReq{.dev_id = 1});
+	for (int i = 0; i < 3; i++) {
+		r.flush();
+		wire::Msg push = r.one(s.host);
+		assert_int_equal(std::get<wire::Invalidate>(push.body).reason, MDR_INVAL_MOVE);
+		ack(r, s.host, push);
+		r.copies();
+		push = r.one(s.host);
+		assert_int_equal(std::get<wire::Invalidate>(push.body).reason, MDR_INVAL_ALLOC);
+		ack(r, s.host, push);
+	}
+	wire::Msg m = r.one(s.adm);
+	auto *rep = std::get_if<wire::DrainRep>(&m.body);
+	if (!rep)
+		fail_msg("drain: status %u", status_of(m));
+	assert_int_equal(rep->dev_id, 1);
+	assert_int_equal(rep->status, MDR_ST_OK);
+	assert_int_equal(rep->moved, 3);
+	assert_int_equal(rep->remaining, 0);
+	assert_int_equal(rep->bytes, 3 * kExtent);
+	assert_int_equal(r.used(1), 0);
+	assert_true(r.extent_holds(r.entry(s.vol, 0), 100));
+	assert_true(r.extent_holds(r.entry(s.vol, 1), 101));
+	assert_true(r.extent_holds(r.entry(other, 1), 300));
+
+	// Nothing left: answered at once.
+	assert_int_equal(r.call(s.adm, 81, wire::DrainReq{.dev_id = 1}), MDR_ST_OK);
+}
+
+} // namespace
+
+int main()
+{
+	mdnode::set_log_level(mdnode::LogLevel::error);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_move_freezes_copies_and_publishes),
+		cmocka_unit_test(test_move_back_and_forth),
+		cmocka_unit_test(test_silent_holder_delays_the_copy_until_its_lease_expires),
+		cmocka_unit_test(test_no_copy_within_the_grace_after_a_start),
+		cmocka_unit_test(test_crash_at_each_step),
+		cmocka_unit_test(test_move_refusals),
+		cmocka_unit_test(test_failed_copy_rolls_back),
+		cmocka_unit_test(test_drain_empties_a_device),
+	};
+
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
