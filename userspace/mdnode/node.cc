@@ -242,6 +242,15 @@ void Node::do_open(Session &s, uint64_t req_id, const wire::OpenReq &r)
 		.generation = v->generation,
 		.name = v->name,
 	});
+	// A host that reconnects and opens again renews its lease, so a
+	// fan-out still waiting for it would wait for ever; and the push it
+	// had was lost with the old connection, while the host may still hold
+	// the old entry in its cache. It gets the push again, on the new
+	// connection, once the volume is open there.
+	const uint64_t vol = v->id;
+	for (auto &[fid, f] : fan_outs_)
+		if (f.volume_id == vol && f.hosts.count(s.peer.host_id))
+			(void)push(fid, s.peer.host_id, s.peer.id);
 }
 
 void Node::do_close(Session &s, uint64_t req_id, const wire::CloseReq &r)
@@ -357,6 +366,11 @@ void Node::fan_out(uint64_t volume_id, uint64_t first, uint64_t count,
 
 	f.volume_id = volume_id;
 	f.done = std::move(done);
+	f.inv.volume_id = volume_id;
+	f.inv.first = first;
+	f.inv.count = count;
+	f.inv.generation = generation;
+	f.inv.reason = reason;
 	for (auto it = leases_.lower_bound({volume_id, 0});
 	     it != leases_.end() && it->first.volume_id == volume_id; ++it) {
 		const uint64_t host = it->first.host_id;
@@ -364,30 +378,36 @@ void Node::fan_out(uint64_t volume_id, uint64_t first, uint64_t count,
 		if (host == except_host || it->second.expires_ms <= now)
 			continue;
 		f.hosts.insert(host);
-		auto sit = sessions_.find(it->second.conn);
-		if (it->second.conn == 0 || sit == sessions_.end())
+		if (it->second.conn == 0)
 			continue;	// not connected: its lease expires
-		const uint64_t push = next_push_++;
-		wire::Invalidate inv;
-		inv.volume_id = volume_id;
-		inv.first = first;
-		inv.count = count;
-		inv.generation = generation;
-		inv.reason = reason;
-		std::vector<std::byte> buf(wire::encoded_size(inv));
-		auto n = wire::encode(buf, push, inv);
-		if (n.ok() && net_->send(sit->first, std::span(buf.data(), n.value())).ok()) {
-			pushes_[push] = {id, host};
-			sit->second.pushes.insert(push);
-			stats_.invalidations++;
-		}
 		// A push that could not be sent is waited out like a silent host.
+		(void)push(id, host, it->second.conn);
 	}
 	if (f.hosts.empty()) {
 		auto d = std::move(f.done);
 		fan_outs_.erase(id);
 		d();
 	}
+}
+
+bool Node::push(uint64_t fan_out_id, uint64_t host_id, ConnId conn)
+{
+	auto sit = sessions_.find(conn);
+	auto fit = fan_outs_.find(fan_out_id);
+
+	if (sit == sessions_.end() || fit == fan_outs_.end())
+		return false;
+
+	const uint64_t id = next_push_++;
+	std::vector<std::byte> buf(wire::encoded_size(fit->second.inv));
+	auto n = wire::encode(buf, id, fit->second.inv);
+
+	if (!n.ok() || !net_->send(conn, std::span(buf.data(), n.value())).ok())
+		return false;
+	pushes_[id] = {fan_out_id, host_id};
+	sit->second.pushes.insert(id);
+	stats_.invalidations++;
+	return true;
 }
 
 void Node::settle(uint64_t fan_out_id, uint64_t host_id)

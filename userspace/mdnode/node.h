@@ -104,6 +104,7 @@ private:
 		uint64_t volume_id;
 		std::set<uint64_t> hosts;	// not yet acked nor expired
 		std::function<void()> done;
+		mdr::wire::Invalidate inv;	// what each host is told
 	};
 	struct LeaseKey {
 		uint64_t volume_id, host_id;
@@ -174,6 +175,9 @@ private:
 		     uint64_t generation, uint32_t reason,
 		     std::optional<uint64_t> except_host, std::function<void()> done);
 	void settle(uint64_t fan_out_id, uint64_t host_id);
+	// Sends the fan-out's push to host_id on conn; false if it could not
+	// be sent (the host is then waited out like a silent one).
+	bool push(uint64_t fan_out_id, uint64_t host_id, ConnId conn);
 	// host_id's lease on the volume is gone (expired, closed or dropped):
 	// the fan-outs on that volume stop waiting for it.
 	void lease_gone(uint64_t volume_id, uint64_t host_id);

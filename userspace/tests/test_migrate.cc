@@ -608,6 +608,40 @@ void test_silent_holder_delays_the_copy_until_its_lease_expires(void **)
 	assert_int_equal(std::get<wire::MoveRep>(m.body).extents[0].stall_us, kHeldMs * 1000);
 }
 
+// A holder that reconnects (its push lost with the old connection) and
+// opens the volume again renews its lease: it gets the push again on the
+// new connection, and the move waits for that ack, not for ever.
+void test_reconnected_holder_gets_the_push_again(void **)
+{
+	Rig r;
+	Setup s(r);
+
+	r.send(s.adm, 20, wire::MoveReq{.volume_id = s.vol, .first = 0, .count = 1,
+					.to_dev = 2});
+	r.flush();
+	(void)r.one(s.host);	// lost with the connection
+	r.node->on_disconnected(s.host);
+	const ConnId again = r.host(0x1111);
+	r.now += kHeldMs - 100;
+	r.send(again, 3, wire::OpenReq{.volume_id = s.vol});
+	std::vector<wire::Msg> got = r.take(again);
+	assert_int_equal(got.size(), 2);
+	assert_true(std::holds_alternative<wire::OpenRep>(got[0].body));
+	wire::Msg push = got[1];
+	expect_push(push, s.vol, 0, 3, MDR_INVAL_MOVE);
+	r.now += 200;	// past the first lease: the reopen renewed it
+	r.node->tick();
+	r.copies();
+	assert_int_equal(r.entry(s.vol, 0).state, MDR_EXT_FROZEN);
+	ack(r, again, push);
+	r.copies();
+	push = r.one(again);
+	expect_push(push, s.vol, 0, 4, MDR_INVAL_ALLOC);
+	ack(r, again, push);
+	assert_int_equal(status_of(r.one(s.adm)), MDR_ST_OK);
+	assert_true(r.extent_holds(r.entry(s.vol, 0), 100));
+}
+
 // After a start, leases granted before it are unknown but may still be
 // used: no copy before lease + margin, even with no holder at all.
 void test_no_copy_within_the_grace_after_a_start(void **)
@@ -843,6 +877,7 @@ int main()
 		cmocka_unit_test(test_move_freezes_copies_and_publishes),
 		cmocka_unit_test(test_move_back_and_forth),
 		cmocka_unit_test(test_silent_holder_delays_the_copy_until_its_lease_expires),
+		cmocka_unit_test(test_reconnected_holder_gets_the_push_again),
 		cmocka_unit_test(test_no_copy_within_the_grace_after_a_start),
 		cmocka_unit_test(test_crash_at_each_step),
 		cmocka_unit_test(test_move_refusals),
