@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 #include <cstring>
 
 #include "mdnode/log.h"
@@ -449,6 +450,11 @@ void Node::tick()
 	maybe_checkpoint();
 	for (auto [volume, host] : expired)
 		lease_gone(volume, host);
+	if (!deferred_moves_.empty() && !in_restart_grace()) {
+		auto deferred = std::exchange(deferred_moves_, {});
+		for (auto &start : deferred)
+			start();
+	}
 	// Moves whose holders all acked during the restart grace go on now.
 	std::vector<MoveKey> ready;
 	for (const auto &[key, op] : moves_)
@@ -747,6 +753,14 @@ bool Node::in_restart_grace() const
 void Node::move_extent(uint64_t volume_id, uint64_t index, uint32_t to_dev,
 		       std::function<void(int err, const wire::MovedExtent &)> done)
 {
+	if (in_restart_grace()) {
+		deferred_moves_.push_back([this, volume_id, index, to_dev,
+					   done = std::move(done)]() mutable {
+			move_extent(volume_id, index, to_dev, std::move(done));
+		});
+		return;
+	}
+
 	auto prep = store_.prepare_move(volume_id, index, to_dev);
 
 	if (!prep.ok()) {

@@ -226,6 +226,9 @@ private:
 	uint64_t records_since_checkpoint_ = 0;
 	NodeStats stats_;
 	std::map<MoveKey, MoveOp> moves_;
+	// Moves asked for during the grace after the start, started by tick()
+	// once it is over: freezing earlier would only make IO wait longer.
+	std::vector<std::function<void()>> deferred_moves_;
 	Copier copier_;
 };
 
