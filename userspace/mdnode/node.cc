@@ -773,20 +773,19 @@ void Node::move_extent(uint64_t volume_id, uint64_t index, uint32_t to_dev,
 
 	op.done = std::move(done);
 	op.extent_shift = store_.volume(volume_id)->extent_shift;
-	change(std::move(prep.value()), [this, key](int err, const Applied *applied) {
+	change(std::move(prep.value()), [this, key](int err, const Applied *) {
 		if (err)
 			return move_finish(key, err);	// nothing changed
-		move_frozen(key, *applied);
+		move_frozen(key);
 	});
 }
 
 // MOVE_BEGIN is durable and the table holds the extent FROZEN at g1: hosts
 // that READ it now wait. Those that cached it are told, and drain.
-void Node::move_frozen(MoveKey key, const Applied &applied)
+void Node::move_frozen(MoveKey key)
 {
 	MoveOp &op = moves_.at(key);
 
-	(void)applied;
 	op.where = *store_.move(key.first, key.second);
 	op.state = MoveOp::State::draining;
 	op.frozen_ms = now_ms_();

@@ -192,7 +192,7 @@ private:
 	// Errors before the freeze call done at once.
 	void move_extent(uint64_t volume_id, uint64_t index, uint32_t to_dev,
 			 std::function<void(int err, const mdr::wire::MovedExtent &)> done);
-	void move_frozen(MoveKey key, const Applied &applied);
+	void move_frozen(MoveKey key);
 	void move_drained(MoveKey key);
 	void move_copied(MoveKey key, int err);
 	void move_ended(MoveKey key, int err, const Applied *applied);

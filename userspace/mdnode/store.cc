@@ -1116,7 +1116,8 @@ std::vector<mdr::wire::DevExtents> Store::extents_by_device(const Volume &volume
 	for (uint64_t i = 0; i < volume.table.entries().size(); i++) {
 		const mdr::wire::Entry e = entry_at(volume, i);
 
-		if (e.state == MDR_EXT_MAPPED)
+		// A frozen extent is still at its old place.
+		if (e.state != MDR_EXT_UNALLOCATED)
 			count[e.dev_id]++;
 	}
 	for (const auto &[dev_id, extents] : count)

@@ -300,7 +300,8 @@ public:
 	const Volume *volume(std::string_view name) const;
 	// Up to max volumes from id cursor up.
 	VolumePage list_volumes(uint64_t cursor, size_t max) const;
-	// Mapped extents of the volume per device, by device id.
+	// Mapped (and frozen: still at their old place) extents of the volume
+	// per device, by device id.
 	std::vector<mdr::wire::DevExtents> extents_by_device(const Volume &volume) const;
 	// By device id; used counts the space of allocations in flight too.
 	std::vector<mdr::wire::Device> devices() const;

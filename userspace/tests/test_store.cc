@@ -60,8 +60,9 @@ void check_entry(const mdr_wire_entry &e, uint64_t volume_id, uint64_t index)
 	assert_int_equal(le32toh(e.crc), entry_crc(e, volume_id, index));
 	assert_int_equal(e.reserved[0] | e.reserved[1] | e.reserved[2], 0);
 	assert_int_equal(e.reserved2, 0);
-	if (e.state == MDR_EXT_MAPPED) {
-		assert_true(le64toh(e.generation) >= 2);
+	if (e.state == MDR_EXT_MAPPED || e.state == MDR_EXT_FROZEN) {
+		// allocated (2), and frozen (3) for a move
+		assert_true(le64toh(e.generation) >= (e.state == MDR_EXT_MAPPED ? 2u : 3u));
 		assert_int_not_equal(le32toh(e.dev_id), 0);
 	} else {
 		assert_int_equal(e.state, MDR_EXT_UNALLOCATED);
@@ -82,7 +83,8 @@ void check_tables(const Store &s)
 		assert_int_equal(v->table.entries().size(), (v->size + extent - 1) / extent);
 		for (uint64_t i = 0; i < v->table.entries().size(); i++) {
 			check_entry(v->table.entries()[i], v->id, i);
-			mapped += v->table.entries()[i].state == MDR_EXT_MAPPED;
+			// a frozen extent still has its space
+			mapped += v->table.entries()[i].state != MDR_EXT_UNALLOCATED;
 		}
 		assert_int_equal(mapped, v->allocated);
 	}
@@ -793,6 +795,94 @@ void test_nothing_replays_with_changes_in_flight(void **)
 	assert_true(t.load_snapshot(s.snapshot()).ok());
 }
 
+// MOVE_BEGIN freezes the extent at its old place and takes the new one;
+// MOVE_DONE maps it at the new place and frees the old one; MOVE_ABORT
+// maps it at the old place again and frees the new one. The generation
+// grows by one at each. While it moves, nothing else is prepared on the
+// extent or its volume. Replay rebuilds the same state, and refuses an end
+// without a begin, or one that does not match it.
+void test_move_records(void **)
+{
+	Store live = make_store();
+	Log log;
+	const uint64_t id = create(live, log, "vol", 16 * MiB);
+	const mdr::wire::Entry e0 = mdr::wire::decode_entry(alloc(live, log, id, 0));
+	const uint32_t to = e0.dev_id == 1 ? 2 : 1;
+	auto entry = [&](const Store &st) {
+		return mdr::wire::decode_entry(st.volume(id)->table.entries()[0]);
+	};
+	auto used = [](const Store &st, uint32_t dev) {
+		for (const auto &d : st.devices())
+			if (d.dev_id == dev)
+				return d.used;
+		return uint64_t{0};
+	};
+	const uint64_t used_to = used(live, to);
+
+	assert_int_equal(live.prepare_move(id, 0, e0.dev_id).error(), -EINVAL);
+	assert_int_equal(live.prepare_move(id, 1, to).error(), -EINVAL);	// unallocated
+	assert_int_equal(live.prepare_move(id, 4, to).error(), -ERANGE);
+	assert_int_equal(live.prepare_move(id, 0, 9).error(), -ENOENT);
+	assert_int_equal(live.prepare_move(id + 1, 0, to).error(), -ENOENT);
+
+	const Change begin = prepared(live.prepare_move(id, 0, to));
+	assert_int_equal(live.prepare_move(id, 0, to).error(), -EBUSY);	// in flight
+	commit(live, log, begin);
+	mdr::wire::Entry e = entry(live);
+	assert_int_equal(e.state, MDR_EXT_FROZEN);
+	assert_int_equal(e.generation, 3);
+	assert_int_equal(e.dev_id, e0.dev_id);
+	assert_int_equal(e.pstart, e0.pstart);
+	assert_int_equal(used(live, to), used_to + 4 * MiB);
+	assert_int_equal(live.counts().moving, 1);
+	assert_int_equal(live.moves().size(), 1);
+	assert_int_equal(live.prepare_move(id, 0, to).error(), -EBUSY);
+	assert_int_equal(live.prepare_alloc(id, 0).error(), -EAGAIN);
+	assert_int_equal(live.prepare_delete(id).error(), -EBUSY);
+	assert_int_equal(live.prepare_resize(id, 32 * MiB).error(), -EBUSY);
+	assert_int_equal(live.prepare_move_done(id, 1).error(), -ENOENT);
+
+	// Replayed up to here: the same move in progress.
+	assert_true(replayed(log) == live);
+
+	const Change done = prepared(live.prepare_move_done(id, 0));
+	assert_int_equal(live.prepare_move_abort(id, 0).error(), -EBUSY);
+	commit(live, log, done);
+	e = entry(live);
+	assert_int_equal(e.state, MDR_EXT_MAPPED);
+	assert_int_equal(e.generation, 4);
+	assert_int_equal(e.dev_id, to);
+	assert_int_equal(used(live, e0.dev_id), 0);
+	assert_int_equal(live.counts().moving, 0);
+	assert_true(replayed(log) == live);
+
+	// And back, aborted: the old place (now `to`) again, one on.
+	commit(live, log, prepared(live.prepare_move(id, 0, e0.dev_id)));
+	const mdr::wire::Entry placed = e;
+	commit(live, log, prepared(live.prepare_move_abort(id, 0)));
+	e = entry(live);
+	assert_int_equal(e.state, MDR_EXT_MAPPED);
+	assert_int_equal(e.generation, 6);
+	assert_int_equal(e.dev_id, placed.dev_id);
+	assert_int_equal(e.pstart, placed.pstart);
+	assert_int_equal(used(live, e0.dev_id), 0);
+	Store again = replayed(log);
+	assert_true(again == live);
+
+	// An end without a begin, or a begin of a moving extent.
+	const Store before = replayed(log);
+	mdr::Status st = again.replay(mdnode::kMoveDone, done.payload);
+	assert_int_equal(st.error(), -ENOENT);
+	assert_contains(st.message(), "record MOVE_DONE (volume 1, extent 0): the extent is not moving");
+	st = again.replay(mdnode::kMoveBegin, begin.payload);
+	assert_int_equal(st.error(), -EINVAL);
+	assert_contains(st.message(), "not mapped at the old place");
+	st = again.replay(mdnode::kMoveBegin, patched(begin.payload, 36, 1, 4));
+	assert_int_equal(st.error(), -EINVAL);
+	assert_contains(st.message(), "reserved");
+	assert_true(again == before);
+}
+
 } // namespace
 
 int main()
@@ -816,6 +906,7 @@ int main()
 		cmocka_unit_test(test_ids_are_never_reused),
 		cmocka_unit_test(test_queries),
 		cmocka_unit_test(test_nothing_replays_with_changes_in_flight),
+		cmocka_unit_test(test_move_records),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
