@@ -608,7 +608,9 @@ mdr::Result<Change> Store::prepare_move(uint64_t volume_id, uint64_t index,
 		       std::nullopt);
 }
 
-mdr::Result<Change> Store::prepare_move_done(uint64_t volume_id, uint64_t index)
+// The end of a move: done publishes the new place, abort the old one;
+// either way one generation above the frozen entry.
+mdr::Result<Change> Store::prepare_move_end(uint64_t volume_id, uint64_t index, bool done)
 {
 	auto it = moves_.find({volume_id, index});
 
@@ -620,28 +622,21 @@ mdr::Result<Change> Store::prepare_move_done(uint64_t volume_id, uint64_t index)
 
 	const Move &m = it->second;
 
-	return reserve(Record{.type = kMoveDone, .volume_id = volume_id,
+	return reserve(Record{.type = done ? kMoveDone : kMoveAbort, .volume_id = volume_id,
 			      .generation = m.generation + 1, .index = index,
-			      .dev_id = m.new_dev, .pstart = m.new_pstart},
+			      .dev_id = done ? m.new_dev : m.old_dev,
+			      .pstart = done ? m.new_pstart : m.old_pstart},
 		       std::nullopt);
+}
+
+mdr::Result<Change> Store::prepare_move_done(uint64_t volume_id, uint64_t index)
+{
+	return prepare_move_end(volume_id, index, true);
 }
 
 mdr::Result<Change> Store::prepare_move_abort(uint64_t volume_id, uint64_t index)
 {
-	auto it = moves_.find({volume_id, index});
-
-	if (it == moves_.end())
-		return mdr::Error(-ENOENT, "extent " + std::to_string(index) + " of volume " +
-				  std::to_string(volume_id) + " is not moving");
-	if (pending_.contains({volume_id, index}))
-		return mdr::Error(-EBUSY, "the end of the move is in flight");
-
-	const Move &m = it->second;
-
-	return reserve(Record{.type = kMoveAbort, .volume_id = volume_id,
-			      .generation = m.generation + 1, .index = index,
-			      .dev_id = m.old_dev, .pstart = m.old_pstart},
-		       std::nullopt);
+	return prepare_move_end(volume_id, index, false);
 }
 
 mdr::Result<Applied> Store::commit(const Change &change)

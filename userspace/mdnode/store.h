@@ -312,6 +312,8 @@ public:
 	bool operator==(const Store &) const = default;
 
 private:
+	mdr::Result<Change> prepare_move_end(uint64_t volume_id, uint64_t index, bool done);
+
 	struct Space {
 		Device device;
 		Buddy buddy;	// in 64 KiB units
