@@ -170,6 +170,7 @@ struct mdr_rd_slot {
 	u64 dma;
 	u32 window;		/* entries read: asked plus prefetch */
 	unsigned int tries;
+	unsigned long posted;	/* jiffies of the last post: the watchdog */
 };
 
 /**
@@ -244,6 +245,7 @@ struct mdr_conn_stats {
 	atomic64_t rpc_errors;		/* answered with a non-OK status */
 	atomic64_t retries;		/* RPCs re-sent */
 	atomic64_t timeouts;		/* RPC timer expiries */
+	atomic64_t read_timeouts;	/* READs the watchdog gave up on */
 	atomic64_t late;		/* replies to re-sent or abandoned RPCs */
 	atomic64_t reconnects;		/* successful reconnects */
 	atomic64_t connect_failures;
@@ -584,6 +586,7 @@ static int mdr_post_read(struct mdr_queue *q, struct mdr_rd_slot *s)
 	struct ib_rdma_wr wr = {};
 	struct ib_sge sge;
 
+	s->posted = jiffies;
 	sge.addr = s->dma;
 	sge.length = s->window * sizeof(struct mdr_wire_entry);
 	sge.lkey = q->pd->local_dma_lkey;
@@ -1879,9 +1882,43 @@ static void mdr_lease_renew_all(struct mdr_conn *c, struct mdr_msg *reply)
 }
 
 /*
+ * A READ is answered by the node's RDMA device, not by its CPU, and the
+ * RC transport retries a lost packet on its own. One still unanswered
+ * after as long as an RPC may take with its retries, and never less than
+ * two ticks of the lease work that checks, is stuck on a path the
+ * transport does not see broken: the connection is ended, and what
+ * waited goes to the next one or fails after fast_io_fail_tmo.
+ * Context: workqueue.
+ */
+static void mdr_read_watchdog(struct mdr_conn *c)
+{
+	unsigned long tmo = msecs_to_jiffies(max(g_io_timeout_ms *
+						 (MDR_RPC_RETRIES + 1),
+						 2U * MDR_LEASE_TICK_MS));
+	struct mdr_queue *q;
+	unsigned long flags;
+	bool stuck = false;
+	unsigned int i;
+
+	spin_lock_irqsave(&c->lock, flags);
+	q = c->q;
+	if (q && c->state == MDR_CONN_LIVE)
+		for_each_set_bit(i, q->rd_busy, MDR_READ_SLOTS)
+			if (time_after(jiffies, q->rd[i].posted + tmo))
+				stuck = true;
+	spin_unlock_irqrestore(&c->lock, flags);
+	if (!stuck)
+		return;
+	atomic64_inc(&c->stats.read_timeouts);
+	/* @q is only compared: a no-op if it is no longer the live queue */
+	mdr_conn_error(c, q, "a READ went unanswered");
+}
+
+/*
  * Renews leases before they run out and reopens volumes whose lease the
- * node forgot (STALE) or that are not open on the live queue yet.
- * Context: workqueue; re-arms itself for the earliest renewal.
+ * node forgot (STALE) or that are not open on the live queue yet; and
+ * watches READs. Context: workqueue; re-arms itself for the earliest
+ * renewal.
  */
 static void mdr_lease_work(struct work_struct *w)
 {
@@ -1894,6 +1931,7 @@ static void mdr_lease_work(struct work_struct *w)
 	unsigned long flags;
 	bool live;
 
+	mdr_read_watchdog(c);
 	reply = kmalloc(sizeof(*reply), GFP_KERNEL);
 	if (!reply)
 		goto out;
@@ -2080,6 +2118,7 @@ static int mdr_conn_show(struct seq_file *m, void *unused)
 	MDR_SHOW(rpc_errors);
 	MDR_SHOW(retries);
 	MDR_SHOW(timeouts);
+	MDR_SHOW(read_timeouts);
 	MDR_SHOW(late);
 	MDR_SHOW(reconnects);
 	MDR_SHOW(connect_failures);
@@ -2375,12 +2414,37 @@ static void mdr_submit(struct mdr_conn *c, struct mdr_req *req)
 	spin_unlock_irqrestore(&c->lock, flags);
 }
 
+/*
+ * Posts from a task run with bottom halves off. A software RDMA device
+ * (rxe) moves a kernel QP's work on in tasklets, and a tasklet raised
+ * from a task wakes ksoftirqd, which then competes for the CPU with the
+ * thread that waits for the answer: on a loaded host that was most of
+ * a miss's cost. Raised with bottom halves off, the tasklets run as they
+ * come back on, on this CPU and at once, so a READ's answer may reach
+ * the volume before fetch() returns. Hardware devices post the same.
+ */
+static bool mdr_post_begin(void)
+{
+	bool bh = in_task() && !irqs_disabled();
+
+	if (bh)
+		local_bh_disable();
+	return bh;
+}
+
+static void mdr_post_end(bool bh)
+{
+	if (bh)
+		local_bh_enable();
+}
+
 static int mdr_rdma_fetch(struct mdr_tvol *tv, u64 first, unsigned int count)
 {
 	struct mdr_conn *c = tv->conn;
 	struct mdr_req *req, *tmp;
 	u64 nr = READ_ONCE(tv->nr_extents);
 	LIST_HEAD(reqs);
+	bool bh;
 
 	if (!count || first >= nr || count > nr - first)
 		return -EINVAL;
@@ -2404,10 +2468,12 @@ static int mdr_rdma_fetch(struct mdr_tvol *tv, u64 first, unsigned int count)
 		first += n;
 		count -= n;
 	}
+	bh = mdr_post_begin();
 	list_for_each_entry_safe(req, tmp, &reqs, list) {
 		list_del_init(&req->list);
 		mdr_submit(c, req);
 	}
+	mdr_post_end(bh);
 	return 0;
 }
 
@@ -2415,6 +2481,7 @@ static int mdr_rdma_alloc(struct mdr_tvol *tv, u64 index)
 {
 	struct mdr_conn *c = tv->conn;
 	struct mdr_req *req;
+	bool bh;
 
 	if (index >= READ_ONCE(tv->nr_extents))
 		return -EINVAL;
@@ -2425,7 +2492,9 @@ static int mdr_rdma_alloc(struct mdr_tvol *tv, u64 index)
 		return -ENOMEM;
 	req->first = index;
 	req->count = 1;
+	bh = mdr_post_begin();
 	mdr_submit(c, req);
+	mdr_post_end(bh);
 	return 0;
 }
 

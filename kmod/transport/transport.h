@@ -95,7 +95,8 @@ struct mdr_tvol;
  * @fetch:	read entries [@first, @first + @count) of the table; results
  *		come through &mdr_tvol_ops.entries or .failed. A request the
  *		transport cannot serve now is queued and fails after
- *		fast_io_fail_tmo. Context: any, must not sleep.
+ *		fast_io_fail_tmo. The answer may be called back before this
+ *		returns, on this CPU. Context: not hard IRQ, must not sleep.
  *		Return: 0 (queued) or -errno (nothing will be called back).
  * @alloc:	allocate extent @index (idempotent); the result comes like a
  *		fetch's. Context and return: as @fetch.

@@ -163,7 +163,7 @@ static unsigned int mdr_read_ahead(struct mdr_vol *vol, u64 index,
 
 /* Park @bio on extent @index and start what it needs. */
 static void mdr_park(struct mdr_vol *vol, struct bio *bio, u64 index,
-		     bool alloc)
+		     bool alloc, struct mdr_route_ctx *ctx)
 {
 	struct mdr_wait *spare;
 	enum mdr_park_action act;
@@ -201,7 +201,7 @@ static void mdr_park(struct mdr_vol *vol, struct bio *bio, u64 index,
 						    index));
 		WRITE_ONCE(vol->last_miss, index);
 		trace_mdr_miss(vol->index, index, false);
-		ret = vol->tops->fetch(vol->tvol, index, count);
+		ret = mdr_vol_fetch(vol, index, count, ctx);
 		break;
 	}
 	if (ret)	/* nothing will answer: fail what waits */
@@ -212,11 +212,13 @@ static void mdr_park(struct mdr_vol *vol, struct bio *bio, u64 index,
  * mdr_route() - send a bio that lies within one extent where it belongs
  * @vol:	the volume
  * @bio:	no larger than the rest of its extent
+ * @ctx:	the routing task: if @ctx->drain is set on return, the caller
+ *		calls mdr_vol_resubmit()
  *
  * Context: process (submit_bio or the resubmit work); does not sleep
  * except for bio mempools.
  */
-void mdr_route(struct mdr_vol *vol, struct bio *bio)
+void mdr_route(struct mdr_vol *vol, struct bio *bio, struct mdr_route_ctx *ctx)
 {
 	u64 index = mdr_ext_index(bio->bi_iter.bi_sector,
 				  vol->geom.extent_shift);
@@ -232,7 +234,7 @@ void mdr_route(struct mdr_vol *vol, struct bio *bio)
 	}
 	if (mdr_cache_lookup(&vol->cache, index, &loc) == MDR_CACHE_MISS) {
 		mdr_vol_stat_inc(vol, misses);
-		mdr_park(vol, bio, index, false);
+		mdr_park(vol, bio, index, false, ctx);
 		return;
 	}
 	mdr_vol_stat_inc(vol, hits);
@@ -254,7 +256,7 @@ void mdr_route(struct mdr_vol *vol, struct bio *bio)
 			bio_endio(bio);	/* it reads as zeros already */
 			return;
 		default:
-			mdr_park(vol, bio, index, true);
+			mdr_park(vol, bio, index, true, ctx);
 			return;
 		}
 	case MDR_EXT_FROZEN:
@@ -417,6 +419,7 @@ static void mdr_flush(struct mdr_vol *vol, struct bio *bio)
 void mdr_submit_bio(struct bio *bio)
 {
 	struct mdr_vol *vol = bio->bi_bdev->bd_disk->private_data;
+	struct mdr_route_ctx ctx = { .vol = vol };
 	unsigned int shift = vol->geom.extent_shift;
 	enum mdr_vol_stat_op op;
 	u64 sectors;
@@ -462,5 +465,8 @@ void mdr_submit_bio(struct bio *bio)
 	op = mdr_stat_op(bio);
 	this_cpu_inc(vol->stats->ops[op]);
 	this_cpu_add(vol->stats->bytes[op], bio->bi_iter.bi_size);
-	mdr_route(vol, bio);
+	mdr_route(vol, bio, &ctx);
+	/* a miss answered at once: route what it released from here */
+	if (ctx.drain)
+		mdr_vol_resubmit(vol, &ctx);
 }

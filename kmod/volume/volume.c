@@ -28,9 +28,56 @@ static DEFINE_XARRAY_ALLOC(mdr_vols);	/* index -> mdr_vol */
 static int mdr_major;
 struct workqueue_struct *mdr_wq;	/* resubmission, expiry, flushes */
 
+/* The task fetching on this CPU, with preemption off, if any. */
+static DEFINE_PER_CPU(struct mdr_route_ctx *, mdr_fetching);
+
+/*
+ * Deferred bios or refetches are ready to be routed again: by the task
+ * whose fetch is being answered on this CPU, or by the resubmit work.
+ * Context: any.
+ */
 static void mdr_vol_kick(struct mdr_vol *vol)
 {
+	struct mdr_route_ctx *ctx = this_cpu_read(mdr_fetching);
+
+	/*
+	 * Only the task that set it can run while it is set: it is the
+	 * one under us (softirq on its stack) or the one calling.
+	 */
+	if (ctx && ctx->vol == vol) {
+		ctx->drain = true;
+		return;
+	}
 	queue_work(mdr_wq, &vol->resubmit_work);
+}
+
+/**
+ * mdr_vol_fetch() - ask the transport for entries [@first, @first + @count)
+ * @vol:	the volume
+ * @first:	first extent
+ * @count:	extents
+ * @ctx:	the routing task, or NULL
+ *
+ * With @ctx, answers that arrive before the transport returns set
+ * @ctx->drain instead of waking the resubmit work: the caller must then
+ * call mdr_vol_resubmit().
+ *
+ * Context: process (@ctx) or any but hard IRQ (no @ctx); does not sleep.
+ * Return: as &mdr_transport_ops.fetch.
+ */
+int mdr_vol_fetch(struct mdr_vol *vol, u64 first, unsigned int count,
+		  struct mdr_route_ctx *ctx)
+{
+	int ret;
+
+	if (!ctx)
+		return vol->tops->fetch(vol->tvol, first, count);
+	preempt_disable();
+	__this_cpu_write(mdr_fetching, ctx);
+	ret = vol->tops->fetch(vol->tvol, first, count);
+	__this_cpu_write(mdr_fetching, NULL);
+	preempt_enable();
+	return ret;
 }
 
 /**
@@ -86,7 +133,7 @@ static void mdr_bio_list_fail(struct mdr_vol *vol, struct bio_list *list,
  * have waited fast_io_fail_tmo for an extent that changes under every
  * lookup (a node that keeps moving it, or a hostile one) fail.
  */
-static void mdr_vol_refetch(struct mdr_vol *vol)
+static void mdr_vol_refetch(struct mdr_vol *vol, struct mdr_route_ctx *ctx)
 {
 	struct hlist_node *tmp;
 	struct mdr_wait *w;
@@ -114,22 +161,52 @@ static void mdr_vol_refetch(struct mdr_vol *vol)
 		}
 		if (mdr_waitlist_repark(&vol->wait, w) != MDR_PARK_FETCH)
 			continue;
-		ret = vol->tops->fetch(vol->tvol, index, 1);
+		ret = mdr_vol_fetch(vol, index, 1, ctx);
 		if (ret)
 			mdr_vol_failed(vol, index, 1, ret);
 	}
 }
 
+/* Passes over the deferred bios one task makes before it hands over. */
+#define MDR_RESUBMIT_PASSES	4
+
+/**
+ * mdr_vol_resubmit() - fetch again what an invalidation overtook and route
+ * the deferred bios
+ * @vol:	the volume
+ * @ctx:	the routing task
+ *
+ * Answers that arrive meanwhile on this CPU mean another pass; after a
+ * few, the resubmit work takes over, so a task never loops for long on
+ * behalf of others.
+ *
+ * Context: process; sleeps only for bio mempools.
+ */
+void mdr_vol_resubmit(struct mdr_vol *vol, struct mdr_route_ctx *ctx)
+{
+	unsigned int pass;
+
+	for (pass = 0; pass < MDR_RESUBMIT_PASSES; pass++) {
+		struct bio_list list;
+		struct bio *bio;
+
+		ctx->drain = false;
+		mdr_vol_refetch(vol, ctx);
+		list = mdr_vol_take_deferred(vol);
+		while ((bio = bio_list_pop(&list)))
+			mdr_route(vol, bio, ctx);
+		if (!ctx->drain)
+			return;
+	}
+	queue_work(mdr_wq, &vol->resubmit_work);
+}
+
 static void mdr_vol_resubmit_work(struct work_struct *work)
 {
 	struct mdr_vol *vol = container_of(work, struct mdr_vol, resubmit_work);
-	struct bio_list list;
-	struct bio *bio;
+	struct mdr_route_ctx ctx = { .vol = vol };
 
-	mdr_vol_refetch(vol);
-	list = mdr_vol_take_deferred(vol);
-	while ((bio = bio_list_pop(&list)))
-		mdr_route(vol, bio);
+	mdr_vol_resubmit(vol, &ctx);
 }
 
 static void mdr_vol_expire_work(struct work_struct *work)

@@ -129,6 +129,22 @@ struct mdr_io {
 
 #define mdr_vol_stat_inc(vol, field) this_cpu_inc((vol)->stats->field)
 
+/**
+ * struct mdr_route_ctx - a task routing bios of one volume
+ * @vol:	the volume
+ * @drain:	answers for @vol arrived on this CPU while the task fetched:
+ *		the task routes what they released (mdr_vol_resubmit())
+ *		rather than waking the resubmit work
+ *
+ * A miss on a software RDMA device is often answered before the fetch
+ * returns; routing the released bios from the same task saves a
+ * context switch, which on a busy host costs more than the READ.
+ */
+struct mdr_route_ctx {
+	struct mdr_vol *vol;
+	bool drain;
+};
+
 /* volume.c */
 extern struct workqueue_struct *mdr_wq;
 int mdr_vol_attach(struct mdr_ioctl_attach *a, bool readonly);
@@ -137,6 +153,9 @@ int mdr_vol_list(void *out, u32 start, u32 count, u32 *total);
 int mdr_vol_status(struct mdr_ioctl_vol_info *info);
 unsigned int mdr_vol_count(void);
 void mdr_vol_defer(struct mdr_vol *vol, struct bio *bio);
+int mdr_vol_fetch(struct mdr_vol *vol, u64 first, unsigned int count,
+		  struct mdr_route_ctx *ctx);
+void mdr_vol_resubmit(struct mdr_vol *vol, struct mdr_route_ctx *ctx);
 void mdr_vol_failed(void *owner, u64 first, unsigned int n, int err);
 int mdr_vol_init(void);
 void mdr_vol_exit(void);
@@ -145,7 +164,8 @@ extern const struct mdr_tvol_ops mdr_vol_tvol_ops;
 /* bio.c */
 void mdr_submit_bio(struct bio *bio);
 void mdr_flush_work(struct work_struct *work);
-void mdr_route(struct mdr_vol *vol, struct bio *bio);
+void mdr_route(struct mdr_vol *vol, struct bio *bio,
+	       struct mdr_route_ctx *ctx);
 struct mdr_backing *mdr_vol_backing(struct mdr_vol *vol, u32 dev_id);
 
 /* sysfs.c */
