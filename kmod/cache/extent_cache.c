@@ -326,3 +326,67 @@ void mdr_cache_drop(struct mdr_cache *c, u64 first, u64 count,
 	}
 	xas_unlock_irqrestore(&xas, flags);
 }
+
+/**
+ * mdr_cache_peek() - the cached location of extent @index, for a reader
+ * that is not IO (revalidation): the CLOCK bit is left alone
+ * @c:		the cache
+ * @index:	extent index
+ * @loc:	filled when an entry (not a tombstone) is cached
+ *
+ * Context: any; lock-free.
+ * Return: true if @loc was filled.
+ */
+bool mdr_cache_peek(struct mdr_cache *c, u64 index, struct mdr_loc *loc)
+{
+	struct mdr_cent *e;
+	bool found = false;
+
+	if (index > ULONG_MAX)
+		return false;
+	rcu_read_lock();
+	e = xa_load(&c->xa, index);
+	if (e && !xa_is_value(e)) {
+		loc->generation = e->generation;
+		loc->pstart = e->pstart;
+		loc->dev_id = e->dev_id;
+		loc->state = e->state;
+		found = true;
+	}
+	rcu_read_unlock();
+	return found;
+}
+
+/**
+ * mdr_cache_next() - the first extent from *@index to @last that has an
+ * entry cached (tombstones are skipped)
+ * @c:		the cache
+ * @index:	in: where to start; out: the extent found
+ * @last:	last extent to look at
+ *
+ * Context: any; lock-free. An entry found may be gone when the caller
+ * looks at it.
+ * Return: true if one was found.
+ */
+bool mdr_cache_next(struct mdr_cache *c, u64 *index, u64 last)
+{
+	XA_STATE(xas, &c->xa, 0);
+	bool found = false;
+	void *e;
+
+	if (*index > ULONG_MAX || *index > last)
+		return false;
+	if (last > ULONG_MAX)
+		last = ULONG_MAX;
+	xas_set(&xas, *index);
+	rcu_read_lock();
+	xas_for_each(&xas, e, last) {
+		if (xas_retry(&xas, e) || xa_is_value(e))
+			continue;
+		*index = xas.xa_index;
+		found = true;
+		break;
+	}
+	rcu_read_unlock();
+	return found;
+}

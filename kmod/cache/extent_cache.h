@@ -69,6 +69,8 @@ int mdr_cache_insert(struct mdr_cache *c, u64 index,
 		     const struct mdr_loc *loc);
 void mdr_cache_drop(struct mdr_cache *c, u64 first, u64 count,
 		    u64 min_generation);
+bool mdr_cache_peek(struct mdr_cache *c, u64 index, struct mdr_loc *loc);
+bool mdr_cache_next(struct mdr_cache *c, u64 *index, u64 last);
 void mdr_cache_forget(struct mdr_cache *c, u64 first, u64 count);
 void mdr_cache_clear(struct mdr_cache *c);
 

@@ -83,7 +83,8 @@ enum mdr_park_action mdr_waitlist_park(struct mdr_waitlist *wl, u64 index,
  * waits for yet (read-ahead)
  * @wl:		the wait list
  * @index:	extent index
- * @spare:	as for mdr_waitlist_park()
+ * @spare:	as for mdr_waitlist_park(); its MDR_WAIT_REVAL bit, if set,
+ *		is kept (a revalidation's fetch), every other bit is reset
  * @now:	jiffies
  *
  * Context: any.
@@ -103,7 +104,8 @@ bool mdr_waitlist_expect(struct mdr_waitlist *wl, u64 index,
 		*spare = NULL;
 		w->index = index;
 		bio_list_init(&w->bios);
-		w->flags = BIT(MDR_WAIT_FETCH);
+		/* the caller may mark the spare MDR_WAIT_REVAL */
+		w->flags = BIT(MDR_WAIT_FETCH) | (w->flags & BIT(MDR_WAIT_REVAL));
 		w->since = now;
 		hash_add(wl->table, &w->node, index);
 		wl->nr++;

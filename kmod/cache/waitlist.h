@@ -39,6 +39,7 @@ enum {
 	MDR_WAIT_FETCH,		/* a fetch of the entry is in flight */
 	MDR_WAIT_ALLOC,		/* an allocation is in flight */
 	MDR_WAIT_STALE,		/* invalidated meanwhile: refetch */
+	MDR_WAIT_REVAL,		/* asked by revalidation: compare the answer */
 };
 
 /**

@@ -37,6 +37,21 @@ module_param_named(cache_max_extents, g_cache_max_extents, uint, 0444);
 MODULE_PARM_DESC(cache_max_extents,
 		 "Most extent locations cached per volume (about 50 bytes each). Default: 1048576");
 
+unsigned int g_revalidate_min_ms = 1000;
+module_param_named(revalidate_min_ms, g_revalidate_min_ms, uint, 0644);
+MODULE_PARM_DESC(revalidate_min_ms,
+		 "Shortest period of the background revalidation of cached entries, while a volume is hot (ms; 0 disables). Default: 1000");
+
+unsigned int g_revalidate_max_ms = 60000;
+module_param_named(revalidate_max_ms, g_revalidate_max_ms, uint, 0644);
+MODULE_PARM_DESC(revalidate_max_ms,
+		 "Longest revalidation period, reached while a volume is idle (ms; 0 disables). Default: 60000");
+
+unsigned int g_revalidate_reads = 4;
+module_param_named(revalidate_reads, g_revalidate_reads, uint, 0644);
+MODULE_PARM_DESC(revalidate_reads,
+		 "Most lookup READs (of up to 32 adjacent entries) one revalidation pass of a volume issues. Default: 4");
+
 static int __init mdr_init(void)
 {
 	int ret;

@@ -11,5 +11,10 @@ extern unsigned int g_io_timeout_ms;
 extern unsigned int g_prefetch;
 /* Most extents cached per volume before the cache evicts. */
 extern unsigned int g_cache_max_extents;
+/* Revalidation period bounds, milliseconds; 0 disables revalidation. */
+extern unsigned int g_revalidate_min_ms;
+extern unsigned int g_revalidate_max_ms;
+/* Most lookup READs one revalidation pass of a volume issues. */
+extern unsigned int g_revalidate_reads;
 
 #endif /* MDR_PARAMS_H */

@@ -136,6 +136,31 @@ static ssize_t unbound_device_errors_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(unbound_device_errors);
 
+#define MDR_REVAL_ATTR(name, field)					\
+static ssize_t name##_show(struct device *dev,				\
+			   struct device_attribute *attr, char *buf)	\
+{									\
+	return sysfs_emit(buf, "%lld\n",					\
+			  atomic64_read(&mdr_dev_vol(dev)->reval.field));	\
+}									\
+static DEVICE_ATTR_RO(name)
+
+/* revalidate.c: what the background revalidation did */
+MDR_REVAL_ATTR(revalidations, passes);
+MDR_REVAL_ATTR(revalidate_reads, reads);
+MDR_REVAL_ATTR(revalidated_entries, entries);
+MDR_REVAL_ATTR(stale_found, stale);
+MDR_REVAL_ATTR(stale_found_frozen, stale_frozen);
+
+static ssize_t revalidate_period_ms_show(struct device *dev,
+					 struct device_attribute *attr,
+					 char *buf)
+{
+	return sysfs_emit(buf, "%u\n",
+			  READ_ONCE(mdr_dev_vol(dev)->reval.period_ms));
+}
+static DEVICE_ATTR_RO(revalidate_period_ms);
+
 static struct attribute *mdr_vol_attrs[] = {
 	&dev_attr_volume_id.attr,
 	&dev_attr_name.attr,
@@ -163,6 +188,12 @@ static struct attribute *mdr_vol_attrs[] = {
 	&dev_attr_flushes.attr,
 	&dev_attr_errors.attr,
 	&dev_attr_unbound_device_errors.attr,
+	&dev_attr_revalidations.attr,
+	&dev_attr_revalidate_reads.attr,
+	&dev_attr_revalidated_entries.attr,
+	&dev_attr_stale_found.attr,
+	&dev_attr_stale_found_frozen.attr,
+	&dev_attr_revalidate_period_ms.attr,
 	NULL,
 };
 

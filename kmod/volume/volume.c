@@ -271,6 +271,10 @@ static void mdr_vol_entries(void *owner, u64 first,
 			kick = true;
 			continue;
 		}
+		/* revalidate.c: was the cached entry stale? */
+		if (test_bit(MDR_WAIT_REVAL, &w->flags) &&
+		    !test_bit(MDR_WAIT_ALLOC, &w->flags))
+			mdr_reval_answer(vol, index, &loc);
 		mdr_cache_insert(&vol->cache, index, &loc);
 		if (!bio_list_empty(&w->bios)) {
 			spin_lock_irqsave(&vol->defer_lock, flags);
@@ -532,6 +536,7 @@ static struct mdr_vol *mdr_vol_alloc(void)
 	mdr_inflight_init(&vol->inflight);
 	mdr_waitlist_init(&vol->wait);
 	atomic64_set(&vol->bad_dev, 0);
+	mdr_reval_init(vol);
 	vol->last_miss = U64_MAX - 1;
 	vol->tops = &mdr_rdma_transport;
 
@@ -668,6 +673,7 @@ int mdr_vol_attach(struct mdr_ioctl_attach *a, bool readonly)
 	ret = mdr_vol_add_disk(vol);
 	if (ret)
 		goto out_close;
+	mdr_reval_start(vol);	/* before detach can find the volume */
 
 	mutex_lock(&mdr_vol_mutex);
 	xa_store(&mdr_vols, index, vol, GFP_KERNEL);	/* slot exists */
@@ -758,6 +764,7 @@ int mdr_vol_detach(u32 index, u64 volume_id, bool force)
 	mdr_vol_fail_all(vol, BLK_STS_IOERR);
 	del_gendisk(vol->disk);
 
+	mdr_reval_stop(vol);	/* before the handle it fetches with goes */
 	/* after close() the transport calls nothing back */
 	vol->tops->close(vol->tvol);
 	cancel_delayed_work_sync(&vol->expire_work);

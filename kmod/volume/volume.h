@@ -40,6 +40,33 @@ enum mdr_vol_stat_op {
 	MDR_STAT_WRITE_ZEROES,
 };
 
+/**
+ * struct mdr_reval - background revalidation of one volume (revalidate.c)
+ * @work:	one pass, then re-armed for the next
+ * @cursor:	extent index the next pass starts at
+ * @period_ms:	period now (0: disabled); sysfs reads it
+ * @last_pass:	jiffies of the last pass
+ * @last_ios:	bios counted at the last pass (the IO rate between passes)
+ * @passes:	passes that issued at least one READ
+ * @reads:	READs issued
+ * @entries:	answers compared with a cached entry
+ * @stale:	answers newer than (or elsewhere than) the cached entry
+ * @stale_frozen: of @stale, answers FROZEN: a move whose push may still
+ *		have been on its way
+ */
+struct mdr_reval {
+	struct delayed_work work;
+	u64 cursor;
+	u32 period_ms;
+	unsigned long last_pass;
+	u64 last_ios;
+	atomic64_t passes;
+	atomic64_t reads;
+	atomic64_t entries;
+	atomic64_t stale;
+	atomic64_t stale_frozen;
+};
+
 /* bits of &mdr_vol.flags */
 enum {
 	MDR_VOL_F_LEASE,	/* the lease is valid: IO may be issued */
@@ -78,6 +105,7 @@ enum {
  * @last_miss:	extent of the last miss: sequential misses prefetch
  * @stats:	per-CPU counters
  * @bad_dev:	IO to extents on devices not bound here
+ * @reval:	background revalidation of the cache
  */
 struct mdr_vol {
 	int index;
@@ -109,6 +137,7 @@ struct mdr_vol {
 	u64 last_miss;
 	struct mdr_vol_stats __percpu *stats;
 	atomic64_t bad_dev;
+	struct mdr_reval reval;
 };
 
 /**
@@ -167,6 +196,13 @@ void mdr_flush_work(struct work_struct *work);
 void mdr_route(struct mdr_vol *vol, struct bio *bio,
 	       struct mdr_route_ctx *ctx);
 struct mdr_backing *mdr_vol_backing(struct mdr_vol *vol, u32 dev_id);
+
+/* revalidate.c */
+void mdr_reval_init(struct mdr_vol *vol);
+void mdr_reval_start(struct mdr_vol *vol);
+void mdr_reval_stop(struct mdr_vol *vol);
+void mdr_reval_answer(struct mdr_vol *vol, u64 index,
+		      const struct mdr_loc *ans);
 
 /* sysfs.c */
 extern const struct attribute_group *mdr_vol_attr_groups[];
