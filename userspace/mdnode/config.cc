@@ -30,6 +30,10 @@ const char kUsage[] =
 	"      --lease-ms N          lease granted to hosts, 1000..60000 (5000)\n"
 	"      --max-connections N   refuse connections beyond N (1024)\n"
 	"      --log-level LEVEL     error, warn, info (default) or debug\n"
+	"      --test-drop-invalidations\n"
+	"                            TEST ONLY, breaks the consistency rule: push no\n"
+	"                            invalidation and wait for no lease holder, as if\n"
+	"                            every push were lost and acked (command line only)\n"
 	"  -h, --help                this text\n"
 	"  -V, --version             print the release and exit\n";
 
@@ -37,7 +41,7 @@ namespace {
 
 enum Opt {
 	kListen, kDataDir, kDevice, kConfig, kAdminKey, kLeaseMs, kMaxConn,
-	kLogLevel, kHelp, kVersion,
+	kLogLevel, kHelp, kVersion, kTestDropInval,
 };
 
 constexpr mdr::OptionSpec kSpecs[] = {
@@ -51,6 +55,7 @@ constexpr mdr::OptionSpec kSpecs[] = {
 	{kLogLevel, "log-level", 0, true},
 	{kHelp, "help", 'h', false},
 	{kVersion, "version", 'V', false},
+	{kTestDropInval, "test-drop-invalidations", 0, false},
 };
 
 mdr::Error bad(std::string_view where, std::string_view what)
@@ -241,6 +246,11 @@ mdr::Result<Config> parse_config(std::span<const std::string_view> args,
 	for (const auto &o : parsed.value().options) {
 		if (o.id == kConfig || o.id == kHelp || o.id == kVersion)
 			continue;
+		// Never from a file: a test switch must be given by hand.
+		if (o.id == kTestDropInval) {
+			c.test_drop_invalidations = true;
+			continue;
+		}
 		std::string where = "--" + std::string(kSpecs[o.id].name);
 		auto st = apply(c, cli_devices, o.id, o.value, where);
 		if (!st.ok())

@@ -40,6 +40,9 @@ struct Config {
 	uint32_t lease_ms = 5000;
 	uint32_t max_connections = 1024;
 	LogLevel log_level = LogLevel::info;
+	// Test only (--test-drop-invalidations, never from a file): see
+	// NodeOptions::test_drop_invalidations.
+	bool test_drop_invalidations = false;
 	bool help = false;
 	bool version = false;
 };

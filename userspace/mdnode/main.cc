@@ -196,6 +196,10 @@ int run(const Config &cfg)
 	NodeOptions no;
 	no.lease_ms = cfg.lease_ms;
 	no.boot_id = random_u64();
+	no.test_drop_invalidations = cfg.test_drop_invalidations;
+	if (no.test_drop_invalidations)
+		log_warn("TEST MODE --test-drop-invalidations: hosts are told of no "
+			 "change; the consistency rule does not hold");
 	if (auto key = admin_key(cfg.admin_key_file); key.ok())
 		no.admin_key = std::move(key.value());
 	else

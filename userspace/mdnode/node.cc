@@ -378,6 +378,15 @@ void Node::fan_out(uint64_t volume_id, uint64_t first, uint64_t count,
 
 		if (host == except_host || it->second.expires_ms <= now)
 			continue;
+		if (opts_.test_drop_invalidations) {
+			stats_.invalidations_dropped++;
+			log_warn("test: invalidation of volume %llu extents %llu+%llu "
+				 "(generation %llu, reason %u) for host %016llx dropped",
+				 (unsigned long long)volume_id, (unsigned long long)first,
+				 (unsigned long long)count, (unsigned long long)generation,
+				 reason, (unsigned long long)host);
+			continue;
+		}
 		f.hosts.insert(host);
 		if (it->second.conn == 0)
 			continue;	// not connected: its lease expires

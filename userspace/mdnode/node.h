@@ -48,6 +48,10 @@ struct NodeOptions {
 	CopierOptions copier{};
 	// Device id -> path, for the copier; empty: the store's device paths.
 	std::map<uint32_t, std::string> device_paths{};
+	// TEST ONLY: fan-outs push nothing and wait for no lease holder, as if
+	// each push were lost and acked: hosts keep stale entries (what the
+	// kernel's revalidation must find). Breaks the consistency rule.
+	bool test_drop_invalidations = false;
 };
 
 struct NodeStats {
@@ -56,6 +60,8 @@ struct NodeStats {
 	// Moves of one extent each.
 	uint64_t moves_done = 0, moves_failed = 0, move_bytes = 0;
 	uint64_t stall_max_us = 0, stall_total_us = 0;
+	// Pushes not sent under test_drop_invalidations.
+	uint64_t invalidations_dropped = 0;
 };
 
 class Node : public ServerHandler {

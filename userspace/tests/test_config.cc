@@ -116,6 +116,19 @@ void test_config_defaults(void **)
 	assert_int_equal(r.value().lease_ms, 5000);
 	assert_int_equal(r.value().max_connections, 1024);
 	assert_int_equal(r.value().log_level, mdnode::LogLevel::info);
+	assert_false(r.value().test_drop_invalidations);
+}
+
+// The test switch that breaks the consistency rule: command line only.
+void test_config_test_drop_invalidations(void **)
+{
+	TempFile f(kRequired);
+	Result<Config> r = parse({"--config", f.path.c_str(), "--test-drop-invalidations"});
+
+	assert_true(r.ok());
+	assert_true(r.value().test_drop_invalidations);
+	TempFile g(std::string(kRequired) + "test-drop-invalidations = 1\n");
+	assert_fails(parse_file(g), g.path + ":4: unknown setting 'test-drop-invalidations'");
 }
 
 // The example shipped with the systemd unit parses as it is.
@@ -358,6 +371,7 @@ int main()
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_config_valid_file),
 		cmocka_unit_test(test_config_defaults),
+		cmocka_unit_test(test_config_test_drop_invalidations),
 		cmocka_unit_test(test_config_example_file),
 		cmocka_unit_test(test_config_listen_forms),
 		cmocka_unit_test(test_config_bad_listen),
