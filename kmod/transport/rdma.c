@@ -1781,10 +1781,17 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 {
 	struct mdr_open_info *o = &reply->open;
 	u64 sent = ktime_get_ns();
-	bool moved = false;
+	bool moved = false, lapsed;
 	unsigned long flags;
 	u32 inc;
 	int ret;
+
+	/* a reopen after the lease ran out, here or on mdnode (STALE) */
+	spin_lock_bh(&tv->cb_lock);
+	lapsed = tv->opened_once &&
+		 (!tv->lease_valid || !mdr_lease_valid(sent, tv->deadline) ||
+		  test_bit(MDR_TV_REOPEN, &tv->flags));
+	spin_unlock_bh(&tv->cb_lock);
 
 	ret = mdr_rpc(c, tv, MDR_OP_OPEN, reply, &inc);
 	if (ret)
@@ -1817,6 +1824,17 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 	clear_bit(MDR_TV_REOPEN, &tv->flags);
 	spin_unlock_irqrestore(&c->lock, flags);
 
+	if (lapsed && !moved) {
+		/*
+		 * mdnode may have waited this lease out and moved extents
+		 * this host still caches, and no push will say which: drop
+		 * every entry (each one's generation stays as its floor)
+		 * before the new lease lets IO go again.
+		 */
+		mdr_conn_info(c, "volume %llu: reopened after its lease lapsed: dropping its cache\n",
+			      tv->volume_id);
+		mdr_cb_invalidate(tv, 0, tv->nr_extents, 1, MDR_INVAL_MOVE);
+	}
 	mdr_lease_granted(tv, sent, o->lease_ms, notify);
 	mdr_kick(c);
 	if (moved) {
