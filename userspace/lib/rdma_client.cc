@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -23,11 +24,20 @@ namespace mdr {
 
 namespace {
 
-constexpr uint16_t kQueueDepth = 1;		// one call at a time
-constexpr uint16_t kRecvSlots = 1 + 16;		// its reply + pushes
+// Requests call_many() keeps outstanding, if mdnode grants as many: enough
+// to cover the node's journal write under emulation, with the records of
+// the requests in flight grouped into one write (a boot storm's creates).
+constexpr uint16_t kQueueDepth = 32;
+constexpr uint16_t kPushSlots = 16;			// mdnode grants min(16, ...)
+constexpr uint16_t kRecvSlots = kQueueDepth + kPushSlots;	// replies + pushes
 constexpr uint32_t kMsgSize = 16384;		// what we receive
+constexpr uint32_t kSendSlots = kQueueDepth;	// one per outstanding request
+constexpr uint32_t kSendSize = 4096;		// largest request: mdnode's max_msg
 constexpr uint32_t kReadArea = 65536;		// largest READ
 constexpr uint64_t kSendWr = 1ull << 62, kAckWr = 2ull << 62, kReadWr = 3ull << 62;
+constexpr uint64_t kWrKind = 3ull << 62;
+// Requests, acks of pushes (at most kPushSlots unacked), one READ.
+constexpr uint32_t kMaxSendWr = kSendSlots + kPushSlots + 1;
 
 } // namespace
 
@@ -138,10 +148,10 @@ Status RdmaClient::setup()
 
 	pd_ = ibv_alloc_pd(id_->verbs);
 	ch_ = pd_ ? ibv_create_comp_channel(id_->verbs) : nullptr;
-	cq_ = ch_ ? ibv_create_cq(id_->verbs, 64, nullptr, ch_, 0) : nullptr;
+	cq_ = ch_ ? ibv_create_cq(id_->verbs, kMaxSendWr + kRecvSlots, nullptr, ch_, 0) : nullptr;
 	if (!cq_)
 		return errno_error("verbs setup");
-	buf_len_ = size_t(kRecvSlots + 1) * kMsgSize + kReadArea;
+	buf_len_ = size_t(kRecvSlots) * kMsgSize + size_t(kSendSlots) * kSendSize + kReadArea;
 	void *mem = mmap(nullptr, buf_len_, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
@@ -155,7 +165,7 @@ Status RdmaClient::setup()
 	qa.send_cq = cq_;
 	qa.recv_cq = cq_;
 	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = 32;
+	qa.cap.max_send_wr = kMaxSendWr;
 	qa.cap.max_recv_wr = kRecvSlots;
 	qa.cap.max_send_sge = 1;
 	qa.cap.max_recv_sge = 1;
@@ -165,6 +175,8 @@ Status RdmaClient::setup()
 	for (uint32_t i = 0; i < kRecvSlots; i++)
 		if (auto st = post_recv(i); !st.ok())
 			return st;
+	for (uint32_t i = kSendSlots; i-- > 0;)
+		free_send_.push_back(i);
 
 	req_ = wire::ConnReq{.role = opts_.role, .tenant = opts_.tenant,
 			     .host_id = opts_.host_id, .queue_depth = kQueueDepth,
@@ -201,19 +213,20 @@ Status RdmaClient::post_recv(uint32_t slot)
 	return {};
 }
 
-Status RdmaClient::post_send(std::span<const std::byte> msg)
+// Sends @msg from send slot @slot, which stays the HCA's until the send
+// completes.
+Status RdmaClient::post_send(uint32_t slot, std::span<const std::byte> msg)
 {
-	std::byte *slot = buf_ + size_t(kRecvSlots) * kMsgSize;
-	ibv_sge sge{reinterpret_cast<uintptr_t>(slot), uint32_t(msg.size()), mr_->lkey};
+	std::byte *at = buf_ + size_t(kRecvSlots) * kMsgSize + size_t(slot) * kSendSize;
+	ibv_sge sge{reinterpret_cast<uintptr_t>(at), uint32_t(msg.size()), mr_->lkey};
 	ibv_send_wr wr{}, *bad;
 
-	std::memcpy(slot, msg.data(), msg.size());
-	wr.wr_id = kSendWr;
+	std::memcpy(at, msg.data(), msg.size());
+	wr.wr_id = kSendWr | slot;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	wr.opcode = IBV_WR_SEND;
 	wr.send_flags = IBV_SEND_SIGNALED;
-	send_done_ = false;
 	if (int ret = ibv_post_send(id_->qp, &wr, &bad))
 		return Error(-ret, "ibv_post_send");
 	return {};
@@ -245,16 +258,20 @@ void RdmaClient::on_recv(uint32_t slot, uint32_t len)
 			ibv_post_send(id_->qp, &wr, &bad);
 		}
 	} else if (!m.ok()) {
-		reply_ = Error(m.error(), "bad message from mdnode: " + m.message());
-	} else if (m.value().hdr.req_id == want_id_) {
+		bad_message_ = Error(m.error(), "bad message from mdnode: " + m.message());
+	} else if (std::optional<size_t> i = pipeline_ ? pipeline_->complete(m.value().hdr.req_id)
+						       : std::nullopt) {
+		// Not ours (nullopt): the reply to a request given up.
 		const auto &h = m.value().hdr;
 		if (h.status != MDR_ST_OK)
-			reply_ = Error(wire::status_to_errno(h.status), wire::status_name(h.status));
+			(*replies_)[*i] = Error(wire::status_to_errno(h.status),
+						wire::status_name(h.status));
 		else
-			reply_ = std::move(m.value());
+			(*replies_)[*i] = std::move(m.value());
+		progress_++;
 	}
 	if (auto st = post_recv(slot); !st.ok())
-		reply_ = Error(st.error(), "cannot repost a receive: " + st.message());
+		bad_message_ = Error(st.error(), "cannot repost a receive: " + st.message());
 }
 
 template <typename Pred>
@@ -283,8 +300,9 @@ Status RdmaClient::poll_until(Pred pred, int timeout_ms)
 				if (!broken_ && wc[i].status != IBV_WC_WR_FLUSH_ERR)
 					broken_why_ = ibv_wc_status_str(wc[i].status);
 				broken_ = true;
-			} else if (wc[i].wr_id == kSendWr) {
-				send_done_ = true;
+			} else if ((wc[i].wr_id & kWrKind) == kSendWr) {
+				free_send_.push_back(uint32_t(wc[i].wr_id & ~kWrKind));
+				progress_++;
 			} else if (wc[i].wr_id < kRecvSlots) {
 				on_recv(uint32_t(wc[i].wr_id), wc[i].byte_len);
 			}
@@ -315,20 +333,76 @@ Status RdmaClient::poll_until(Pred pred, int timeout_ms)
 	return {};
 }
 
-Result<wire::Msg> RdmaClient::call(const wire::Body &request)
+unsigned RdmaClient::queue_depth() const
 {
-	std::vector<std::byte> out(wire::encoded_size(request));
+	return std::min<unsigned>(rep_.queue_depth, kQueueDepth);
+}
 
-	want_id_ = next_req_++;
-	auto n = wire::encode(out, want_id_, request);
-	if (!n.ok())
-		return Error(n.error(), n.message());
-	reply_.reset();
-	if (auto st = post_send(std::span(out.data(), n.value())); !st.ok())
-		return Error(st.error(), st.message());
-	if (auto st = poll_until([this] { return send_done_ && reply_.has_value(); }, opts_.timeout_ms); !st.ok())
-		return Error(st.error(), st.message());
-	return std::move(*reply_);
+Result<wire::Msg> RdmaClient::call(const wire::Body &request, int timeout_ms)
+{
+	return std::move(call_many(std::span(&request, 1), timeout_ms)[0]);
+}
+
+std::vector<Result<wire::Msg>> RdmaClient::call_many(std::span<const wire::Body> requests,
+						     int timeout_ms)
+{
+	std::vector<std::optional<Result<wire::Msg>>> replies(requests.size());
+	Pipeline pipeline(requests.size(), queue_depth(), next_req_);
+	std::optional<Error> failed;
+
+	if (timeout_ms <= 0)
+		timeout_ms = opts_.timeout_ms;
+	pipeline_ = &pipeline;
+	replies_ = &replies;
+	bad_message_.reset();
+	while (!pipeline.done()) {
+		// Fill the window: a credit and a send slot for each request.
+		while (!failed && !free_send_.empty()) {
+			std::optional<Pipeline::Send> s = pipeline.next();
+			if (!s)
+				break;
+			std::byte out[kSendSize];
+			const size_t max = std::min<size_t>(kSendSize, rep_.max_msg);
+			auto n = wire::encoded_size(requests[s->index]) <= max
+					 ? wire::encode(std::span(out, max), s->req_id,
+							requests[s->index])
+					 : Result<size_t>(Error(-EMSGSIZE, "request too large"));
+			if (!n.ok()) {
+				pipeline.complete(s->req_id);
+				replies[s->index] = Error(n.error(), n.message());
+				continue;
+			}
+			const uint32_t slot = free_send_.back();
+			if (auto st = post_send(slot, std::span(out, n.value())); !st.ok()) {
+				failed = Error(st.error(), st.message());
+				break;
+			}
+			free_send_.pop_back();
+		}
+		if (failed || pipeline.done())
+			break;
+		const uint64_t before = progress_;
+		auto st = poll_until([&] { return progress_ != before || bad_message_; },
+				     timeout_ms);
+		if (!st.ok())
+			failed = Error(st.error(), st.message());
+		else if (bad_message_)
+			failed = *bad_message_;
+		if (failed)
+			break;
+	}
+	if (failed)
+		for (size_t i : pipeline.abandon())
+			replies[i] = *failed;
+	next_req_ = pipeline.next_id();
+	pipeline_ = nullptr;
+	replies_ = nullptr;
+
+	std::vector<Result<wire::Msg>> out;
+	out.reserve(replies.size());
+	for (auto &r : replies)
+		out.push_back(std::move(*r));
+	return out;
 }
 
 Result<std::vector<std::byte>> RdmaClient::read(uint64_t addr, uint32_t rkey, uint32_t len)

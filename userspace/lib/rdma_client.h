@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // rdma_client.h - a blocking client of mdnode for user space: mdctl's admin
-// commands and the test programs. One RC connection; one request at a time;
-// invalidations pushed meanwhile are acknowledged at once and counted (a
+// commands and the test programs. One RC connection. call() sends one
+// request and waits for its reply; call_many() pipelines several, keeping
+// up to the queue depth mdnode granted outstanding (kQueueDepth asked).
+// Invalidations pushed meanwhile are acknowledged at once and counted (a
 // user-space client caches nothing, so it has nothing to drain).
 //
 //	auto c = RdmaClient::connect({.node = "192.0.2.2", .role = MDR_ROLE_ADMIN});
@@ -15,10 +17,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "lib/pipeline.h"
 #include "lib/result.h"
 #include "lib/wire.h"
 
@@ -37,7 +41,8 @@ struct ClientOptions {
 	mdr_wire_role role = MDR_ROLE_HOST;
 	uint32_t tenant = 0;
 	uint64_t host_id = 0;		// 0: a random one
-	int timeout_ms = 5000;		// per step: connect, each call, each READ
+	int timeout_ms = 5000;		// per step: connect, each call (unless the
+				// call names its own), each READ
 };
 
 class RdmaClient {
@@ -51,9 +56,23 @@ public:
 	// host id).
 	Status authenticate(std::span<const uint8_t> key);
 
-	// Sends one request and waits for its reply. A reply with a status
-	// other than OK comes back as an Error with the status's errno.
-	Result<wire::Msg> call(const wire::Body &request);
+	// Sends one request and waits for its reply, at most @timeout_ms
+	// (0: the connection's timeout_ms). A reply with a status other than
+	// OK comes back as an Error with the status's errno. A reply that
+	// comes after its call timed out is dropped.
+	Result<wire::Msg> call(const wire::Body &request, int timeout_ms = 0);
+
+	// Sends @requests pipelined, at most the granted queue depth
+	// outstanding, and returns their replies in the order of @requests
+	// (each as call() would). Requests are sent in order; mdnode may
+	// answer them in any order. A timeout (no reply for @timeout_ms, 0:
+	// the connection's) or a lost connection fails every request not
+	// answered yet, sent or not.
+	std::vector<Result<wire::Msg>> call_many(std::span<const wire::Body> requests,
+						 int timeout_ms = 0);
+
+	// Requests call_many() keeps outstanding: what mdnode granted.
+	unsigned queue_depth() const;
 
 	// One-sided READ of len bytes at a remote address with an rkey. A
 	// remote access error (a foreign rkey) is -EACCES.
@@ -78,7 +97,7 @@ private:
 	Status setup();
 	Result<int> wait_cm(int expected);
 	Status post_recv(uint32_t slot);
-	Status post_send(std::span<const std::byte> msg);
+	Status post_send(uint32_t slot, std::span<const std::byte> msg);
 	// Polls completions until pred() or the timeout; handles receives.
 	template <typename Pred> Status poll_until(Pred pred, int timeout_ms);
 	void on_recv(uint32_t slot, uint32_t len);
@@ -97,10 +116,13 @@ private:
 	uint64_t next_req_ = 1;
 	uint64_t invalidations_ = 0;
 	std::function<void(uint64_t, const wire::Invalidate &)> on_push_;
-	// The reply being waited for.
-	uint64_t want_id_ = 0;
-	std::optional<Result<wire::Msg>> reply_;
-	bool send_done_ = false;
+	// The requests of the call_many() running: their window, and where
+	// their replies go.
+	Pipeline *pipeline_ = nullptr;
+	std::vector<std::optional<Result<wire::Msg>>> *replies_ = nullptr;
+	std::optional<Error> bad_message_;	// from mdnode: fails the call
+	uint64_t progress_ = 0;			// replies and freed send slots
+	std::vector<uint32_t> free_send_;	// send slots not owned by the HCA
 	bool read_done_ = false;
 	bool broken_ = false;		// the QP went to error
 	std::string broken_why_;
