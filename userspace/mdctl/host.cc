@@ -31,9 +31,15 @@ class RdmaSession final : public NodeSession {
 public:
 	explicit RdmaSession(std::unique_ptr<mdr::RdmaClient> client) : client_(std::move(client)) {}
 
-	mdr::Result<mdr::wire::Msg> call(const mdr::wire::Body &request) override
+	mdr::Result<mdr::wire::Msg> call(const mdr::wire::Body &request, int timeout_ms) override
 	{
-		return client_->call(request);
+		return client_->call(request, timeout_ms);
+	}
+
+	std::vector<mdr::Result<mdr::wire::Msg>>
+	call_many(std::span<const mdr::wire::Body> requests, int timeout_ms) override
+	{
+		return client_->call_many(requests, timeout_ms);
 	}
 
 private:

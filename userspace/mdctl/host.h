@@ -21,13 +21,31 @@
 
 namespace mdctl {
 
-// An authenticated admin connection to mdnode: one request at a time.
+// An authenticated admin connection to mdnode.
 class NodeSession {
 public:
 	virtual ~NodeSession() = default;
-	// Sends @request and waits for the reply; a reply with a status other
-	// than OK is an Error with the status's errno.
-	virtual mdr::Result<mdr::wire::Msg> call(const mdr::wire::Body &request) = 0;
+	// Sends @request and waits for the reply, at most @timeout_ms (0: the
+	// session's timeout, NodeOptions::timeout_ms); a reply with a status
+	// other than OK is an Error with the status's errno.
+	virtual mdr::Result<mdr::wire::Msg> call(const mdr::wire::Body &request,
+						 int timeout_ms) = 0;
+	mdr::Result<mdr::wire::Msg> call(const mdr::wire::Body &request)
+	{
+		return call(request, 0);
+	}
+	// Sends @requests pipelined (as many outstanding as the node grants)
+	// and returns their replies in their order, each as call() gives it;
+	// @timeout_ms as for call(). Every request is sent even when one
+	// fails, unless the connection fails. By default, one after another.
+	virtual std::vector<mdr::Result<mdr::wire::Msg>>
+	call_many(std::span<const mdr::wire::Body> requests, int timeout_ms)
+	{
+		std::vector<mdr::Result<mdr::wire::Msg>> out;
+		for (const mdr::wire::Body &r : requests)
+			out.push_back(call(r, timeout_ms));
+		return out;
+	}
 };
 
 struct NodeOptions {

@@ -5,9 +5,11 @@
 #ifndef MDR_TESTS_FAKE_NODE_H
 #define MDR_TESTS_FAKE_NODE_H
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,19 +24,28 @@ public:
 	struct Vol {
 		wire::Volume vol;
 		std::vector<wire::DevExtents> devs;
+		std::map<uint64_t, uint32_t> placement;	// extent index -> device (for MOVE)
 	};
 
 	std::string key = "0123456789abcdef";		// the admin key it accepts
 	int connect_error = 0;				// e.g. -ECONNREFUSED
 	std::map<uint16_t, int> errors;			// opcode -> -errno of its reply
+	std::map<std::string, int> create_errors;	// name -> -errno of VOL_CREATE
 	std::map<std::string, Vol> volumes;		// by name
 	std::vector<wire::Device> devices;		// ascending ids
 	size_t page = 2;				// elements per list page
 	uint64_t next_id = 1;
 
-	// What it saw: every connection's options, every request's opcode.
+	wire::NodeStatsRep stats;			// the migration counters it reports
+	std::optional<uint64_t> move_busy_at;		// a MOVE of this extent: EBUSY
+
+	// What it saw: every connection's options, every request's opcode,
+	// the timeout of each call (0: the session's), every MOVE.
 	std::vector<mdctl::NodeOptions> connections;
 	std::vector<uint16_t> requests;
+	std::vector<int> timeouts;
+	std::vector<wire::MoveReq> moves;
+	std::vector<size_t> pipelined;			// requests of each call_many()
 
 	mdr::Result<std::unique_ptr<mdctl::NodeSession>>
 	connect(const mdctl::NodeOptions &opts, std::span<const uint8_t> k)
@@ -66,10 +77,22 @@ private:
 	public:
 		explicit Session(FakeNode &node) : node_(node) {}
 
-		mdr::Result<wire::Msg> call(const wire::Body &request) override
+		mdr::Result<wire::Msg> call(const wire::Body &request, int timeout_ms) override
 		{
+			node_.timeouts.push_back(timeout_ms);
 			return std::visit([&](const auto &req) { return node_.answer(req); },
 					  request);
+		}
+
+		// Answered in order, as mdnode answers what arrives together.
+		std::vector<mdr::Result<wire::Msg>>
+		call_many(std::span<const wire::Body> requests, int timeout_ms) override
+		{
+			node_.pipelined.push_back(requests.size());
+			std::vector<mdr::Result<wire::Msg>> out;
+			for (const wire::Body &r : requests)
+				out.push_back(call(r, timeout_ms));
+			return out;
 		}
 
 	private:
@@ -113,6 +136,8 @@ private:
 	{
 		if (volumes.contains(req.name))
 			return mdr::Error(-EEXIST, "MDR_ST_EXIST");
+		if (auto e = create_errors.find(req.name); e != create_errors.end())
+			return mdr::Error(e->second, "MDR_ST_" + std::to_string(-e->second));
 		Vol v;
 		v.vol.volume_id = next_id++;
 		v.vol.size = req.size;
@@ -199,6 +224,102 @@ private:
 		rep.journal_syncs = 8;
 		rep.invalidations = 9;
 		rep.lease_expiries = 10;
+		rep.moves_active = stats.moves_active;
+		rep.moves_done = stats.moves_done;
+		rep.moves_failed = stats.moves_failed;
+		rep.move_bytes = stats.move_bytes;
+		rep.stall_max_us = stats.stall_max_us;
+		rep.stall_total_us = stats.stall_total_us;
+		return reply(rep);
+	}
+
+	bool has_device(uint32_t id) const
+	{
+		for (const wire::Device &d : devices)
+			if (d.dev_id == id)
+				return true;
+		return false;
+	}
+
+	// Moves one extent the way mdnode reports it: sectors from the index,
+	// generation 4, a stall of 1000 + index us; counts it in stats.
+	wire::MovedExtent move_one(Vol &v, uint64_t index, uint32_t to)
+	{
+		const uint64_t sectors = (uint64_t{1} << v.vol.extent_shift) >> 9;
+		wire::MovedExtent x{.index = index, .old_pstart = index * sectors,
+				    .new_pstart = (index + 1000) * sectors,
+				    .old_dev = v.placement[index], .new_dev = to,
+				    .generation = 4, .stall_us = uint32_t(1000 + index)};
+		v.placement[index] = to;
+		stats.moves_done++;
+		stats.move_bytes += uint64_t{1} << v.vol.extent_shift;
+		stats.stall_max_us = std::max<uint64_t>(stats.stall_max_us, x.stall_us);
+		stats.stall_total_us += x.stall_us;
+		return x;
+	}
+
+	// Checked as a whole like mdnode: the volume by id or name, the range
+	// within it, every extent mapped and not on the target; then moved.
+	mdr::Result<wire::Msg> handle(const wire::MoveReq &req)
+	{
+		moves.push_back(req);
+		Vol *v = nullptr;
+		for (auto &[name, vol] : volumes)
+			if (req.flags & MDR_MOVE_F_BY_NAME ? name == req.name
+							   : vol.vol.volume_id == req.volume_id)
+				v = &vol;
+		if (!v || !has_device(req.to_dev))
+			return mdr::Error(-ENOENT, "MDR_ST_NOENT");
+		const uint64_t extents = ((v->vol.size - 1) >> v->vol.extent_shift) + 1;
+		if (req.count < 1 || req.count > MDR_WIRE_MOVE_MAX || req.first >= extents ||
+		    req.count > extents - req.first)
+			return mdr::Error(-EINVAL, "MDR_ST_INVAL");
+		for (uint64_t i = req.first; i < req.first + req.count; i++) {
+			auto p = v->placement.find(i);
+			if (p == v->placement.end() || p->second == req.to_dev)
+				return mdr::Error(-EINVAL, "MDR_ST_INVAL");
+			if (move_busy_at == i)
+				return mdr::Error(-EBUSY, "MDR_ST_BUSY");
+		}
+		wire::MoveRep rep;
+		rep.volume_id = v->vol.volume_id;
+		for (uint64_t i = req.first; i < req.first + req.count; i++) {
+			rep.extents.push_back(move_one(*v, i, req.to_dev));
+			rep.bytes += uint64_t{1} << v->vol.extent_shift;
+			rep.stall_max_us = std::max<uint64_t>(rep.stall_max_us,
+							      rep.extents.back().stall_us);
+			rep.stall_total_us += rep.extents.back().stall_us;
+		}
+		return reply(rep);
+	}
+
+	// Every extent on dev_id to to_dev, or to the first other device.
+	mdr::Result<wire::Msg> handle(const wire::DrainReq &req)
+	{
+		if (!has_device(req.dev_id) || (req.to_dev && !has_device(req.to_dev)))
+			return mdr::Error(-ENOENT, "MDR_ST_NOENT");
+		uint32_t to = req.to_dev;
+		for (const wire::Device &d : devices)
+			if (!to && d.dev_id != req.dev_id)
+				to = d.dev_id;
+		if (!to)
+			return mdr::Error(-ENOSPC, "MDR_ST_NOSPC");
+		wire::DrainRep rep;
+		rep.dev_id = req.dev_id;
+		for (auto &[name, v] : volumes)
+			for (auto &[index, dev] : v.placement) {
+				if (dev != req.dev_id)
+					continue;
+				if (move_busy_at == index) {
+					rep.remaining++;
+					continue;
+				}
+				wire::MovedExtent x = move_one(v, index, to);
+				rep.moved++;
+				rep.bytes += uint64_t{1} << v.vol.extent_shift;
+				rep.stall_max_us = std::max<uint64_t>(rep.stall_max_us, x.stall_us);
+				rep.stall_total_us += x.stall_us;
+			}
 		return reply(rep);
 	}
 
