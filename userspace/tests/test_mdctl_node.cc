@@ -825,6 +825,39 @@ static void test_attach_loads_module(void **)
 
 // ---- batches -------------------------------------------------------------------
 
+// The creations go pipelined, then the lookups; the deletes too. A
+// creation that fails in the middle undoes those before and after it.
+static void test_batches_pipeline(void **)
+{
+	World w;
+	w.volume("old", 1ULL << 30);
+	w.module.node_volumes[2] = {1ULL << 30, 22, "a"};
+	w.module.node_volumes[3] = {1ULL << 30, 22, "b"};
+	w.host.files["/batch"] = "a 1G\nold 1G\nb 1G\n";
+	Outcome o = w.run({"attach", "--all-of", "/batch"});
+	assert_int_equal(o.status, 0);
+	// 3 creations in one pipeline (one EEXIST), then the one lookup
+	assert_true((w.node.pipelined == std::vector<size_t>{3, 1}));
+	assert_int_equal(w.run({"detach", "--all-of", "/batch"}).status, 0);
+	w.node.pipelined.clear();
+	o = w.run({"volume", "delete", "--all-of", "/batch"});
+	assert_int_equal(o.status, 0);
+	assert_true((w.node.pipelined == std::vector<size_t>{3}));
+	assert_true(w.node.volumes.empty());
+
+	World f;
+	f.host.files["/batch"] = "a 1G\nb 1G\nc 1G\nd 1G\n";
+	f.node.create_errors["b"] = -ENOSPC;
+	o = f.run({"attach", "--all-of", "/batch"});
+	assert_int_equal(o.status, 1);
+	assert_string_equal(o.err.c_str(),
+			    "mdctl: attach failed: volume 'b': No space left on device (ENOSPC)\n"
+			    "hint: the node's devices are full; see 'mdctl dev list'\n");
+	assert_true(f.node.volumes.empty());	// a, c and d deleted again
+	assert_true((f.node.pipelined == std::vector<size_t>{4, 3}));	// creates, undo
+	assert_true(f.sys.requests.empty());
+}
+
 static void test_attach_all_of(void **)
 {
 	World w;
@@ -1088,6 +1121,7 @@ int main()
 		cmocka_unit_test(test_attach_by_name_failures),
 		cmocka_unit_test(test_attach_loads_module),
 		cmocka_unit_test(test_attach_all_of),
+		cmocka_unit_test(test_batches_pipeline),
 		cmocka_unit_test(test_attach_all_of_rolls_back),
 		cmocka_unit_test(test_batch_jobs),
 		cmocka_unit_test(test_batch_file_errors),

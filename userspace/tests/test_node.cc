@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <endian.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -1048,6 +1049,74 @@ void test_bad_messages_are_answered_or_cut(void **)
 	assert_true(r.quiet(999));
 }
 
+// Requests that arrive together (an admin client's pipeline) are journaled
+// in one write, one sync for all (group commit); none is answered before
+// that write is durable; a name taken by a creation in flight is refused.
+void test_pipelined_creates_and_deletes_share_one_journal_write(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	auto stats = [&] {
+		r.send(adm, 900, wire::NodeStatsReq{});
+		wire::Msg m = r.one(adm);
+		assert_true(std::holds_alternative<wire::NodeStatsRep>(m.body));
+		return std::get<wire::NodeStatsRep>(m.body);
+	};
+	// Delivers the journal's writes as the event loop does, until @n
+	// replies came; returns them by req_id.
+	auto run_loop = [&](size_t n) {
+		std::map<uint64_t, wire::Msg> got;
+		while (got.size() < n) {
+			struct pollfd p = {r.journal->event_fd(), POLLIN, 0};
+			assert_int_equal(poll(&p, 1, 10000), 1);
+			r.journal->process_completions();
+			for (wire::Msg &m : r.take(adm))
+				got.emplace(m.hdr.req_id, std::move(m));
+		}
+		return got;
+	};
+	const int kCount = 32;
+
+	const wire::NodeStatsRep before = stats();
+	for (int i = 0; i < kCount; i++)
+		r.send(adm, 100 + i, wire::VolCreateReq{.size = MiB, .extent_shift = kShift,
+							.tenant = 1,
+							.name = "v" + std::to_string(i)});
+	r.send(adm, 200, wire::VolCreateReq{.size = MiB, .extent_shift = kShift, .tenant = 1,
+					    .name = "v7"});
+	// Nothing durable yet: only the refusal of the name taken in flight.
+	wire::Msg refused = r.one(adm);
+	assert_int_equal(refused.hdr.req_id, 200);
+	assert_int_equal(status_of(refused), MDR_ST_EXIST);
+	std::map<uint64_t, wire::Msg> got = run_loop(kCount);
+	std::set<uint64_t> ids;
+	for (int i = 0; i < kCount; i++) {
+		auto *rep = std::get_if<wire::VolCreateRep>(&got.at(100 + i).body);
+		assert_non_null(rep);
+		assert_string_equal(rep->vol.name.c_str(), ("v" + std::to_string(i)).c_str());
+		ids.insert(rep->vol.volume_id);
+	}
+	assert_int_equal(ids.size(), kCount);
+	const wire::NodeStatsRep created = stats();
+	assert_int_equal(created.journal_records - before.journal_records, kCount);
+	assert_int_equal(created.journal_syncs - before.journal_syncs, 1);
+
+	// The same for deletes, with one of a name that is not there.
+	for (int i = 0; i < kCount; i++)
+		r.send(adm, 300 + i, wire::VolDeleteReq{.name = "v" + std::to_string(i)});
+	r.send(adm, 400, wire::VolDeleteReq{.name = "nope"});
+	refused = r.one(adm);
+	assert_int_equal(refused.hdr.req_id, 400);
+	assert_int_equal(status_of(refused), MDR_ST_NOENT);
+	got = run_loop(kCount);
+	for (int i = 0; i < kCount; i++)
+		assert_int_equal(status_of(got.at(300 + i)), MDR_ST_OK);
+	const wire::NodeStatsRep deleted = stats();
+	assert_int_equal(deleted.journal_records - created.journal_records, kCount);
+	assert_int_equal(deleted.journal_syncs - created.journal_syncs, 1);
+	assert_int_equal(deleted.volumes, 0);
+}
+
 } // namespace
 
 int main()
@@ -1072,6 +1141,7 @@ int main()
 		cmocka_unit_test(test_delete_settles_a_fan_out_on_lapsed_leases),
 		cmocka_unit_test(test_journal_failure_answers_eio),
 		cmocka_unit_test(test_bad_messages_are_answered_or_cut),
+		cmocka_unit_test(test_pipelined_creates_and_deletes_share_one_journal_write),
 	};
 
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
