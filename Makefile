@@ -4,6 +4,7 @@
 #   make          build mdroute.ko for the installed Debian kernel, and user space
 #   make check    all test layers (unit, KUnit, VM), ending "N passed, N failed"
 #   make demo     the main job: boot a guest and show mdroute at work
+#   make bench    the performance report (tools/bench/report) in build/bench/report
 #   make style    checkpatch on kmod/ and ktests/; make sparse: sparse on kmod/
 # Kernel objects are described in Kbuild.
 
@@ -17,7 +18,7 @@ BUILD ?= build
 CMAKE_FLAGS := -DMDR_RELEASE=$(MDR_RELEASE) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 JOBS ?= $(shell nproc)
 
-.PHONY: all module userspace userspace-release userspace-asan check demo \
+.PHONY: all module userspace userspace-release userspace-asan check demo bench \
 	style sparse install dkms clean help
 
 all: module userspace
@@ -42,6 +43,13 @@ check:
 
 demo: all
 	tools/demo
+
+# Rounds and seconds per measurement; the machine is noisy, more rounds
+# give steadier medians (about 12 x RUNTIME s a round under TCG).
+BENCH_ROUNDS ?= 5
+BENCH_RUNTIME ?= 10
+bench: all
+	tools/bench/report $(BENCH_ROUNDS) $(BENCH_RUNTIME)
 
 style:
 	tools/style checkpatch
@@ -70,4 +78,4 @@ clean:
 	rm -rf $(BUILD)
 
 help:
-	@sed -n '3,9p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,10p' Makefile | sed 's/^# \{0,1\}//'
