@@ -154,6 +154,32 @@ void mdr_cache_destroy(struct mdr_cache *c)
 	xa_destroy(&c->xa);
 }
 
+/* Copies a cached entry (not a tombstone) into @loc; @touch sets its bit. */
+static bool mdr_cache_read(struct mdr_cache *c, u64 index, struct mdr_loc *loc,
+			   bool touch)
+{
+	struct mdr_cent *e;
+	bool found = false;
+
+	if (index > ULONG_MAX)
+		return false;
+
+	rcu_read_lock();
+	e = xa_load(&c->xa, index);
+	if (e && !xa_is_value(e)) {
+		loc->generation = e->generation;
+		loc->pstart = e->pstart;
+		loc->dev_id = e->dev_id;
+		loc->state = e->state;
+		/* read-mostly line: write the bit only when it changes */
+		if (touch && !READ_ONCE(e->referenced))
+			WRITE_ONCE(e->referenced, 1);
+		found = true;
+	}
+	rcu_read_unlock();
+	return found;
+}
+
 /**
  * mdr_cache_lookup() - where does extent @index live?
  * @c:		the cache
@@ -166,26 +192,8 @@ void mdr_cache_destroy(struct mdr_cache *c)
 enum mdr_cache_result mdr_cache_lookup(struct mdr_cache *c, u64 index,
 				       struct mdr_loc *loc)
 {
-	enum mdr_cache_result r = MDR_CACHE_MISS;
-	struct mdr_cent *e;
-
-	if (index > ULONG_MAX)
-		return MDR_CACHE_MISS;
-
-	rcu_read_lock();
-	e = xa_load(&c->xa, index);
-	if (e && !xa_is_value(e)) {
-		loc->generation = e->generation;
-		loc->pstart = e->pstart;
-		loc->dev_id = e->dev_id;
-		loc->state = e->state;
-		/* read-mostly line: write the bit only when it changes */
-		if (!READ_ONCE(e->referenced))
-			WRITE_ONCE(e->referenced, 1);
-		r = MDR_CACHE_HIT;
-	}
-	rcu_read_unlock();
-	return r;
+	return mdr_cache_read(c, index, loc, true) ? MDR_CACHE_HIT :
+						     MDR_CACHE_MISS;
 }
 
 /*
@@ -339,22 +347,7 @@ void mdr_cache_drop(struct mdr_cache *c, u64 first, u64 count,
  */
 bool mdr_cache_peek(struct mdr_cache *c, u64 index, struct mdr_loc *loc)
 {
-	struct mdr_cent *e;
-	bool found = false;
-
-	if (index > ULONG_MAX)
-		return false;
-	rcu_read_lock();
-	e = xa_load(&c->xa, index);
-	if (e && !xa_is_value(e)) {
-		loc->generation = e->generation;
-		loc->pstart = e->pstart;
-		loc->dev_id = e->dev_id;
-		loc->state = e->state;
-		found = true;
-	}
-	rcu_read_unlock();
-	return found;
+	return mdr_cache_read(c, index, loc, false);
 }
 
 /**
