@@ -25,10 +25,12 @@
  *
  * Locks, outermost first: mdr_conns_mutex (the connection list),
  * conn->mutex (queue build and teardown), conn->vols_mutex (the volume
- * list; held across RPCs of the lease work), tvol->cb_mutex (sleeping
- * callbacks vs close), conn->lock (spinlock, irqsave: queue pointer,
- * slots, pending, pools), tvol->cb_lock (spinlock: non-sleeping
- * callbacks vs close). No callback into the volume runs under conn->lock.
+ * list; never held across an RPC), tvol->rpc_mutex (the lease work's RPCs
+ * of one volume vs its close), tvol->cb_mutex (sleeping callbacks vs
+ * close), conn->lock (spinlock, irqsave: queue pointer, slots, pending,
+ * pools), tvol->cb_lock (spinlock: non-sleeping callbacks vs close).
+ * vols_mutex and rpc_mutex are never held together. No callback into the
+ * volume runs under conn->lock.
  */
 #include <linux/bitmap.h>
 #include <linux/debugfs.h>
@@ -281,7 +283,7 @@ struct mdr_conn {
 	unsigned int users;
 	struct mdr_target target;
 	struct mutex mutex;		/* queue build and teardown */
-	struct mutex vols_mutex;	/* @vols; RPCs of the lease work */
+	struct mutex vols_mutex;	/* @vols */
 	struct list_head vols;
 	spinlock_t lock;		/* IO path state, see above */
 	enum mdr_conn_state state;
@@ -310,16 +312,19 @@ struct mdr_conn {
 enum {
 	MDR_TV_CLOSED,		/* close has begun: no more callbacks */
 	MDR_TV_REOPEN,		/* RENEW or ALLOC said STALE: OPEN again */
+	MDR_TV_UNLISTED,	/* off conn->vols: no more lease RPCs */
 };
 
 /**
  * struct mdr_tvol - a volume opened through a connection
  * @node:	in conn->vols
- * @ref:	held by the opener until close, and by async requests
+ * @lease_node:	in the lease work's list of one pass (that work only)
+ * @ref:	held by the opener until close, async requests, the lease work
  * @conn:	the connection (holds a reference)
  * @owner:	the volume's cookie for @ops
  * @ops:	callbacks into the volume
  * @volume_id:	the volume
+ * @rpc_mutex:	the lease work's RPCs vs close
  * @cb_mutex:	sleeping callbacks (invalidate) vs close
  * @cb_lock:	other callbacks vs close; lease fields
  * @flags:	MDR_TV_* bits
@@ -338,11 +343,13 @@ enum {
  */
 struct mdr_tvol {
 	struct list_head node;
+	struct list_head lease_node;
 	struct kref ref;
 	struct mdr_conn *conn;
 	void *owner;
 	const struct mdr_tvol_ops *ops;
 	u64 volume_id;
+	struct mutex rpc_mutex;		/* lease RPCs vs close */
 	struct mutex cb_mutex;		/* invalidate vs close */
 	spinlock_t cb_lock;		/* other callbacks vs close */
 	unsigned long flags;
@@ -1850,15 +1857,17 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 }
 
 /*
- * When a lease of @c is due, renew every lease of the connection with one
- * RENEW of volume 0: a host with 1000 volumes sends one RPC a period, not
- * 1000. Only volumes opened on the live queue whose lease is still valid
- * here when it is sent are extended by its answer: mdnode counts a lease
- * longer than the host, so it still holds each of them. STALE (a lease
- * lapsed on mdnode) or any error leaves the due volumes to be renewed one
- * by one, which finds the lost ones. c->vols_mutex held.
+ * When a lease of @vols (the pass's volumes, by lease_node) is due, renew
+ * every lease of the connection with one RENEW of volume 0: a host with
+ * 1000 volumes sends one RPC a period, not 1000. Only volumes opened on
+ * the live queue whose lease is still valid here when it is sent are
+ * extended by its answer: mdnode counts a lease longer than the host, so
+ * it still holds each of them. STALE (a lease lapsed on mdnode) or any
+ * error leaves the due volumes to be renewed one by one, which finds the
+ * lost ones.
  */
-static void mdr_lease_renew_all(struct mdr_conn *c, struct mdr_msg *reply)
+static void mdr_lease_renew_all(struct mdr_conn *c, struct list_head *vols,
+				struct mdr_msg *reply)
 {
 	u64 now = ktime_get_ns(), sent;
 	struct mdr_tvol *tv;
@@ -1867,9 +1876,9 @@ static void mdr_lease_renew_all(struct mdr_conn *c, struct mdr_msg *reply)
 	u32 inc;
 
 	/* one volume renews itself: its STALE names the lost lease */
-	if (list_empty(&c->vols) || list_is_singular(&c->vols))
+	if (list_empty(vols) || list_is_singular(vols))
 		return;
-	list_for_each_entry(tv, &c->vols, node) {
+	list_for_each_entry(tv, vols, lease_node) {
 		spin_lock_bh(&tv->cb_lock);
 		due = now >= tv->renew_at;
 		spin_unlock_bh(&tv->cb_lock);
@@ -1880,16 +1889,17 @@ static void mdr_lease_renew_all(struct mdr_conn *c, struct mdr_msg *reply)
 		return;
 
 	sent = ktime_get_ns();
-	tv = list_first_entry(&c->vols, struct mdr_tvol, node);
+	tv = list_first_entry(vols, struct mdr_tvol, lease_node);
 	if (mdr_rpc_vol(c, tv, MDR_OP_RENEW, 0, reply, &inc))
 		return;
 	atomic64_inc(&c->stats.batch_renewals);
-	list_for_each_entry(tv, &c->vols, node) {
+	list_for_each_entry(tv, vols, lease_node) {
 		bool opened;
 
 		spin_lock_irqsave(&c->lock, flags);
 		opened = tv->opened_once && tv->open_inc == inc &&
-			 !test_bit(MDR_TV_REOPEN, &tv->flags);
+			 !test_bit(MDR_TV_REOPEN, &tv->flags) &&
+			 !test_bit(MDR_TV_UNLISTED, &tv->flags);
 		spin_unlock_irqrestore(&c->lock, flags);
 		spin_lock_bh(&tv->cb_lock);
 		opened &= tv->lease_valid && mdr_lease_valid(sent, tv->deadline);
@@ -1933,10 +1943,87 @@ static void mdr_read_watchdog(struct mdr_conn *c)
 }
 
 /*
+ * Runs the lease pass within @delay (jiffies): sooner than planned, never
+ * later. Every attach of a boot storm asks for one; moving the pass later
+ * each time would starve every lease of the connection until they lapse.
+ * A pass that starts meanwhile only makes this one run twice.
+ */
+static void mdr_lease_work_within(struct mdr_conn *c, unsigned long delay)
+{
+	struct delayed_work *dw = &c->lease_work;
+
+	if (!delayed_work_pending(dw) ||
+	    time_before(jiffies + delay, READ_ONCE(dw->timer.expires)))
+		mod_delayed_work(mdr_wq, dw, delay);
+}
+
+/*
+ * One volume's turn in a lease pass: OPEN it when the node forgot its
+ * lease (STALE) or it is not open on the live queue yet, RENEW it when
+ * due. Under its rpc_mutex, so that close waits for this volume's RPC
+ * alone, and never sends CLOSE before it.
+ * Return: false when the connection is not live (the pass ends); *@next
+ * is lowered to when this volume wants the next pass (ns).
+ */
+static bool mdr_lease_one(struct mdr_conn *c, struct mdr_tvol *tv,
+			  struct mdr_msg *reply, u64 *next)
+{
+	unsigned long flags;
+	bool live, reopen;
+	u64 renew_at;
+	int ret;
+
+	mutex_lock(&tv->rpc_mutex);
+	if (test_bit(MDR_TV_UNLISTED, &tv->flags)) {
+		mutex_unlock(&tv->rpc_mutex);
+		return true;
+	}
+	spin_lock_irqsave(&c->lock, flags);
+	live = c->q && c->state == MDR_CONN_LIVE;
+	reopen = live && (tv->open_inc != c->q->inc ||
+			  test_bit(MDR_TV_REOPEN, &tv->flags));
+	spin_unlock_irqrestore(&c->lock, flags);
+	if (!live || reopen) {
+		if (reopen)
+			mdr_tv_open(c, tv, reply, true);
+		mutex_unlock(&tv->rpc_mutex);
+		return live;
+	}
+	spin_lock_bh(&tv->cb_lock);
+	renew_at = tv->renew_at;
+	spin_unlock_bh(&tv->cb_lock);
+	if (ktime_get_ns() >= renew_at) {
+		u64 sent = ktime_get_ns();
+
+		ret = mdr_rpc(c, tv, MDR_OP_RENEW, reply, NULL);
+		if (!ret) {
+			mdr_lease_granted(tv, sent, reply->lease_ms, true);
+		} else if (ret == -ESTALE) {
+			/* may already have let a move go ahead */
+			set_bit(MDR_TV_REOPEN, &tv->flags);
+			mdr_tv_open(c, tv, reply, true);
+		} else {
+			/* try again soon, before the deadline */
+			*next = min(*next, ktime_get_ns() +
+				    tv->lease_ms / 16 * NSEC_PER_MSEC);
+			mutex_unlock(&tv->rpc_mutex);
+			return true;
+		}
+	}
+	mutex_unlock(&tv->rpc_mutex);
+	spin_lock_bh(&tv->cb_lock);
+	*next = min(*next, tv->renew_at);
+	spin_unlock_bh(&tv->cb_lock);
+	return true;
+}
+
+/*
  * Renews leases before they run out and reopens volumes whose lease the
  * node forgot (STALE) or that are not open on the live queue yet; and
- * watches READs. Context: workqueue; re-arms itself for the earliest
- * renewal.
+ * watches READs. The pass works on a referenced copy of the volume list:
+ * vols_mutex is not held across its RPCs, so pushes, opens and closes of
+ * other volumes go on meanwhile. Context: workqueue (one pass at a time);
+ * re-arms itself for the earliest renewal.
  */
 static void mdr_lease_work(struct work_struct *w)
 {
@@ -1944,59 +2031,29 @@ static void mdr_lease_work(struct work_struct *w)
 					  lease_work);
 	u64 now = ktime_get_ns();
 	u64 next = now + MDR_LEASE_TICK_MS * NSEC_PER_MSEC;
+	struct mdr_tvol *tv, *tmp;
 	struct mdr_msg *reply;
-	struct mdr_tvol *tv;
-	unsigned long flags;
-	bool live;
+	bool live = true;
+	LIST_HEAD(vols);
 
 	mdr_read_watchdog(c);
 	reply = kmalloc(sizeof(*reply), GFP_KERNEL);
 	if (!reply)
 		goto out;
 	mutex_lock(&c->vols_mutex);
-	mdr_lease_renew_all(c, reply);
 	list_for_each_entry(tv, &c->vols, node) {
-		bool reopen;
-		u64 renew_at;
-		int ret;
-
-		spin_lock_irqsave(&c->lock, flags);
-		live = c->q && c->state == MDR_CONN_LIVE;
-		reopen = live && (tv->open_inc != c->q->inc ||
-				  test_bit(MDR_TV_REOPEN, &tv->flags));
-		spin_unlock_irqrestore(&c->lock, flags);
-		if (!live)
-			break;
-		if (reopen) {
-			mdr_tv_open(c, tv, reply, true);
-			continue;
-		}
-		spin_lock_bh(&tv->cb_lock);
-		renew_at = tv->renew_at;
-		spin_unlock_bh(&tv->cb_lock);
-		if (ktime_get_ns() >= renew_at) {
-			u64 sent = ktime_get_ns();
-
-			ret = mdr_rpc(c, tv, MDR_OP_RENEW, reply, NULL);
-			if (!ret) {
-				mdr_lease_granted(tv, sent, reply->lease_ms,
-						  true);
-			} else if (ret == -ESTALE) {
-				/* may already have let a move go ahead */
-				set_bit(MDR_TV_REOPEN, &tv->flags);
-				mdr_tv_open(c, tv, reply, true);
-			} else {
-				/* try again soon, before the deadline */
-				next = min(next, ktime_get_ns() +
-					   tv->lease_ms / 16 * NSEC_PER_MSEC);
-				continue;
-			}
-		}
-		spin_lock_bh(&tv->cb_lock);
-		next = min(next, tv->renew_at);
-		spin_unlock_bh(&tv->cb_lock);
+		kref_get(&tv->ref);
+		list_add_tail(&tv->lease_node, &vols);
 	}
 	mutex_unlock(&c->vols_mutex);
+	mdr_lease_renew_all(c, &vols, reply);
+	list_for_each_entry_safe(tv, tmp, &vols, lease_node) {
+		if (live)
+			live = mdr_lease_one(c, tv, reply, &next);
+		list_del(&tv->lease_node);
+		/* may free a closed volume; @c outlives the pass */
+		mdr_tv_put(tv);
+	}
 	kfree(reply);
 out:
 	now = ktime_get_ns();
@@ -2327,6 +2384,7 @@ static struct mdr_tvol *mdr_rdma_open(const struct mdr_target *t,
 	tv->owner = owner;
 	tv->ops = ops;
 	tv->volume_id = volume_id;
+	mutex_init(&tv->rpc_mutex);
 	mutex_init(&tv->cb_mutex);
 	spin_lock_init(&tv->cb_lock);
 	timer_setup(&tv->lease_timer, mdr_lease_timer, 0);
@@ -2360,8 +2418,7 @@ static struct mdr_tvol *mdr_rdma_open(const struct mdr_target *t,
 	mutex_lock(&c->vols_mutex);
 	list_add_tail(&tv->node, &c->vols);
 	mutex_unlock(&c->vols_mutex);
-	mod_delayed_work(mdr_wq, &c->lease_work,
-			 msecs_to_jiffies(reply->open.lease_ms / 3));
+	mdr_lease_work_within(c, msecs_to_jiffies(reply->open.lease_ms / 3));
 	kfree(reply);
 	return tv;
 
@@ -2395,6 +2452,10 @@ static void mdr_rdma_close(struct mdr_tvol *tv)
 	mutex_lock(&c->vols_mutex);
 	list_del_init(&tv->node);
 	mutex_unlock(&c->vols_mutex);
+	/* waits for a lease RPC of this volume; no other one follows */
+	mutex_lock(&tv->rpc_mutex);
+	set_bit(MDR_TV_UNLISTED, &tv->flags);
+	mutex_unlock(&tv->rpc_mutex);
 
 	reply = kmalloc(sizeof(*reply), GFP_KERNEL);
 	if (reply && READ_ONCE(c->state) == MDR_CONN_LIVE)
