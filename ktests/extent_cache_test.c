@@ -243,6 +243,36 @@ static void mdr_cache_test_forget_range_drops_floors(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, out.generation, 1ULL);
 }
 
+/* Ranges longer than the slots changed under one hold of the lock. */
+static void mdr_cache_test_drop_and_forget_long_ranges(struct kunit *test)
+{
+	struct mdr_cache *c = kunit_kzalloc(test, sizeof(*c), GFP_KERNEL);
+	const u64 n = 3 * 256 + 7;
+	struct mdr_loc a = loc(2, 1, 0), newer = loc(6, 1, 0), out;
+	u64 i;
+
+	KUNIT_ASSERT_NOT_NULL(test, c);
+	KUNIT_ASSERT_EQ(test, mdr_cache_init(c, 2 * n), 0);
+	/* every other index, so that the walk skips empty slots too */
+	for (i = 0; i < n; i++)
+		KUNIT_ASSERT_EQ(test, mdr_cache_insert(c, 2 * i, &a), 0);
+	KUNIT_ASSERT_EQ(test, mdr_cache_count(c), (unsigned int)n);
+	mdr_cache_drop(c, 1, 2 * n, 5);
+	KUNIT_EXPECT_EQ(test, mdr_cache_lookup(c, 0, &out), MDR_CACHE_HIT);
+	for (i = 1; i < n; i++) {
+		KUNIT_EXPECT_EQ(test, mdr_cache_lookup(c, 2 * i, &out),
+				MDR_CACHE_MISS);
+		KUNIT_EXPECT_EQ(test, mdr_cache_insert(c, 2 * i, &a), -ESTALE);
+	}
+	KUNIT_EXPECT_EQ(test, mdr_cache_insert(c, 2 * n - 2, &newer), 0);
+	mdr_cache_forget(c, 0, 2 * n);
+	KUNIT_EXPECT_EQ(test, mdr_cache_count(c), 0U);
+	for (i = 0; i < n; i++)
+		KUNIT_EXPECT_EQ(test, mdr_cache_insert(c, 2 * i, &a), 0);
+	KUNIT_EXPECT_EQ(test, mdr_cache_count(c), (unsigned int)n);
+	mdr_cache_destroy(c);
+}
+
 static void mdr_cache_test_unallocated_and_zero_max(struct kunit *test)
 {
 	struct mdr_cache *c = test->priv, z;
@@ -266,6 +296,7 @@ static struct kunit_case mdr_cache_test_cases[] = {
 	KUNIT_CASE(mdr_cache_test_tombstones_count_and_go_first),
 	KUNIT_CASE(mdr_cache_test_clear),
 	KUNIT_CASE(mdr_cache_test_forget_range_drops_floors),
+	KUNIT_CASE(mdr_cache_test_drop_and_forget_long_ranges),
 	KUNIT_CASE(mdr_cache_test_unallocated_and_zero_max),
 	{}
 };

@@ -102,6 +102,56 @@ static unsigned long mdr_range_last(u64 first, u64 count)
 	return count - 1 > ULONG_MAX - first ? ULONG_MAX : first + count - 1;
 }
 
+/* Slots changed with interrupts off before the lock is let go a moment */
+#define MDR_CACHE_LOCK_BATCH	256
+
+/*
+ * Empties every used slot of [@first, @first + @count) (@forget), or turns
+ * it into a tombstone of at least @min_generation. Each slot changes on
+ * its own, so the lock is let go every MDR_CACHE_LOCK_BATCH slots: a
+ * whole 100 GiB volume is 25600 of them, too many to keep interrupts off
+ * for, and an insert or a lookup meanwhile meets each slot before or
+ * after, never half-changed.
+ */
+static void mdr_cache_unset(struct mdr_cache *c, u64 first, u64 count,
+			    bool forget, u64 min_generation)
+{
+	XA_STATE(xas, &c->xa, 0);
+	unsigned long flags, next;
+	unsigned int done = 0;
+	void *e;
+
+	if (!count || first > ULONG_MAX)
+		return;
+	xas_set(&xas, first);
+	xas_lock_irqsave(&xas, flags);
+	xas_for_each(&xas, e, mdr_range_last(first, count)) {
+		if (forget) {
+			xas_store(&xas, NULL);
+			atomic_dec(&c->nr);
+		} else {
+			xas_store(&xas, mdr_tombstone(max(mdr_slot_generation(e),
+							  min_generation)));
+		}
+		if (!xa_is_value(e))
+			call_rcu(&((struct mdr_cent *)e)->rcu, mdr_cent_free);
+		if (++done % MDR_CACHE_LOCK_BATCH)
+			continue;
+		if (xas.xa_index == ULONG_MAX)
+			break;
+		/*
+		 * Not xas_pause(): a store of NULL may have freed the node
+		 * the state points into. The walk starts again after the
+		 * slot just changed.
+		 */
+		next = xas.xa_index + 1;
+		xas_unlock_irqrestore(&xas, flags);
+		xas_lock_irqsave(&xas, flags);
+		xas_set(&xas, next);
+	}
+	xas_unlock_irqrestore(&xas, flags);
+}
+
 /**
  * mdr_cache_forget() - forget extents [@first, @first + @count), tombstones
  * included
@@ -116,21 +166,7 @@ static unsigned long mdr_range_last(u64 first, u64 count)
  */
 void mdr_cache_forget(struct mdr_cache *c, u64 first, u64 count)
 {
-	XA_STATE(xas, &c->xa, 0);
-	unsigned long flags;
-	void *e;
-
-	if (!count || first > ULONG_MAX)
-		return;
-	xas_set(&xas, first);
-	xas_lock_irqsave(&xas, flags);
-	xas_for_each(&xas, e, mdr_range_last(first, count)) {
-		xas_store(&xas, NULL);
-		atomic_dec(&c->nr);
-		if (!xa_is_value(e))
-			call_rcu(&((struct mdr_cent *)e)->rcu, mdr_cent_free);
-	}
-	xas_unlock_irqrestore(&xas, flags);
+	mdr_cache_unset(c, first, count, true, 0);
 }
 
 /**
@@ -317,22 +353,7 @@ out_unlock:
 void mdr_cache_drop(struct mdr_cache *c, u64 first, u64 count,
 		    u64 min_generation)
 {
-	XA_STATE(xas, &c->xa, 0);
-	unsigned long flags;
-	void *e;
-
-	if (!count || first > ULONG_MAX)
-		return;
-	xas_set(&xas, first);
-	xas_lock_irqsave(&xas, flags);
-	xas_for_each(&xas, e, mdr_range_last(first, count)) {
-		u64 floor = max(mdr_slot_generation(e), min_generation);
-
-		xas_store(&xas, mdr_tombstone(floor));
-		if (!xa_is_value(e))
-			call_rcu(&((struct mdr_cent *)e)->rcu, mdr_cent_free);
-	}
-	xas_unlock_irqrestore(&xas, flags);
+	mdr_cache_unset(c, first, count, false, min_generation);
 }
 
 /**
