@@ -4,6 +4,8 @@
 #include "mdnode/store.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cassert>
 #include <cerrno>
 #include <cstring>
@@ -162,6 +164,30 @@ mdr_wire_entry unallocated(uint64_t volume_id, uint64_t index)
 				     volume_id, index);
 }
 
+// The entries of a new table differ only in their CRC, which covers the
+// volume id, the index and the same 28 bytes. Over messages of one length
+// a CRC is affine: crc(a ^ b) = crc(a) ^ crc(b) ^ crc(0). So flipping bit b
+// of the index changes the CRC by a constant of its own, whatever the
+// volume, the other bits and the rest of the entry; and going from index
+// i to i + 1 flips bits 0 to countr_zero(i + 1), which changes the CRC by
+// flips[countr_zero(i + 1)], the XOR of those bits' constants. The
+// constants come from the real CRC of entries that differ in one bit.
+struct IndexFlips {
+	std::array<uint32_t, 64> flips;
+
+	IndexFlips()
+	{
+		const mdr_wire_entry e = unallocated(0, 0);
+		const uint32_t zero = mdr::wire::entry_crc(e, 0, 0);
+		uint32_t acc = 0;
+
+		for (unsigned b = 0; b < 64; b++) {
+			acc ^= mdr::wire::entry_crc(e, 0, uint64_t{1} << b) ^ zero;
+			flips[b] = acc;
+		}
+	}
+};
+
 bool printable(std::string_view s)
 {
 	return std::all_of(s.begin(), s.end(),
@@ -196,6 +222,25 @@ struct Store::Record {
 
 // ---------------------------------------------------------------------------
 // Tables.
+
+void seal_unallocated(std::span<mdr_wire_entry> out, uint64_t volume_id, uint64_t first)
+{
+	static const IndexFlips k;
+
+	if (out.empty())
+		return;
+
+	mdr_wire_entry e = unallocated(volume_id, first);
+	uint32_t crc = le32toh(e.crc);
+
+	assert(out.size() - 1 <= UINT64_MAX - first);
+	out[0] = e;
+	for (size_t n = 1; n < out.size(); n++) {
+		crc ^= k.flips[std::countr_zero(first + n)];
+		e.crc = htole32(crc);
+		out[n] = e;
+	}
+}
 
 mdr::Result<Table> Table::map(uint64_t nr_entries)
 {
@@ -734,8 +779,7 @@ mdr::Result<Applied> Store::apply_create(const Record &r, std::optional<Table> t
 		table = std::move(mapped).value();
 	}
 	assert(table->entries().size() == nr);
-	for (uint64_t i = 0; i < nr; i++)
-		table->put(i, unallocated(r.volume_id, i));
+	table->put_unallocated(r.volume_id, 0);
 	names_.emplace(r.name, r.volume_id);
 	volumes_.emplace(r.volume_id,
 			 Volume{.id = r.volume_id, .name = r.name, .size = r.size,
@@ -793,8 +837,10 @@ mdr::Result<Applied> Store::apply_resize(const Record &r, std::optional<Table> t
 		table = std::move(mapped).value();
 	}
 	assert(table->entries().size() == nr);
-	for (uint64_t i = 0; i < nr; i++)
-		table->put(i, i < old_nr ? v.table.entries()[i] : unallocated(v.id, i));
+	for (uint64_t i = 0; i < std::min(nr, old_nr); i++)
+		table->put(i, v.table.entries()[i]);
+	if (nr > old_nr)
+		table->put_unallocated(v.id, old_nr);
 	for (uint64_t i = nr; i < old_nr; i++)
 		if (entry_at(v, i).state == MDR_EXT_MAPPED) {
 			free_extent(v, i);

@@ -120,6 +120,12 @@ struct Device {
 	bool operator==(const Device &) const = default;
 };
 
+// Fills out with the entries of a new table for extents first, first + 1,
+// ... of volume_id: unallocated, generation 1, each sealed for its place
+// exactly as mdr::wire::make_entry() seals it. One CRC-32C in all, then one
+// XOR an entry (store.cc says why that is the same CRC).
+void seal_unallocated(std::span<mdr_wire_entry> out, uint64_t volume_id, uint64_t first);
+
 // A volume's extent table: its entries in page-aligned anonymous memory of
 // its own, which the server registers for remote READ. Owns the mapping and
 // unmaps it when destroyed.
@@ -149,6 +155,11 @@ private:
 		: entries_(entries), nr_(nr), map_len_(map_len) {}
 	// One store of a whole sealed entry: hosts may READ at any time.
 	void put(uint64_t index, const mdr_wire_entry &entry) { entries_[index] = entry; }
+	// Entries [first, nr) unallocated: only before hosts can READ them.
+	void put_unallocated(uint64_t volume_id, uint64_t first)
+	{
+		seal_unallocated({entries_ + first, nr_ - first}, volume_id, first);
+	}
 	void unmap();
 
 	mdr_wire_entry *entries_;

@@ -1052,6 +1052,52 @@ void test_bad_messages_are_answered_or_cut(void **)
 // Requests that arrive together (an admin client's pipeline) are journaled
 // in one write, one sync for all (group commit); none is answered before
 // that write is durable; a name taken by a creation in flight is refused.
+// A creation is answered only once its record is durable, and not seen
+// before: no reply, no VOL_INFO, no OPEN. Then every entry of the table a
+// host is told to READ verifies for its place, and the reply counts no
+// extents on any device.
+void test_create_is_answered_once_durable_with_a_valid_table(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const ConnId h = r.host(1, 0x1);
+	const uint64_t size = 4096 * (uint64_t{1} << kShift) + 4096;	// 4097 extents
+	const uint64_t records = r.journal->stats().records;
+	const uint64_t syncs = r.journal->stats().syncs;
+
+	r.send(adm, 10, wire::VolCreateReq{.size = size, .extent_shift = kShift, .tenant = 1,
+					   .name = "fresh"});
+	assert_true(r.quiet(adm));
+	assert_int_equal(r.journal->stats().syncs, syncs);
+	r.send(adm, 11, wire::VolInfoReq{.name = "fresh"});
+	assert_int_equal(status_of(r.one(adm)), MDR_ST_NOENT);
+	r.send(h, 12, wire::OpenReq{.flags = MDR_OPEN_F_BY_NAME, .name = "fresh"});
+	assert_int_equal(status_of(r.one(h)), MDR_ST_NOENT);
+
+	r.flush();
+	assert_int_equal(r.journal->stats().records, records + 1);
+	assert_true(r.journal->stats().syncs > syncs);
+	wire::Msg m = r.one(adm);
+	assert_int_equal(m.hdr.req_id, 10);
+	auto *rep = std::get_if<wire::VolCreateRep>(&m.body);
+	assert_non_null(rep);
+	assert_int_equal(rep->vol.size, size);
+	assert_int_equal(rep->vol.allocated, 0);
+	assert_true(rep->devs.empty());
+
+	const uint64_t vol = rep->vol.volume_id;
+	const wire::OpenRep o = r.open(h, vol);
+	const auto *entries = reinterpret_cast<const mdr_wire_entry *>(uintptr_t(o.table_addr));
+
+	assert_int_equal(o.table_len, 4097 * sizeof(mdr_wire_entry));
+	for (uint64_t i = 0; i < 4097; i++) {
+		assert_int_equal(wire::verify_entry(entries[i], vol, i), wire::EntryCheck::ok);
+		const wire::Entry e = wire::decode_entry(entries[i]);
+		assert_int_equal(e.state, MDR_EXT_UNALLOCATED);
+		assert_int_equal(e.generation, 1);
+	}
+}
+
 void test_pipelined_creates_and_deletes_share_one_journal_write(void **)
 {
 	Rig r;
@@ -1142,6 +1188,7 @@ int main()
 		cmocka_unit_test(test_journal_failure_answers_eio),
 		cmocka_unit_test(test_bad_messages_are_answered_or_cut),
 		cmocka_unit_test(test_pipelined_creates_and_deletes_share_one_journal_write),
+		cmocka_unit_test(test_create_is_answered_once_durable_with_a_valid_table),
 	};
 
 	return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 #include <variant>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "lib/crc32c.h"
+#include "lib/wire.h"
 #include "mdnode/store.h"
 
 #include "tests/common/cmocka_cxx.h"
@@ -230,6 +232,69 @@ void build(Store &s, Log &log)
 
 	for (uint64_t i = 0; i < 16; i++)
 		alloc(s, log, d, i);
+}
+
+// A new table's entries, sealed one XOR apart, are byte for byte what
+// make_entry() seals, for indexes across every bit that can flip, and for
+// volume ids of any width.
+void test_seal_unallocated_matches_make_entry(void **)
+{
+	const uint64_t firsts[] = {0, 1, 7, 4095, (uint64_t{1} << 32) - 300,
+				   (uint64_t{1} << 63) - 200, UINT64_MAX - 599};
+	const uint64_t volume_ids[] = {1, 2, 0x8000000000000001, UINT64_MAX - 1};
+	std::vector<mdr_wire_entry> out(600);
+
+	for (uint64_t first : firsts)
+		for (uint64_t volume_id : volume_ids) {
+			mdnode::seal_unallocated(out, volume_id, first);
+			for (uint64_t n = 0; n < out.size(); n++) {
+				const mdr_wire_entry want = mdr::wire::make_entry(
+					{.generation = 1, .pstart = 0, .dev_id = 0,
+					 .state = MDR_EXT_UNALLOCATED},
+					volume_id, first + n);
+
+				assert_memory_equal(&out[n], &want, sizeof(want));
+				check_entry(out[n], volume_id, first + n);
+			}
+		}
+	// Nothing to fill, nothing written.
+	mdnode::seal_unallocated(std::span<mdr_wire_entry>(), 1, 0);
+}
+
+// Every entry of a large new table, as created, grown and replayed, is
+// valid for a READ of its place, and no other volume's.
+void test_large_tables_verify_entry_by_entry(void **)
+{
+	Store s = make_store();
+	Log log;
+	const uint64_t GiB = 1024 * MiB;
+	const uint64_t id = create(s, log, "big", 100 * GiB);	// 25600 entries
+	const uint64_t other = create(s, log, "other", 100 * GiB);
+	const mdr_wire_entry e = alloc(s, log, id, 25599);
+
+	auto verify_all = [](const Volume &v) {
+		for (uint64_t i = 0; i < v.table.entries().size(); i++)
+			assert_int_equal(mdr::wire::verify_entry(v.table.entries()[i], v.id, i),
+					 mdr::wire::EntryCheck::ok);
+	};
+	assert_int_equal(s.volume(id)->table.entries().size(), 25600);
+	verify_all(*s.volume(id));
+	verify_all(*s.volume(other));
+	// Sealed for its own place only.
+	assert_int_equal(mdr::wire::verify_entry(s.volume(other)->table.entries()[7], id, 7),
+			 mdr::wire::EntryCheck::bad_crc);
+	assert_int_equal(mdr::wire::verify_entry(s.volume(id)->table.entries()[7], id, 8),
+			 mdr::wire::EntryCheck::bad_crc);
+
+	commit(s, log, prepared(s.prepare_resize(id, 200 * GiB)));
+	assert_int_equal(s.volume(id)->table.entries().size(), 51200);
+	verify_all(*s.volume(id));
+	assert_memory_equal(&s.volume(id)->table.entries()[25599], &e, sizeof(e));
+
+	Store again = replayed(log);
+
+	assert_same_tables(s, again);
+	verify_all(*again.volume(id));
 }
 
 void test_devices_are_checked(void **)
@@ -907,6 +972,8 @@ int main()
 		cmocka_unit_test(test_queries),
 		cmocka_unit_test(test_nothing_replays_with_changes_in_flight),
 		cmocka_unit_test(test_move_records),
+		cmocka_unit_test(test_seal_unallocated_matches_make_entry),
+		cmocka_unit_test(test_large_tables_verify_entry_by_entry),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
