@@ -799,7 +799,9 @@ mdr::Result<Applied> Store::apply_delete(const Record &r)
 
 	Volume &v = it->second;
 
-	for (uint64_t i = 0; i < v.table.entries().size(); i++)
+	// allocated counts the mapped extents (and frozen ones, which keep a
+	// volume from being deleted): none, no space to give back.
+	for (uint64_t i = 0; v.allocated && i < v.table.entries().size(); i++)
 		if (entry_at(v, i).state == MDR_EXT_MAPPED)
 			free_extent(v, i);
 
@@ -1018,7 +1020,7 @@ std::vector<uint8_t> Store::snapshot() const
 	for (const auto &[id, v] : volumes_) {
 		out.le64(id).le64(v.size).le64(v.generation).le32(v.extent_shift)
 			.le32(v.tenant).le64(v.allocated).name(v.name);
-		for (uint64_t i = 0; i < v.table.entries().size(); i++) {
+		for (uint64_t i = 0; v.allocated && i < v.table.entries().size(); i++) {
 			const mdr::wire::Entry e = entry_at(v, i);
 
 			if (e.state == MDR_EXT_MAPPED)
@@ -1154,7 +1156,8 @@ std::vector<mdr::wire::DevExtents> Store::extents_by_device(const Volume &volume
 	std::map<uint32_t, uint64_t> count;
 	std::vector<mdr::wire::DevExtents> out;
 
-	for (uint64_t i = 0; i < volume.table.entries().size(); i++) {
+	// allocated counts mapped and frozen extents: none, nothing to find.
+	for (uint64_t i = 0; volume.allocated && i < volume.table.entries().size(); i++) {
 		const mdr::wire::Entry e = entry_at(volume, i);
 
 		// A frozen extent is still at its old place.

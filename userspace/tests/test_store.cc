@@ -297,6 +297,42 @@ void test_large_tables_verify_entry_by_entry(void **)
 	verify_all(*again.volume(id));
 }
 
+// Volumes without a mapped extent answer without a look at their table:
+// no extents on any device, nothing to free at delete, no entries in a
+// snapshot; next to them a volume with extents counts and frees its own.
+void test_volumes_without_extents(void **)
+{
+	Store s = make_store();
+	Log log;
+	const uint64_t empty = create(s, log, "empty", 400 * MiB);
+	const uint64_t used_vol = create(s, log, "used", 16 * MiB);
+
+	alloc(s, log, used_vol, 1);
+	alloc(s, log, used_vol, 3);
+	assert_true(s.extents_by_device(*s.volume(empty)).empty());
+
+	uint64_t counted = 0;
+
+	for (const mdr::wire::DevExtents &d : s.extents_by_device(*s.volume(used_vol)))
+		counted += d.extents;
+	assert_int_equal(counted, 2);
+
+	const std::vector<uint8_t> snap = s.snapshot();
+
+	// Header, two volumes, the two mapped entries.
+	assert_int_equal(snap.size(), 24 + 2 * 104 + 2 * 32);
+	Store loaded = make_store();
+	assert_true(loaded.load_snapshot(snap).ok());
+	assert_same_tables(s, loaded);
+
+	const uint64_t in_use = used(s, 1) + used(s, 2);
+
+	commit(s, log, prepared(s.prepare_delete(empty)));
+	assert_int_equal(used(s, 1) + used(s, 2), in_use);
+	commit(s, log, prepared(s.prepare_delete(used_vol)));
+	assert_int_equal(used(s, 1) + used(s, 2), 0);
+}
+
 void test_devices_are_checked(void **)
 {
 	assert_int_equal(Store::create({{0, "/dev/a", "A", 64 * MiB}}).error(), -EINVAL);
@@ -974,6 +1010,7 @@ int main()
 		cmocka_unit_test(test_move_records),
 		cmocka_unit_test(test_seal_unallocated_matches_make_entry),
 		cmocka_unit_test(test_large_tables_verify_entry_by_entry),
+		cmocka_unit_test(test_volumes_without_extents),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
