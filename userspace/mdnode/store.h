@@ -131,7 +131,8 @@ void seal_unallocated(std::span<mdr_wire_entry> out, uint64_t volume_id, uint64_
 // unmaps it when destroyed.
 class Table {
 public:
-	// nr_entries (>= 1) zeroed entries; -ENOMEM when they cannot be mapped.
+	// nr_entries (>= 1) zeroed entries, in memory already; -ENOMEM when
+	// they cannot be mapped.
 	static mdr::Result<Table> map(uint64_t nr_entries);
 
 	Table(Table &&other) noexcept;
