@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -26,6 +27,13 @@ MDNODE_LOG_SUBSYSTEM("copier");
 constexpr size_t kAlign = 4096;	// O_DIRECT: buffers, offsets, lengths
 
 } // namespace
+
+int64_t mono_us()
+{
+	return std::chrono::duration_cast<std::chrono::microseconds>(
+		       std::chrono::steady_clock::now().time_since_epoch())
+		.count();
+}
 
 Copier::Copier(std::map<uint32_t, std::string> paths, const CopierOptions &opts)
 	: paths_(std::move(paths)), opts_(opts)
@@ -65,7 +73,7 @@ void Copier::start(const CopyJob &job, Done done)
 {
 	{
 		std::lock_guard lock(mu_);
-		queue_.push_back({job, std::move(done), 0});
+		queue_.push_back({job, std::move(done), 0, {.queued = mono_us()}});
 		busy_++;
 	}
 	cv_.notify_all();
@@ -89,7 +97,7 @@ void Copier::process_completions()
 		}
 		if (!it.err)
 			bytes_ += it.job.len;
-		it.done(it.err);
+		it.done(it.err, it.times);
 	}
 }
 
@@ -114,7 +122,11 @@ void Copier::run()
 			it = std::move(queue_.front());
 			queue_.pop_front();
 		}
-		it.err = copy(it.job);
+		it.times.started = mono_us();
+		it.err = copy(it.job, it.times);
+		it.times.synced = mono_us();
+		if (!it.times.written)	// failed before the IO
+			it.times.written = it.times.synced;
 		{
 			std::lock_guard lock(mu_);
 			finished_.push_back(std::move(it));
@@ -155,7 +167,7 @@ int Copier::fd_of(uint32_t dev)
 
 // Reads chunk i into slot s, then writes it from there; a slot is reused
 // once its write has completed. user_data: slot << 1 | (1 if a write).
-int Copier::copy(const CopyJob &job)
+int Copier::copy(const CopyJob &job, CopyTimes &times)
 {
 	if (job.src_off % kAlign || job.dst_off % kAlign || job.len % kAlign)
 		return -EINVAL;
@@ -249,6 +261,7 @@ int Copier::copy(const CopyJob &job)
 		io_uring_cq_advance(&ring, seen);
 	}
 	io_uring_queue_exit(&ring);
+	times.written = mono_us();
 	if (!err && written != job.len)
 		err = -EIO;
 	// The new place is journaled once this returns: its data must be on

@@ -38,6 +38,19 @@ struct CopierOptions {
 	unsigned depth = 8;		// IOs in flight, 1..64
 };
 
+// Where a copy's time went: steady-clock stamps (mono_us()), for the
+// move's stage times. What the loop adds before it runs the callback is
+// its own now minus `synced`.
+struct CopyTimes {
+	int64_t queued = 0;	// start() was called
+	int64_t started = 0;	// the worker took the job
+	int64_t written = 0;	// the last write completed
+	int64_t synced = 0;	// fdatasync returned: the worker is done
+};
+
+// Microseconds on the steady clock, the one CopyTimes uses.
+int64_t mono_us();
+
 struct CopyJob {
 	uint32_t src_dev = 0;
 	uint64_t src_off = 0;		// bytes, 4096-aligned
@@ -48,7 +61,8 @@ struct CopyJob {
 
 class Copier {
 public:
-	using Done = std::function<void(int err)>;	// 0 or -errno
+	// err: 0 or -errno.
+	using Done = std::function<void(int err, const CopyTimes &times)>;
 
 	// paths: device id -> path of the block device (or file).
 	Copier(std::map<uint32_t, std::string> paths, const CopierOptions &opts);
@@ -76,10 +90,11 @@ private:
 		CopyJob job;
 		Done done;
 		int err = 0;
+		CopyTimes times{};
 	};
 
 	void run();
-	int copy(const CopyJob &job);
+	int copy(const CopyJob &job, CopyTimes &times);
 	int fd_of(uint32_t dev);
 
 	std::map<uint32_t, std::string> paths_;

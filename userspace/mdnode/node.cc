@@ -782,6 +782,7 @@ void Node::move_extent(uint64_t volume_id, uint64_t index, uint32_t to_dev,
 
 	op.done = std::move(done);
 	op.extent_shift = store_.volume(volume_id)->extent_shift;
+	op.t.asked = mono_us();
 	change(std::move(prep.value()), [this, key](int err, const Applied *) {
 		if (err)
 			return move_finish(key, err);	// nothing changed
@@ -798,12 +799,14 @@ void Node::move_frozen(MoveKey key)
 	op.where = *store_.move(key.first, key.second);
 	op.state = MoveOp::State::draining;
 	op.frozen_ms = now_ms_();
+	op.t.frozen = mono_us();
 	fan_out(key.first, key.second, 1, op.where.generation, MDR_INVAL_MOVE,
 		std::nullopt, [this, key] {
 		auto it = moves_.find(key);
 		if (it == moves_.end())
 			return;
 		it->second.acked = true;
+		it->second.t.acked = mono_us();
 		move_drained(key);
 	});
 }
@@ -828,14 +831,19 @@ void Node::move_drained(MoveKey key)
 	};
 
 	op.state = MoveOp::State::copying;
-	copier_.start(job, [this, key](int err) { move_copied(key, err); });
+	copier_.start(job, [this, key](int err, const CopyTimes &times) {
+		move_copied(key, err, times);
+	});
 }
 
 // The new place holds the data durably (or the copy failed): journal the
 // end of the move, MOVE_DONE or MOVE_ABORT.
-void Node::move_copied(MoveKey key, int err)
+void Node::move_copied(MoveKey key, int err, const CopyTimes &times)
 {
 	MoveOp &op = moves_.at(key);
+
+	op.t.copy = times;
+	op.t.copied = mono_us();
 	auto prep = err ? store_.prepare_move_abort(key.first, key.second)
 			: store_.prepare_move_done(key.first, key.second);
 
@@ -873,6 +881,7 @@ void Node::move_ended(MoveKey key, int jerr, const Applied *applied)
 
 	const wire::Entry e = wire::decode_entry(applied->entry);
 
+	op.t.ended = mono_us();
 	if (!op.err) {
 		const int64_t stall_ms = now_ms_() - op.frozen_ms;
 
@@ -888,7 +897,11 @@ void Node::move_ended(MoveKey key, int jerr, const Applied *applied)
 	}
 	op.state = MoveOp::State::announcing;
 	fan_out(key.first, key.second, 1, e.generation, MDR_INVAL_ALLOC, std::nullopt,
-		[this, key] { move_finish(key, moves_.at(key).err); });
+		[this, key] {
+		MoveOp &o = moves_.at(key);
+		o.t.published = mono_us();
+		move_finish(key, o.err);
+	});
 }
 
 void Node::move_finish(MoveKey key, int err)
@@ -906,12 +919,24 @@ void Node::move_finish(MoveKey key, int err)
 		stats_.move_bytes += uint64_t{1} << op.extent_shift;
 		stats_.stall_max_us = std::max<uint64_t>(stats_.stall_max_us, op.result.stall_us);
 		stats_.stall_total_us += op.result.stall_us;
+		const MoveOp::Times &t = op.t;
+
+		// Stage times in µs, each from the end of the one before; the
+		// stall is drain through end. tools/bench/migrate reads them.
 		log_info("volume %llu extent %llu moved from device %u sector %llu to "
-			 "device %u sector %llu, generation %llu, stall %u us",
+			 "device %u sector %llu, generation %llu, stall %u us; stages us: "
+			 "begin %lld drain %lld queue %lld io %lld sync %lld loop %lld "
+			 "end %lld publish %lld",
 			 (unsigned long long)key.first, (unsigned long long)key.second,
 			 op.result.old_dev, (unsigned long long)op.result.old_pstart,
 			 op.result.new_dev, (unsigned long long)op.result.new_pstart,
-			 (unsigned long long)op.result.generation, op.result.stall_us);
+			 (unsigned long long)op.result.generation, op.result.stall_us,
+			 (long long)(t.frozen - t.asked), (long long)(t.acked - t.frozen),
+			 (long long)(t.copy.started - t.acked),
+			 (long long)(t.copy.written - t.copy.started),
+			 (long long)(t.copy.synced - t.copy.written),
+			 (long long)(t.copied - t.copy.synced), (long long)(t.ended - t.copied),
+			 (long long)(t.published - t.ended));
 	}
 	op.done(err, op.result);
 }

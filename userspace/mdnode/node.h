@@ -136,6 +136,17 @@ private:
 		int64_t frozen_ms = 0;	// when hosts started to wait
 		bool acked = false;	// every holder acked or lost its lease
 		int err = 0;		// why it aborts
+		// When each stage ended, on the steady clock (mono_us()): the
+		// stage times of the move's log line.
+		struct Times {
+			int64_t asked = 0;	// MOVE_BEGIN appended
+			int64_t frozen = 0;	// MOVE_BEGIN applied, pushes sent
+			int64_t acked = 0;	// every holder acked or lost its lease
+			CopyTimes copy{};	// the copier's (queued: after the grace)
+			int64_t copied = 0;	// the loop took the copy's completion
+			int64_t ended = 0;	// MOVE_DONE or MOVE_ABORT applied
+			int64_t published = 0;	// every holder acked INVALIDATE(ALLOC)
+		} t;
 		mdr::wire::MovedExtent result{};
 		std::function<void(int err, const mdr::wire::MovedExtent &)> done;
 	};
@@ -200,7 +211,7 @@ private:
 			 std::function<void(int err, const mdr::wire::MovedExtent &)> done);
 	void move_frozen(MoveKey key);
 	void move_drained(MoveKey key);
-	void move_copied(MoveKey key, int err);
+	void move_copied(MoveKey key, int err, const CopyTimes &times);
 	void move_ended(MoveKey key, int err, const Applied *applied);
 	void move_finish(MoveKey key, int err);
 	// MOVE: extents of one request, one after another.
