@@ -61,6 +61,8 @@ Copier::~Copier()
 	}
 	cv_.notify_all();
 	worker_.join();
+	if (ring_)
+		io_uring_queue_exit(ring_.get());
 	for (auto &[dev, fd] : fds_)
 		close(fd);
 	for (void *b : bufs_)
@@ -187,11 +189,17 @@ int Copier::copy(const CopyJob &job, CopyTimes &times)
 		bufs_.push_back(b);
 	}
 
-	io_uring ring;
-	int ret = io_uring_queue_init(opts_.depth, &ring, 0);
+	int ret;
 
-	if (ret < 0)
-		return ret;
+	if (!ring_) {
+		auto ring = std::make_unique<io_uring>();
+
+		ret = io_uring_queue_init(opts_.depth, ring.get(), 0);
+		if (ret < 0)
+			return ret;
+		ring_ = std::move(ring);
+	}
+	io_uring &ring = *ring_;
 
 	struct Slot {
 		uint64_t off = 0;	// within the extent
@@ -260,8 +268,13 @@ int Copier::copy(const CopyJob &job, CopyTimes &times)
 		}
 		io_uring_cq_advance(&ring, seen);
 	}
-	io_uring_queue_exit(&ring);
 	times.written = mono_us();
+	if (in_flight) {
+		// Left after a failed submit: a new ring for the next copy, so
+		// that none of these completes into it.
+		io_uring_queue_exit(ring_.get());
+		ring_.reset();
+	}
 	if (!err && written != job.len)
 		err = -EIO;
 	// The new place is journaled once this returns: its data must be on

@@ -9,12 +9,13 @@
 //	// the loop polls c.event_fd() for POLLIN, then:
 //	c.process_completions();	// runs the callbacks of finished copies
 //
-// The worker copies one job at a time with its own io_uring: reads and
-// writes of `chunk` bytes, `depth` of them in flight, each chunk written as
-// soon as it is read. Devices are opened on first use, O_RDWR | O_DIRECT
-// (plain buffered IO where the file system refuses O_DIRECT, as test files
-// on tmpfs do), and the destination is made durable (fdatasync) before a
-// copy is reported done: the new place is journaled only after that.
+// The worker copies one job at a time with its own io_uring (set up at its
+// first copy and kept): reads and writes of `chunk` bytes, `depth` of them
+// in flight, each chunk written as soon as it is read. Devices are opened
+// on first use, O_RDWR | O_DIRECT (plain buffered IO where the file system
+// refuses O_DIRECT, as test files on tmpfs do), and the destination is made
+// durable (fdatasync) before a copy is reported done: the new place is
+// journaled only after that.
 //
 // A job whose device cannot be opened, or whose IO fails or comes up short,
 // ends with that -errno; what it wrote is garbage the caller does not use.
@@ -26,13 +27,19 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+struct io_uring;
+
 namespace mdnode {
 
+// The defaults put a whole 4 MiB extent in flight at once. 32 IOs of
+// 128 KiB were measured against these 8 of 512 KiB and gave the copy no
+// gain (Documentation/performance.md, "Migration").
 struct CopierOptions {
 	uint32_t chunk = 512 << 10;	// bytes per IO; a multiple of 4096
 	unsigned depth = 8;		// IOs in flight, 1..64
@@ -103,6 +110,7 @@ private:
 	// Worker thread only.
 	std::map<uint32_t, int> fds_;
 	std::vector<void *> bufs_;
+	std::unique_ptr<io_uring> ring_;	// set once initialised
 
 	std::mutex mu_;
 	std::condition_variable cv_;

@@ -7,7 +7,8 @@
 // a silent lease holder delays the copy until its lease runs out, and so
 // does the grace after a restart; a crash at every step rolls the move back
 // or completes it, with generations that never go back; refusals of bad
-// requests; a failed copy rolls back; drains; counters.
+// requests; a failed copy rolls back; drains; counters; the copier on its
+// own, with its default options.
 //
 // The store, the journal and the copier are the real ones, the devices are
 // sparse files under /var/tmp; time is the Node's clock function, moved by
@@ -34,6 +35,7 @@
 #include <openssl/hmac.h>
 
 #include "lib/wire.h"
+#include "mdnode/copier.h"
 #include "mdnode/journal.h"
 #include "mdnode/log.h"
 #include "mdnode/node.h"
@@ -873,6 +875,62 @@ void test_drain_empties_a_device(void **)
 	assert_int_equal(r.call(s.adm, 81, wire::DrainReq{.dev_id = 1}), MDR_ST_OK);
 }
 
+// The copier with its default options (a 4 MiB extent in flight at once)
+// copies whole extents, one after another on the same ring, also after a
+// job that failed; its stamps are in order.
+void test_copier_copies_extents_with_its_defaults(void **)
+{
+	TempDir dir;
+	const std::string a = dir.path + "/a", b = dir.path + "/b";
+	constexpr uint64_t kBig = 4 * MiB;
+
+	Rig::make_file(a, 3 * kBig);
+	Rig::make_file(b, 3 * kBig);
+	for (uint64_t i = 0; i < 3; i++) {
+		std::vector<uint8_t> buf(kBig);
+		stamp(buf, 500 + i);
+		const int fd = ::open(a.c_str(), O_WRONLY | O_CLOEXEC);
+		assert_true(fd >= 0);
+		assert_int_equal(pwrite(fd, buf.data(), buf.size(), off_t(i * kBig)),
+				 ssize_t(buf.size()));
+		close(fd);
+	}
+
+	mdnode::Copier c({{1, a}, {2, b}, {3, dir.path + "/no-such-device"}}, {});
+	std::vector<std::pair<int, mdnode::CopyTimes>> got;
+	auto done = [&got](int err, const mdnode::CopyTimes &t) { got.emplace_back(err, t); };
+
+	// Extent 0 to the end of b, a failure, then extent 2 to the start.
+	c.start({.src_dev = 1, .src_off = 0, .dst_dev = 2, .dst_off = 2 * kBig, .len = kBig},
+		done);
+	c.start({.src_dev = 1, .src_off = kBig, .dst_dev = 3, .dst_off = 0, .len = kBig}, done);
+	c.start({.src_dev = 1, .src_off = 2 * kBig, .dst_dev = 2, .dst_off = 0, .len = kBig},
+		done);
+	c.wait_all();
+	assert_int_equal(got.size(), 3);
+	assert_int_equal(got[0].first, 0);
+	assert_int_equal(got[1].first, -ENOENT);
+	assert_int_equal(got[2].first, 0);
+	assert_int_equal(c.bytes_copied(), 2 * kBig);
+	for (const auto &[err, t] : got) {
+		assert_true(t.queued > 0);
+		assert_true(t.queued <= t.started);
+		assert_true(t.started <= t.written);
+		assert_true(t.written <= t.synced);
+	}
+
+	std::vector<uint8_t> want(kBig), have(kBig);
+	const int fd = ::open(b.c_str(), O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	for (auto [seed, off] : {std::pair<uint64_t, uint64_t>{500, 2 * kBig}, {502, 0}}) {
+		stamp(want, seed);
+		assert_int_equal(pread(fd, have.data(), have.size(), off_t(off)),
+				 ssize_t(have.size()));
+		assert_true(want == have);
+	}
+	close(fd);
+}
+
 } // namespace
 
 int main()
@@ -888,6 +946,7 @@ int main()
 		cmocka_unit_test(test_move_refusals),
 		cmocka_unit_test(test_failed_copy_rolls_back),
 		cmocka_unit_test(test_drain_empties_a_device),
+		cmocka_unit_test(test_copier_copies_extents_with_its_defaults),
 	};
 
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
