@@ -678,13 +678,14 @@ void test_no_copy_within_the_grace_after_a_start(void **)
 	assert_int_equal(r.entry(vol, 0).generation, 4);
 }
 
-// A crash at each step: before the ack, after the copy but before its end
-// is durable (both roll back), and after MOVE_DONE is durable (complete).
-// The generation a host has seen is never undercut, the space of the
-// losing place is free, and a later move works.
+// A crash at each step: before the ack, while the copy runs (its end
+// never reaches the loop), after the copy but before its end is durable
+// (these roll back), and after MOVE_DONE is durable (complete). The
+// generation a host has seen is never undercut, the space of the losing
+// place is free, and a later move works.
 void test_crash_at_each_step(void **)
 {
-	for (int step = 0; step < 3; step++) {
+	for (int step = 0; step < 4; step++) {
 		Rig r;
 		Setup s(r);
 		const uint64_t used1 = r.used(1), used2 = r.used(2);
@@ -694,13 +695,13 @@ void test_crash_at_each_step(void **)
 		r.flush();
 		wire::Msg push = r.one(s.host);
 		uint64_t seen = 3;	// FROZEN g1
-		if (step >= 1) {
-			ack(r, s.host, push);
+		if (step >= 1)
+			ack(r, s.host, push);	// the copy is queued
+		if (step >= 2)
 			r.node->wait_copies();	// the end is appended, not written
-			if (step == 2) {
-				r.flush();
-				seen = 4;	// MAPPED at the new place
-			}
+		if (step == 3) {
+			r.flush();
+			seen = 4;	// MAPPED at the new place
 		}
 		r.crash_and_restart();
 
@@ -709,7 +710,7 @@ void test_crash_at_each_step(void **)
 		assert_true(e.generation >= seen);
 		assert_int_equal(e.generation, 4);
 		assert_int_equal(r.store->counts().moving, 0);
-		if (step < 2) {
+		if (step < 3) {
 			assert_int_equal(e.dev_id, 1);
 			assert_int_equal(e.pstart, s.at[1].pstart);
 			assert_int_equal(r.used(1), used1);
