@@ -65,6 +65,8 @@ Copier::~Copier()
 		io_uring_queue_exit(ring_.get());
 	for (auto &[dev, fd] : fds_)
 		close(fd);
+	for (void *b : retired_)
+		free(b);
 	for (void *b : bufs_)
 		free(b);
 	if (event_fd_ >= 0)
@@ -271,9 +273,14 @@ int Copier::copy(const CopyJob &job, CopyTimes &times)
 	times.written = mono_us();
 	if (in_flight) {
 		// Left after a failed submit: a new ring for the next copy, so
-		// that none of these completes into it.
+		// that none of these completes into it, and new buffers, since
+		// the kernel may still read into these. They are kept until
+		// the copier goes, not reused: the next copy must not write
+		// what a late read left in them.
 		io_uring_queue_exit(ring_.get());
 		ring_.reset();
+		retired_.insert(retired_.end(), bufs_.begin(), bufs_.end());
+		bufs_.clear();
 	}
 	if (!err && written != job.len)
 		err = -EIO;

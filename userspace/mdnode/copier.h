@@ -110,6 +110,7 @@ private:
 	// Worker thread only.
 	std::map<uint32_t, int> fds_;
 	std::vector<void *> bufs_;
+	std::vector<void *> retired_;	// bufs_ IO may still reach; freed at exit
 	std::unique_ptr<io_uring> ring_;	// set once initialised
 
 	std::mutex mu_;
