@@ -610,9 +610,9 @@ static int mdr_post_read(struct mdr_queue *q, struct mdr_rd_slot *s)
 	return ib_post_send(q->qp, &wr.wr, NULL);
 }
 
-static void mdr_hist_add(struct mdr_conn *c, ktime_t start)
+static void mdr_hist_add(struct mdr_conn *c, ktime_t start, ktime_t now)
 {
-	s64 us = ktime_us_delta(ktime_get(), start);
+	s64 us = ktime_us_delta(now, start);
 	int b = 0;
 
 	if (us >= 16)
@@ -623,9 +623,10 @@ static void mdr_hist_add(struct mdr_conn *c, ktime_t start)
 /*
  * Hands the checked window to the volume: runs of good entries through
  * entries(), entries the volume asked for that did not verify through
- * failed(-EIO). Context: softirq.
+ * failed(-EIO). @verdict holds mdr_entry_check() of each. Context: softirq.
  */
-static void mdr_read_deliver(struct mdr_conn *c, struct mdr_rd_slot *s)
+static void mdr_read_deliver(struct mdr_conn *c, struct mdr_rd_slot *s,
+			     const u8 *verdict)
 {
 	const struct mdr_wire_entry *e = s->buf;
 	struct mdr_req *req = s->req;
@@ -636,8 +637,7 @@ static void mdr_read_deliver(struct mdr_conn *c, struct mdr_rd_slot *s)
 		enum mdr_entry_verdict v = MDR_ENTRY_BAD_CRC;
 
 		if (i < s->window)
-			v = mdr_entry_check(&e[i], tv->volume_id,
-					    req->first + i, 0);
+			v = verdict[i];
 		if (i < s->window && v == MDR_ENTRY_OK) {
 			run++;
 			continue;
@@ -667,8 +667,10 @@ static void mdr_read_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct mdr_conn *c = q->conn;
 	const struct mdr_wire_entry *e = s->buf;
 	struct mdr_req *req = s->req;
+	u8 verdict[MDR_READ_MAX_ENTRIES];
 	unsigned long flags;
 	bool torn = false;
+	ktime_t now;
 	u32 i;
 
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
@@ -680,10 +682,15 @@ static void mdr_read_done(struct ib_cq *cq, struct ib_wc *wc)
 				   s->window * sizeof(*e), DMA_FROM_DEVICE);
 	atomic64_inc(&c->stats.reads);
 
-	/* A READ that raced an update sees a mix: read the window again. */
-	for (i = 0; i < s->window && !torn; i++)
-		torn = mdr_entry_check(&e[i], req->tv->volume_id,
-				       req->first + i, 0) == MDR_ENTRY_BAD_CRC;
+	/*
+	 * Each entry is checked once, here. A READ that raced an update
+	 * sees a mix: read the window again.
+	 */
+	for (i = 0; i < s->window && !torn; i++) {
+		verdict[i] = mdr_entry_check(&e[i], req->tv->volume_id,
+					     req->first + i, 0);
+		torn = verdict[i] == MDR_ENTRY_BAD_CRC;
+	}
 	if (torn && s->tries < MDR_TORN_RETRIES) {
 		int ret = -ENOTCONN;
 
@@ -698,10 +705,11 @@ static void mdr_read_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 
-	mdr_read_deliver(c, s);
-	mdr_hist_add(c, req->start);
+	mdr_read_deliver(c, s, verdict);
+	now = ktime_get();
+	mdr_hist_add(c, req->start, now);
 	trace_mdr_lookup(req->tv->volume_id, req->first, s->window, s->tries,
-			 ktime_to_ns(ktime_sub(ktime_get(), req->start)));
+			 ktime_to_ns(ktime_sub(now, req->start)));
 
 	spin_lock_irqsave(&c->lock, flags);
 	s->req = NULL;
