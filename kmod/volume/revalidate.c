@@ -103,7 +103,7 @@ static unsigned int mdr_reval_pass(struct mdr_vol *vol)
 			index++;	/* gone, or a fetch of it is in flight */
 			continue;
 		}
-		ret = vol->tops->fetch(vol->tvol, first, n);
+		ret = mdr_vol_fetch(vol, first, n, NULL);
 		if (ret) {
 			/* takes the registrations back; no bio waits on them */
 			mdr_vol_failed(vol, first, n, ret);
