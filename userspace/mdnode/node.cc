@@ -1031,32 +1031,49 @@ void Node::do_drain(Session &s, uint64_t req_id, const wire::DrainReq &r)
 		return reply_error(conn, req_id, MDR_OP_DRAIN, -ENOENT);
 	if (!r.to_dev && !store_.roomiest_device(r.dev_id))
 		return reply_error(conn, req_id, MDR_OP_DRAIN, -ENOSPC);
-	drain_next(conn, req_id, r.dev_id, r.to_dev, std::make_shared<MoveTotals>());
+	drain_next(conn, req_id, r.dev_id, r.to_dev, std::make_shared<Drain>());
 }
 
-// From the start every time: extents allocated on the device while the
-// drain runs are found too. Extents another request moves are left alone.
+// The scan goes on after the extent it moved last, and a pass that moved
+// anything is followed by another from the start: extents allocated on the
+// device behind the scan while the drain runs are found too, and the
+// event loop reads each entry of the node about twice per drain, not once
+// per extent moved (on a node of millions of entries, that was a scan of
+// all of them in the loop before every move). Extents another request
+// moves are left alone.
 void Node::drain_next(ConnId conn, uint64_t req_id, uint32_t dev_id, uint32_t to_dev,
-		      std::shared_ptr<MoveTotals> totals)
+		      std::shared_ptr<Drain> d)
 {
-	auto next = store_.next_on_device(dev_id, 0, 0);
+	auto scan = [&](uint64_t volume_id, uint64_t index) {
+		auto next = store_.next_on_device(dev_id, volume_id, index);
 
-	while (next && (moves_.contains(*next) || store_.move(next->first, next->second)))
-		next = store_.next_on_device(dev_id, next->first, next->second + 1);
+		while (next && (moves_.contains(*next) ||
+				store_.move(next->first, next->second)))
+			next = store_.next_on_device(dev_id, next->first, next->second + 1);
+		return next;
+	};
+	auto next = scan(d->volume_id, d->index);
 
-	auto finish = [this, conn, req_id, dev_id, totals](int err) {
+	if (!next && d->pass_moved) {
+		d->pass_moved = false;
+		next = scan(0, 0);
+	}
+
+	auto finish = [this, conn, req_id, dev_id, d](int err) {
 		reply(conn, req_id, wire::DrainRep{
 			.dev_id = dev_id,
 			.status = wire::errno_to_status(err),
-			.moved = totals->moved,
+			.moved = d->totals.moved,
 			.remaining = store_.extents_on_device(dev_id),
-			.bytes = totals->bytes,
-			.stall_max_us = totals->stall_max_us,
-			.stall_total_us = totals->stall_total_us,
+			.bytes = d->totals.bytes,
+			.stall_max_us = d->totals.stall_max_us,
+			.stall_total_us = d->totals.stall_total_us,
 		});
 	};
 	if (!next)
 		return finish(0);
+	d->volume_id = next->first;
+	d->index = next->second + 1;
 
 	const uint32_t target = to_dev ? to_dev : store_.roomiest_device(dev_id);
 	const uint64_t bytes = uint64_t{1} << store_.volume(next->first)->extent_shift;
@@ -1065,8 +1082,9 @@ void Node::drain_next(ConnId conn, uint64_t req_id, uint32_t dev_id, uint32_t to
 		    [=, this](int err, const wire::MovedExtent &x) {
 		if (err)
 			return finish(err);
-		totals->add(x, bytes);
-		drain_next(conn, req_id, dev_id, to_dev, totals);
+		d->totals.add(x, bytes);
+		d->pass_moved = true;
+		drain_next(conn, req_id, dev_id, to_dev, d);
 	});
 }
 

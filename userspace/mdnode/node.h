@@ -155,6 +155,12 @@ private:
 		uint64_t moved = 0, bytes = 0, stall_max_us = 0, stall_total_us = 0;
 		void add(const mdr::wire::MovedExtent &x, uint64_t extent_bytes);
 	};
+	// A DRAIN under way: its totals and where its scan of the tables is.
+	struct Drain {
+		MoveTotals totals;
+		uint64_t volume_id = 0, index = 0;	// the scan goes on here
+		bool pass_moved = false;		// this pass moved an extent
+	};
 	using MoveKey = std::pair<uint64_t, uint64_t>;	// (volume, index)
 
 	void handle(Session &s, const mdr::wire::Msg &m);
@@ -220,7 +226,7 @@ private:
 		       std::shared_ptr<mdr::wire::MoveRep> rep);
 	// DRAIN: the next extent on the device, until none is left.
 	void drain_next(ConnId conn, uint64_t req_id, uint32_t dev_id, uint32_t to_dev,
-			std::shared_ptr<MoveTotals> totals);
+			std::shared_ptr<Drain> d);
 	bool in_restart_grace() const;
 
 	NodeOptions opts_;

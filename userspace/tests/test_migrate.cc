@@ -876,6 +876,59 @@ void test_drain_empties_a_device(void **)
 	assert_int_equal(r.call(s.adm, 81, wire::DrainReq{.dev_id = 1}), MDR_ST_OK);
 }
 
+// An extent allocated on the device behind the drain's scan, while the
+// drain runs, is moved too: a pass that moved anything is followed by
+// another from the start.
+void test_drain_finds_extents_allocated_behind_it(void **)
+{
+	Rig r;
+	r.past_grace();
+	const ConnId adm = r.admin();
+	const uint64_t db1 = r.create(adm, "db1", 2 * kExtent);
+	const uint64_t db2 = r.create(adm, "db2", 2 * kExtent);
+	const ConnId host = r.host(0x1111);
+	r.open(host, db1);
+	r.open(host, db2);
+	const wire::Entry ahead = r.alloc(host, db2, 1);
+	assert_int_equal(ahead.dev_id, 1);
+	r.write_extent(ahead, 300);
+	auto freeze = [&](uint64_t volume_id, uint64_t index) {
+		r.flush();
+		wire::Msg push = r.one(host);
+		const auto &inv = std::get<wire::Invalidate>(push.body);
+		assert_int_equal(inv.reason, MDR_INVAL_MOVE);
+		assert_int_equal(inv.volume_id, volume_id);
+		assert_int_equal(inv.first, index);
+		ack(r, host, push);
+	};
+	auto publish = [&] {
+		r.copies();
+		wire::Msg push = r.one(host);
+		assert_int_equal(std::get<wire::Invalidate>(push.body).reason, MDR_INVAL_ALLOC);
+		ack(r, host, push);
+	};
+
+	r.send(adm, 80, wire::DrainReq{.dev_id = 1});
+	freeze(db2, 1);
+	// the scan is past db1: its extent 0 lands behind it
+	const wire::Entry behind = r.alloc(host, db1, 0);
+	assert_int_equal(behind.dev_id, 1);
+	r.write_extent(behind, 100);
+	publish();
+	freeze(db1, 0);			// found by the second pass
+	publish();
+	wire::Msg m = r.one(adm);
+	auto *rep = std::get_if<wire::DrainRep>(&m.body);
+	if (!rep)
+		fail_msg("drain: status %u", status_of(m));
+	assert_int_equal(rep->status, MDR_ST_OK);
+	assert_int_equal(rep->moved, 2);
+	assert_int_equal(rep->remaining, 0);
+	assert_int_equal(r.used(1), 0);
+	assert_true(r.extent_holds(r.entry(db1, 0), 100));
+	assert_true(r.extent_holds(r.entry(db2, 1), 300));
+}
+
 // The copier with its default options (a 4 MiB extent in flight at once)
 // copies whole extents, one after another on the same ring, also after a
 // job that failed; its stamps are in order.
@@ -947,6 +1000,7 @@ int main()
 		cmocka_unit_test(test_move_refusals),
 		cmocka_unit_test(test_failed_copy_rolls_back),
 		cmocka_unit_test(test_drain_empties_a_device),
+		cmocka_unit_test(test_drain_finds_extents_allocated_behind_it),
 		cmocka_unit_test(test_copier_copies_extents_with_its_defaults),
 	};
 
