@@ -66,7 +66,7 @@ void Node::on_established(const PeerInfo &peer)
 void Node::on_message(ConnId conn, std::span<const std::byte> msg)
 {
 	auto it = sessions_.find(conn);
-	if (it == sessions_.end())
+	if (it == sessions_.end() || it->second.closing)
 		return;
 	Session &s = it->second;
 	auto m = wire::parse(msg, wire::Side::node,
@@ -87,6 +87,10 @@ void Node::on_message(ConnId conn, std::span<const std::byte> msg)
 		return;
 	}
 	handle(s, m.value());
+	// Whatever it sent, the host is there: pushes held back after a failed
+	// send try again (an ack already did, in do_ack()).
+	if (!s.queued.empty())
+		send_pushes(s);
 }
 
 void Node::on_disconnected(ConnId conn)
@@ -98,9 +102,12 @@ void Node::on_disconnected(ConnId conn)
 	for (auto &[key, lease] : leases_)
 		if (lease.conn == conn)
 			lease.conn = 0;
-	// Pushes in flight to it will never be acked: the fan-outs wait for the
-	// lease to expire instead (tick()).
+	// Pushes in flight to it will never be acked, and those held back will
+	// never be sent: the fan-outs wait for the lease to expire instead
+	// (tick()), or for the host to open the volume again (do_open()).
 	for (uint64_t push : it->second.pushes)
+		pushes_.erase(push);
+	for (uint64_t push : it->second.queued)
 		pushes_.erase(push);
 	sessions_.erase(it);
 }
@@ -247,11 +254,12 @@ void Node::do_open(Session &s, uint64_t req_id, const wire::OpenReq &r)
 	// fan-out still waiting for it would wait for ever; and the push it
 	// had was lost with the old connection, while the host may still hold
 	// the old entry in its cache. It gets the push again, on the new
-	// connection, once the volume is open there.
+	// connection, once the volume is open there (within its push credits,
+	// behind what is queued already; not twice on one connection).
 	const uint64_t vol = v->id;
 	for (auto &[fid, f] : fan_outs_)
 		if (f.volume_id == vol && f.hosts.count(s.peer.host_id))
-			(void)push(fid, s.peer.host_id, s.peer.id);
+			push(fid, s.peer.host_id, s);
 }
 
 void Node::do_close(Session &s, uint64_t req_id, const wire::CloseReq &r)
@@ -352,9 +360,12 @@ void Node::do_ack(Session &s, uint64_t req_id, const wire::InvalidateAck &r)
 			    (unsigned long long)s.peer.id, (unsigned long long)req_id);
 		return;
 	}
-	auto [fan_out_id, host] = it->second;
+	const Push p = it->second;
 	pushes_.erase(it);
-	settle(fan_out_id, host);
+	// The host gave its credit back (it counts the push as done before it
+	// sends the ack): the next push held back for it goes now.
+	send_pushes(s);
+	settle(p.fan_out_id, p.host_id);
 }
 
 void Node::fan_out(uint64_t volume_id, uint64_t first, uint64_t count,
@@ -388,10 +399,13 @@ void Node::fan_out(uint64_t volume_id, uint64_t first, uint64_t count,
 			continue;
 		}
 		f.hosts.insert(host);
-		if (it->second.conn == 0)
+		auto sit = sessions_.find(it->second.conn);
+		if (sit == sessions_.end())
 			continue;	// not connected: its lease expires
-		// A push that could not be sent is waited out like a silent host.
-		(void)push(id, host, it->second.conn);
+		// Sent within the host's push credits, or held back until an ack
+		// or tick() lets it go; a host that never acks loses its
+		// connection after a lease period (expire_pushes()).
+		push(id, host, sit->second);
 	}
 	if (f.hosts.empty()) {
 		auto d = std::move(f.done);
@@ -400,24 +414,131 @@ void Node::fan_out(uint64_t volume_id, uint64_t first, uint64_t count,
 	}
 }
 
-bool Node::push(uint64_t fan_out_id, uint64_t host_id, ConnId conn)
+void Node::push(uint64_t fan_out_id, uint64_t host_id, Session &s)
 {
-	auto sit = sessions_.find(conn);
-	auto fit = fan_outs_.find(fan_out_id);
+	auto same = [&](uint64_t id) {
+		const Push &p = pushes_.at(id);
+		return p.fan_out_id == fan_out_id && p.host_id == host_id;
+	};
 
-	if (sit == sessions_.end() || fit == fan_outs_.end())
-		return false;
-
+	if (std::ranges::any_of(s.pushes, same) || std::ranges::any_of(s.queued, same))
+		return;
 	const uint64_t id = next_push_++;
-	std::vector<std::byte> buf(wire::encoded_size(fit->second.inv));
-	auto n = wire::encode(buf, id, fit->second.inv);
+	pushes_[id] = Push{.fan_out_id = fan_out_id, .host_id = host_id, .since_ms = now_ms_()};
+	s.queued.push_back(id);
+	send_pushes(s);
+}
 
-	if (!n.ok() || !net_->send(conn, std::span(buf.data(), n.value())).ok())
-		return false;
-	pushes_[id] = {fan_out_id, host_id};
-	sit->second.pushes.insert(id);
-	stats_.invalidations++;
-	return true;
+bool Node::push_wanted(const Push &p) const
+{
+	auto it = fan_outs_.find(p.fan_out_id);
+
+	return it != fan_outs_.end() && it->second.hosts.count(p.host_id);
+}
+
+// The kernel ends the connection on a push beyond its push credits
+// (mdr_push_recv), so no more than push_credits are ever unacked; and a push
+// is never given up while the host keeps its lease: the fan-out would wait
+// for ever. What cannot go now stays queued, in order.
+void Node::send_pushes(Session &s)
+{
+	while (!s.closing && !s.queued.empty() && s.pushes.size() < s.peer.push_credits) {
+		const uint64_t id = s.queued.front();
+		auto it = pushes_.find(id);
+
+		if (!push_wanted(it->second)) {
+			// Its fan-out ended, or stopped waiting for this host.
+			pushes_.erase(it);
+			s.queued.pop_front();
+			continue;
+		}
+
+		const wire::Invalidate &inv = fan_outs_.at(it->second.fan_out_id).inv;
+		std::vector<std::byte> buf(wire::encoded_size(inv));
+		auto n = wire::encode(buf, id, inv);
+
+		if (!n.ok()) {
+			// A bug: it stays queued, and expire_pushes() cuts the
+			// connection rather than let the fan-out hang.
+			log_error_rl("conn %llu: cannot encode a push: %s",
+				     (unsigned long long)s.peer.id, n.message().c_str());
+			return;
+		}
+		auto st = net_->send(s.peer.id, std::span(buf.data(), n.value()));
+		if (!st.ok()) {
+			// -ENOBUFS: every send buffer is in use, for a moment.
+			// The next ack or tick() tries again. -ENOTCONN: the
+			// connection is going, and its pushes with it.
+			if (st.error() != -ENOTCONN)
+				log_warn_rl("conn %llu: push held back: %s",
+					    (unsigned long long)s.peer.id,
+					    st.message().c_str());
+			return;
+		}
+		s.queued.pop_front();
+		s.pushes.insert(id);
+		stats_.invalidations++;
+	}
+}
+
+// A host that keeps renewing its lease but does not ack a push (or whose
+// push could not be sent) would hold the fan-out, and the ALLOC or MOVE
+// behind it, for ever. A push is overdue once it has waited as long as
+// mdnode holds a lease without a renewal (lease_ms + margin): a host that
+// stopped renewing has lost its lease by then (tick() reaps leases first),
+// so only one that renews and does not do its part is cut off. The lease
+// then no longer points at a connection, and the fan-out waits for it to
+// run out or for the host to open the volume again on a new connection,
+// where the push is sent again (do_open()).
+void Node::expire_pushes()
+{
+	const int64_t now = now_ms_();
+	const int64_t overdue = int64_t(opts_.lease_ms) + int64_t(opts_.drift_margin_ms);
+	std::vector<ConnId> cut;
+
+	for (auto &[conn, s] : sessions_) {
+		if (s.closing)
+			continue;
+		// Held back for a fan-out that no longer waits for this host:
+		// never to be sent.
+		std::erase_if(s.queued, [&](uint64_t id) {
+			auto it = pushes_.find(id);
+			if (push_wanted(it->second))
+				return false;
+			pushes_.erase(it);
+			return true;
+		});
+		send_pushes(s);
+
+		// Only pushes a fan-out still waits for: a sent one it stopped
+		// waiting for holds a credit, and what waits behind it is
+		// overdue in its turn.
+		int64_t oldest = now;
+		for (uint64_t id : s.pushes)
+			if (const Push &p = pushes_.at(id); push_wanted(p))
+				oldest = std::min(oldest, p.since_ms);
+		for (uint64_t id : s.queued)
+			oldest = std::min(oldest, pushes_.at(id).since_ms);
+		if (now - oldest < overdue)
+			continue;
+		stats_.push_timeouts++;
+		log_warn_rl("conn %llu (%s, host %016llx): a push not acked after %lld ms "
+			    "while the host holds its lease (%zu sent, %zu held back, "
+			    "%u credits): disconnecting",
+			    (unsigned long long)conn, s.peer.address.c_str(),
+			    (unsigned long long)s.peer.host_id, (long long)(now - oldest),
+			    s.pushes.size(), s.queued.size(), s.peer.push_credits);
+		// Nothing it sends counts any more (a RENEW in particular), as
+		// with the transport once it closes the connection.
+		s.closing = true;
+		cut.push_back(conn);
+	}
+	for (ConnId conn : cut) {
+		for (auto &[key, lease] : leases_)
+			if (lease.conn == conn)
+				lease.conn = 0;
+		net_->disconnect(conn);
+	}
 }
 
 void Node::settle(uint64_t fan_out_id, uint64_t host_id)
@@ -459,6 +580,8 @@ void Node::tick()
 	maybe_checkpoint();
 	for (auto [volume, host] : expired)
 		lease_gone(volume, host);
+	// Pushes held back go when they can; overdue ones cut their connection.
+	expire_pushes();
 	if (!deferred_moves_.empty() && !in_restart_grace()) {
 		auto deferred = std::exchange(deferred_moves_, {});
 		for (auto &start : deferred)

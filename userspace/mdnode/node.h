@@ -22,6 +22,7 @@
 #define MDNODE_NODE_H
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -62,6 +63,9 @@ struct NodeStats {
 	uint64_t stall_max_us = 0, stall_total_us = 0;
 	// Pushes not sent under test_drop_invalidations.
 	uint64_t invalidations_dropped = 0;
+	// Connections cut because a push to them stayed unacked (or could not
+	// be sent) for lease_ms + margin while the host held its lease.
+	uint64_t push_timeouts = 0;
 };
 
 class Node : public ServerHandler {
@@ -102,8 +106,20 @@ private:
 	struct Session {
 		PeerInfo peer;
 		bool authenticated = false;
+		// Cut by us (a push timed out): what it still sends is ignored,
+		// as the transport does once the connection is closing.
+		bool closing = false;
 		std::set<uint64_t> opened;	// volume ids
-		std::set<uint64_t> pushes;	// outstanding push ids
+		// Push ids sent and not yet acked: at most peer.push_credits.
+		std::set<uint64_t> pushes;
+		// Push ids waiting for a credit or for a send that failed, in the
+		// order they are to be sent.
+		std::deque<uint64_t> queued;
+	};
+	// One push to one host on one connection, queued or sent.
+	struct Push {
+		uint64_t fan_out_id, host_id;
+		int64_t since_ms;	// queued at
 	};
 	// A change waiting for lease holders to acknowledge an invalidation.
 	struct FanOut {
@@ -198,9 +214,16 @@ private:
 		     uint64_t generation, uint32_t reason,
 		     std::optional<uint64_t> except_host, std::function<void()> done);
 	void settle(uint64_t fan_out_id, uint64_t host_id);
-	// Sends the fan-out's push to host_id on conn; false if it could not
-	// be sent (the host is then waited out like a silent one).
-	bool push(uint64_t fan_out_id, uint64_t host_id, ConnId conn);
+	// Queues the fan-out's push to host_id on the session, unless one is
+	// already queued or sent there, and sends what the credits allow.
+	void push(uint64_t fan_out_id, uint64_t host_id, Session &s);
+	// Sends queued pushes, oldest first, while the session has push
+	// credits left and sending works; drops those no fan-out waits for.
+	void send_pushes(Session &s);
+	bool push_wanted(const Push &p) const;
+	// Cuts the connections with a push waiting for lease_ms + margin, the
+	// longest a lease is held without renewal.
+	void expire_pushes();
 	// host_id's lease on the volume is gone (expired, closed or dropped):
 	// the fan-outs on that volume stop waiting for it.
 	void lease_gone(uint64_t volume_id, uint64_t host_id);
@@ -238,8 +261,9 @@ private:
 	std::map<ConnId, Session> sessions_;
 	std::map<LeaseKey, Lease> leases_;
 	std::map<uint64_t, FanOut> fan_outs_;	// by id
-	// Push req_id (sent to one host) -> (fan-out id, host id).
-	std::map<uint64_t, std::pair<uint64_t, uint64_t>> pushes_;
+	// Push req_id -> the push, from when it is queued until it is acked
+	// or its session is gone.
+	std::map<uint64_t, Push> pushes_;
 	uint64_t next_push_ = 1;
 	uint64_t next_fan_out_ = 1;
 	// Requests waiting for an allocation in flight: (volume, index) ->
