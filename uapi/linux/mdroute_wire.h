@@ -552,6 +552,15 @@ struct mdr_wire_node_stats_mig {
 	__le64 stall_total_us;	/* sum of them */
 };
 
+/*
+ * Appended after struct mdr_wire_node_stats_mig by mdnode since push
+ * credits are enforced (the reply is then 176 bytes); a reply of 168 bytes
+ * comes from a node without it. Counters since mdnode started.
+ */
+struct mdr_wire_node_stats_push {
+	__le64 push_timeouts;	/* connections cut for a push not acked */
+};
+
 /* ---------------------------------------------------------------------- */
 /* Migration (admin).                                                     */
 
@@ -714,6 +723,8 @@ MDR_WIRE_ASSERT(sizeof(struct mdr_wire_node_stats_rep) == 24 + 12 * 8,
 		"node_stats_rep");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_node_stats_mig) == 6 * 8,
 		"node_stats_mig");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_node_stats_push) == 8,
+		"node_stats_push");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_move_req) == 120, "move_req");
 MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_move_req, name) == 56, "move_req.name");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_move_extent) == 48, "move_extent");

@@ -32,9 +32,11 @@ static_assert(offsetof(mdr_wire_vol_list_rep, vols) == sizeof(mdr_wire_vol_list_
 static_assert(offsetof(mdr_wire_dev_list_rep, devs) == sizeof(mdr_wire_dev_list_rep));
 static_assert(offsetof(mdr_wire_alloc_rep, entry) == 40, "alloc_rep.entry");
 static_assert(offsetof(mdr_wire_move_rep, extents) == sizeof(mdr_wire_move_rep));
-// NODE_STATS replies of this build: version 1's counters, then migration's.
-constexpr size_t kStatsLen = sizeof(mdr_wire_node_stats_rep) +
-			     sizeof(mdr_wire_node_stats_mig);
+// NODE_STATS replies of this build: version 1's counters, then migration's,
+// then the push counters.
+constexpr size_t kStatsMigLen = sizeof(mdr_wire_node_stats_rep) +
+				sizeof(mdr_wire_node_stats_mig);
+constexpr size_t kStatsLen = kStatsMigLen + sizeof(mdr_wire_node_stats_push);
 
 // ---- Messages of errors ---------------------------------------------------
 
@@ -842,8 +844,9 @@ Result<Body> dec_node_stats_rep(std::string_view, Bytes m)
 	const auto r = read<mdr_wire_node_stats_rep>(m);
 	NodeStatsRep o;
 
-	// A node without migration sends 120 bytes: its counters stay zero.
-	if (m.size() >= kStatsLen) {
+	// A node without migration sends 120 bytes, one without the push
+	// counters 168: what it lacks stays zero.
+	if (m.size() >= kStatsMigLen) {
 		const auto g = read<mdr_wire_node_stats_mig>(m, sizeof(r));
 
 		o.moves_active = load(g.moves_active);
@@ -853,6 +856,8 @@ Result<Body> dec_node_stats_rep(std::string_view, Bytes m)
 		o.stall_max_us = load(g.stall_max_us);
 		o.stall_total_us = load(g.stall_total_us);
 	}
+	if (m.size() >= kStatsLen)
+		o.push_timeouts = load(read<mdr_wire_node_stats_push>(m, kStatsMigLen).push_timeouts);
 
 	o.boot_id = load(r.boot_id);
 	o.uptime_ms = load(r.uptime_ms);
@@ -1678,11 +1683,16 @@ Result<size_t> encode_one(std::span<std::byte> out, uint64_t req_id,
 	store(g.move_bytes, m.move_bytes);
 	store(g.stall_max_us, m.stall_max_us);
 	store(g.stall_total_us, m.stall_total_us);
+
+	auto p = zeroed<mdr_wire_node_stats_push>();
+
+	store(p.push_timeouts, m.push_timeouts);
 	if (auto e = room(name_of<NodeStatsRep>(), out, kStatsLen))
 		return *e;
 	w.hdr = make_hdr(NodeStatsRep::opcode, true, MDR_ST_OK, kStatsLen, req_id);
 	write(out, 0, w);
 	write(out, sizeof(w), g);
+	write(out, kStatsMigLen, p);
 	return self_check(out, kStatsLen);
 }
 

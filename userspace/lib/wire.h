@@ -30,9 +30,10 @@
 //   - OPEN by id carries an all-zero name, OPEN by name a zero volume id;
 //   - NODE_STATS replies may be longer than version 1's (later versions
 //     append __le64 counters): the migration counters (struct
-//     mdr_wire_node_stats_mig) are read when the length covers them (zero
-//     otherwise), and counters beyond them are ignored; this build always
-//     sends them;
+//     mdr_wire_node_stats_mig), then the push counters (struct
+//     mdr_wire_node_stats_push), are read when the length covers them
+//     (zero otherwise), and counters beyond them are ignored; this build
+//     always sends them;
 //   - MOVE by id carries an all-zero name, MOVE by name a zero volume id;
 //     its reply has exactly one element per extent asked for.
 #ifndef MDR_WIRE_H
@@ -416,6 +417,8 @@ struct NodeStatsRep {
 	uint64_t move_bytes = 0;
 	uint64_t stall_max_us = 0;
 	uint64_t stall_total_us = 0;
+	// struct mdr_wire_node_stats_push: zero from a node that lacks it
+	uint64_t push_timeouts = 0;
 	bool operator==(const NodeStatsRep &) const = default;
 };
 

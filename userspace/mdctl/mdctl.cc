@@ -1412,8 +1412,10 @@ constexpr std::string_view kNodeStatsUsage =
 	"volumes, requests, errors, journal and invalidation counts, and extent\n"
 	"moves (migrate, dev drain): in progress, done, failed, bytes copied by\n"
 	"those done, the longest and the total stall of one extent (from its\n"
-	"freeze to its publication at the new place, in microseconds). A node\n"
-	"without migration reports its move counters as 0.\n"
+	"freeze to its publication at the new place, in microseconds), and\n"
+	"push_timeouts: host connections cut for leaving an invalidation\n"
+	"unacked while holding their lease. A node without migration reports its\n"
+	"move counters as 0, one that predates push_timeouts that as 0.\n"
 	"\n"
 	"Options:\n"
 	MDCTL_NODE_OPTIONS
@@ -1446,6 +1448,7 @@ int cmd_node_stats(Args args, const Env &env)
 		{"moves_failed", r.moves_failed}, {"move_bytes", r.move_bytes},
 		{"move_stall_max_us", r.stall_max_us},
 		{"move_stall_total_us", r.stall_total_us},
+		{"push_timeouts", r.push_timeouts},
 	};
 
 	if (c.format == Format::json) {

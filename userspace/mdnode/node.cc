@@ -857,6 +857,7 @@ void Node::do_stats(Session &s, uint64_t req_id)
 		.move_bytes = stats_.move_bytes,
 		.stall_max_us = stats_.stall_max_us,
 		.stall_total_us = stats_.stall_total_us,
+		.push_timeouts = stats_.push_timeouts,
 	});
 }
 

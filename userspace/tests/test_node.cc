@@ -1107,6 +1107,14 @@ void test_a_holder_that_never_acks_is_cut_off(void **)
 	expect_alloc(r, r.one(a), 120, vol, 5);
 	assert_int_equal(r.node->stats().lease_expiries, 1);
 	assert_int_equal(r.node->stats().push_timeouts, 1);
+
+	// The admin sees it.
+	r.send(adm, 125, wire::NodeStatsReq{});
+	const wire::Msg sm = r.one(adm);
+	auto *st = std::get_if<wire::NodeStatsRep>(&sm.body);
+	assert_non_null(st);
+	assert_int_equal(st->push_timeouts, 1);
+	assert_int_equal(st->invalidations, 1);
 }
 
 // A holder cut off for a push it did not ack, with more held back behind

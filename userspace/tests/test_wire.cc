@@ -249,6 +249,7 @@ w::NodeStatsRep node_stats_rep()
 	m.move_bytes = 16;
 	m.stall_max_us = 17;
 	m.stall_total_us = 18;
+	m.push_timeouts = 19;
 	return m;
 }
 
@@ -344,11 +345,13 @@ void check_canonical(std::span<const std::byte> received, const w::Msg &m)
 		fail_msg("re-encode of a parsed %s: %s",
 			 w::opcode_name(m.hdr.opcode).c_str(), n.message().c_str());
 	if (std::holds_alternative<w::NodeStatsRep>(m.body)) {
-		// Version 1's counters, then the migration ones when the
-		// received length covered them (else they are zero).
+		// Version 1's counters, then the migration ones and the push
+		// ones when the received length covered them (else they are
+		// zero).
 		const size_t v1 = sizeof(mdr_wire_node_stats_rep);
-		const size_t full = v1 + sizeof(mdr_wire_node_stats_mig);
-		const size_t same = m.hdr.length >= full ? full : v1;
+		const size_t mig = v1 + sizeof(mdr_wire_node_stats_mig);
+		const size_t full = mig + sizeof(mdr_wire_node_stats_push);
+		const size_t same = m.hdr.length >= full ? full : m.hdr.length >= mig ? mig : v1;
 
 		assert_int_equal(n.value(), full);
 		assert_memory_equal(again.data(), received.data(), kLen);
@@ -1050,25 +1053,33 @@ void test_encoders_refuse_what_receivers_refuse(void **)
 }
 
 // A node without migration answers NODE_STATS with version 1's 120 bytes:
-// its counters are read, the migration counters are zero. Counters beyond
-// the migration ones (a later version's) are ignored.
+// its counters are read, the migration and push counters are zero. A node
+// without the push counters answers with 168 bytes: push_timeouts is zero.
+// Counters beyond the push ones (a later version's) are ignored.
 void test_node_stats_lengths(void **)
 {
 	const w::NodeStatsRep full = node_stats_rep();
 	Buf b = encode(full);
 
-	assert_int_equal(b.size(), 168);
-	Buf old(b.begin(), b.begin() + 120);
-	put32(old, kLen, 120);
-	auto m = w::parse(old, Side::client, MDR_ROLE_ADMIN);
+	assert_int_equal(b.size(), 176);
+	Buf mig(b.begin(), b.begin() + 168);
+	put32(mig, kLen, 168);
+	auto m = w::parse(mig, Side::client, MDR_ROLE_ADMIN);
 	assert_true(m.ok());
 	w::NodeStatsRep want = full;
+	want.push_timeouts = 0;
+	assert_true(std::get<w::NodeStatsRep>(m.value().body) == want);
+
+	Buf old(b.begin(), b.begin() + 120);
+	put32(old, kLen, 120);
+	m = w::parse(old, Side::client, MDR_ROLE_ADMIN);
+	assert_true(m.ok());
 	want.moves_active = want.moves_done = want.moves_failed = 0;
 	want.move_bytes = want.stall_max_us = want.stall_total_us = 0;
 	assert_true(std::get<w::NodeStatsRep>(m.value().body) == want);
 
-	b.resize(168 + 16, std::byte{0x5a});
-	put32(b, kLen, 168 + 16);
+	b.resize(176 + 16, std::byte{0x5a});
+	put32(b, kLen, 176 + 16);
 	m = w::parse(b, Side::client, MDR_ROLE_ADMIN);
 	assert_true(m.ok());
 	assert_true(std::get<w::NodeStatsRep>(m.value().body) == full);

@@ -230,6 +230,7 @@ private:
 		rep.move_bytes = stats.move_bytes;
 		rep.stall_max_us = stats.stall_max_us;
 		rep.stall_total_us = stats.stall_total_us;
+		rep.push_timeouts = 11;
 		return reply(rep);
 	}
 
