@@ -87,6 +87,13 @@ mdr_module_load() {
 	mdr_module_loaded && mdr_fail "mdroute is already loaded"
 	modprobe -a ib_core rdma_cm libcrc32c >/dev/null 2>&1 || true
 	insmod "$MDR_KO" "$@" || mdr_fail "insmod $MDR_KO failed"
+	# where the code lives, for the vCPU registers tools/vm/run takes from
+	# a guest wedged past its timeout
+	awk '$3 ~ /^(_text|_stext)$/ { printf "mdr-test: %s %s\n", $3, $1 }' \
+		/proc/kallsyms >/dev/kmsg 2>/dev/null || true
+	awk '$1 ~ /^(mdroute|rdma_rxe|ib_core|rdma_cm|ib_uverbs)$/ {
+		printf "mdr-test: module %s at %s\n", $1, $6 }' /proc/modules \
+		>/dev/kmsg 2>/dev/null || true
 	mdr_on_exit 'mdr_module_loaded && rmmod mdroute'
 	mdr_wait_for /dev/mdroute-control 5
 }
