@@ -102,7 +102,8 @@ int mdr_backing_unbind(u32 dev_id, dev_t *devt)
 	int ret = 0;
 
 	mutex_lock(&mdr_backing_mutex);
-	spin_lock(&mdr_backing_lock);
+	/* IRQs off: a completion may take a user of another device */
+	spin_lock_irq(&mdr_backing_lock);
 	b = xa_load(&mdr_backings, dev_id);
 	if (!b)
 		ret = -ENOENT;
@@ -110,7 +111,7 @@ int mdr_backing_unbind(u32 dev_id, dev_t *devt)
 		ret = -EBUSY;
 	else
 		b->dead = true;
-	spin_unlock(&mdr_backing_lock);
+	spin_unlock_irq(&mdr_backing_lock);
 	if (ret) {
 		mutex_unlock(&mdr_backing_mutex);
 		return ret;
