@@ -23,8 +23,11 @@
 
 #include <linux/types.h>
 
-/* Highest wire protocol version this header describes. */
-#define MDR_WIRE_VERSION	1
+/*
+ * Highest wire protocol version this header describes. Version 2 adds
+ * MDR_INVAL_TRACK and struct mdr_wire_inval_ack (the pre-copy of moves).
+ */
+#define MDR_WIRE_VERSION	2
 /* Lowest version a peer built from this header still speaks. */
 #define MDR_WIRE_VERSION_MIN	1
 
@@ -347,6 +350,8 @@ enum mdr_inval_reason {
 	MDR_INVAL_ALLOC		= 1,
 	MDR_INVAL_MOVE		= 2,	/* extents move: drain before the ack */
 	MDR_INVAL_DELETE	= 3,	/* volume deleted or shrunk */
+	/* version >= 2: a move is about to copy the extent: note writes */
+	MDR_INVAL_TRACK		= 4,
 };
 
 /**
@@ -371,6 +376,46 @@ struct mdr_wire_inval {
 	__le64 generation;
 	__le32 reason;
 	__le32 reserved;
+};
+
+/*
+ * MDR_INVAL_TRACK (version >= 2, @count 1, @generation the entry's current
+ * one): mdnode is about to copy the extent while hosts still use it (the
+ * pre-copy of a move). The host keeps its entry and its IO going, starts
+ * noting which granules of the extent it writes, and acks once every
+ * write to the extent submitted before the push has completed: what it
+ * writes after the ack is noted. The noting ends with the MDR_INVAL_MOVE
+ * of the extent, whose ack carries it, or with any other invalidation of
+ * the extent. A host may stop noting at any time (it then acks the move
+ * without MDR_INVAL_ACK_F_TRACKED); mdnode copies the whole extent again.
+ */
+
+/* A granule of an extent: 1/64th of it, but at least 4 KiB. */
+#define MDR_WIRE_TRACK_GRANULES	64
+#define MDR_WIRE_TRACK_MIN_SHIFT 12
+
+/* struct mdr_wire_inval_ack.flags */
+#define MDR_INVAL_ACK_F_TRACKED	(1U << 0)	/* @dirty is valid */
+
+/**
+ * struct mdr_wire_inval_ack - the ack of a push, on version >= 2
+ * @inval:	the push, as it came, MDR_WIRE_F_REPLY set, length 80
+ * @flags:	MDR_INVAL_ACK_F_*; other bits zero
+ * @reserved:	zero
+ * @dirty:	acks of MDR_INVAL_MOVE with MDR_INVAL_ACK_F_TRACKED: bit i
+ *		set when the host wrote granule i of the extent (bytes
+ *		[i * g, (i + 1) * g) with g = max(extent size / 64, 4 KiB))
+ *		since it acked the extent's MDR_INVAL_TRACK; zero otherwise
+ *
+ * On version 1 the ack is struct mdr_wire_inval itself (64 bytes); on
+ * version 2 it is this. mdnode reads @dirty only from the ack of a MOVE
+ * push to a host that acked the TRACK push of the same move.
+ */
+struct mdr_wire_inval_ack {
+	struct mdr_wire_inval inval;
+	__le32 flags;
+	__le32 reserved;
+	__le64 dirty;
 };
 
 /* ---------------------------------------------------------------------- */
@@ -705,6 +750,7 @@ MDR_WIRE_ASSERT(sizeof(struct mdr_wire_renew_rep) == 32, "renew_rep");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_alloc_req) == 40, "alloc_req");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_alloc_rep) == 72, "alloc_rep");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_inval) == 64, "inval");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_inval_ack) == 80, "inval_ack");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_auth_req) == 56, "auth_req");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_volume) == 104, "volume");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_vol_create_req) == 104,
