@@ -516,7 +516,10 @@ static const struct msg_case msg_cases[] = {
 	{ "inval reason zero", good_inval, OFF(mdr_wire_inval, reason), 4, 0,
 	  0, -EINVAL },
 	{ "inval reason unknown", good_inval, OFF(mdr_wire_inval, reason), 4,
-	  4, 0, -EINVAL },
+	  5, 0, -EINVAL },
+	/* good_inval names two extents: a TRACK names one */
+	{ "inval track of a range", good_inval, OFF(mdr_wire_inval, reason),
+	  4, MDR_INVAL_TRACK, 0, -EINVAL },
 };
 
 static void msg_case_desc(const struct msg_case *c, char *desc)
@@ -582,6 +585,11 @@ static void proto_test_msg_encode(struct kunit *test)
 		.volume_id = VOL, .first = 1, .count = 3, .generation = 4,
 		.reason = MDR_INVAL_ALLOC,
 	};
+	const struct mdr_inval_ack_info none = {};
+	struct mdr_inval_ack_info tracked = {
+		.flags = MDR_INVAL_ACK_F_TRACKED, .dirty = 0x8000000000000021ULL,
+	};
+	struct mdr_wire_inval_ack ack;
 	struct mdr_msg m;
 	const char *why;
 
@@ -599,7 +607,7 @@ static void proto_test_msg_encode(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, le64_to_cpu(h.req_id), 0xabcdefULL);
 
 	/* an ack is the push with MDR_WIRE_F_REPLY: clear it to re-parse */
-	KUNIT_EXPECT_EQ(test, mdr_msg_inval_ack(buf, 77, &inv),
+	KUNIT_EXPECT_EQ(test, mdr_msg_inval_ack(buf, 77, &inv, 1, &none),
 			sizeof(struct mdr_wire_inval));
 	memcpy(&h, buf, sizeof(h));
 	KUNIT_EXPECT_EQ(test, le16_to_cpu(h.flags), MDR_WIRE_F_REPLY);
@@ -608,6 +616,54 @@ static void proto_test_msg_encode(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, 64, &m, &why), 0);
 	KUNIT_EXPECT_EQ(test, m.req_id, 77ULL);
 	KUNIT_EXPECT_EQ(test, m.inval.count, 3ULL);
+
+	/* version 2: the push, then flags and the dirty granules */
+	memset(buf, 0xee, sizeof(buf));
+	KUNIT_EXPECT_EQ(test, mdr_msg_inval_ack(buf, 78, &inv, 2, &none),
+			sizeof(struct mdr_wire_inval_ack));
+	memcpy(&ack, buf, sizeof(ack));
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(ack.inval.hdr.length), 80U);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(ack.inval.count), 3ULL);
+	KUNIT_EXPECT_EQ(test, ack.flags, 0U);
+	KUNIT_EXPECT_EQ(test, ack.reserved, 0U);
+	KUNIT_EXPECT_EQ(test, ack.dirty, 0ULL);
+	KUNIT_EXPECT_EQ(test, mdr_msg_inval_ack(buf, 79, &inv, 2, &tracked),
+			sizeof(struct mdr_wire_inval_ack));
+	memcpy(&ack, buf, sizeof(ack));
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(ack.flags),
+			(u32)MDR_INVAL_ACK_F_TRACKED);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(ack.dirty), 0x8000000000000021ULL);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(ack.inval.hdr.req_id), 79ULL);
+	/* a dirty mask without the flag is never sent */
+	tracked.flags = 0;
+	mdr_msg_inval_ack(buf, 80, &inv, 2, &tracked);
+	memcpy(&ack, buf, sizeof(ack));
+	KUNIT_EXPECT_EQ(test, ack.dirty, 0ULL);
+	/* version 1 has no room for it: the push is echoed alone */
+	tracked.flags = MDR_INVAL_ACK_F_TRACKED;
+	memset(buf, 0xee, sizeof(buf));
+	KUNIT_EXPECT_EQ(test, mdr_msg_inval_ack(buf, 81, &inv, 1, &tracked),
+			sizeof(struct mdr_wire_inval));
+	KUNIT_EXPECT_EQ(test, buf[sizeof(struct mdr_wire_inval)], 0xee);
+}
+
+/* A TRACK push names one extent and is parsed like the others. */
+static void proto_test_track_push(struct kunit *test)
+{
+	u8 buf[128];
+	struct mdr_wire_inval r;
+	struct mdr_msg m;
+	const char *why = NULL;
+
+	good_inval(buf);
+	memcpy(&r, buf, sizeof(r));
+	r.count = cpu_to_le64(1);
+	r.reason = cpu_to_le32(MDR_INVAL_TRACK);
+	memcpy(buf, &r, sizeof(r));
+	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, sizeof(r), &m, &why), 0);
+	KUNIT_EXPECT_EQ(test, m.inval.reason, (u32)MDR_INVAL_TRACK);
+	KUNIT_EXPECT_EQ(test, m.inval.first, 4ULL);
+	KUNIT_EXPECT_EQ(test, m.inval.count, 1ULL);
 }
 
 static void proto_test_status_to_errno(struct kunit *test)
@@ -684,6 +740,7 @@ static struct kunit_case proto_test_cases[] = {
 	KUNIT_CASE_PARAM(proto_test_msg_parse, msg_gen_params),
 	KUNIT_CASE(proto_test_msg_fields),
 	KUNIT_CASE(proto_test_msg_encode),
+	KUNIT_CASE(proto_test_track_push),
 	KUNIT_CASE(proto_test_status_to_errno),
 	KUNIT_CASE(proto_test_backoff_bounds),
 	KUNIT_CASE(proto_test_backoff_jitter_spreads),

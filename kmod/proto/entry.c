@@ -478,8 +478,12 @@ static int mdr_parse_inval(const void *buf, struct mdr_inval_info *o,
 		*why = "inval: generation zero";
 		return -EINVAL;
 	}
-	if (o->reason < MDR_INVAL_ALLOC || o->reason > MDR_INVAL_DELETE) {
+	if (o->reason < MDR_INVAL_ALLOC || o->reason > MDR_INVAL_TRACK) {
 		*why = "inval: unknown reason";
+		return -EINVAL;
+	}
+	if (o->reason == MDR_INVAL_TRACK && o->count != 1) {
+		*why = "inval: track of more than one extent";
 		return -EINVAL;
 	}
 	return 0;
@@ -630,19 +634,25 @@ size_t mdr_msg_alloc_req(void *buf, u64 req_id, u64 volume_id, u64 index)
 
 /* The ack of a push: its range, MDR_WIRE_F_REPLY, its req_id. */
 size_t mdr_msg_inval_ack(void *buf, u64 req_id,
-			 const struct mdr_inval_info *inval)
+			 const struct mdr_inval_info *inval, u16 version,
+			 const struct mdr_inval_ack_info *ack)
 {
-	struct mdr_wire_inval r;
+	struct mdr_wire_inval_ack r;
+	size_t len = version >= 2 ? sizeof(r) : sizeof(r.inval);
 
 	memset(&r, 0, sizeof(r));
-	mdr_hdr_init(&r.hdr, MDR_OP_INVALIDATE, true, sizeof(r), req_id);
-	r.volume_id = cpu_to_le64(inval->volume_id);
-	r.first = cpu_to_le64(inval->first);
-	r.count = cpu_to_le64(inval->count);
-	r.generation = cpu_to_le64(inval->generation);
-	r.reason = cpu_to_le32(inval->reason);
-	memcpy(buf, &r, sizeof(r));
-	return sizeof(r);
+	mdr_hdr_init(&r.inval.hdr, MDR_OP_INVALIDATE, true, len, req_id);
+	r.inval.volume_id = cpu_to_le64(inval->volume_id);
+	r.inval.first = cpu_to_le64(inval->first);
+	r.inval.count = cpu_to_le64(inval->count);
+	r.inval.generation = cpu_to_le64(inval->generation);
+	r.inval.reason = cpu_to_le32(inval->reason);
+	if (ack->flags & MDR_INVAL_ACK_F_TRACKED) {
+		r.flags = cpu_to_le32(MDR_INVAL_ACK_F_TRACKED);
+		r.dirty = cpu_to_le64(ack->dirty);
+	}
+	memcpy(buf, &r, len);
+	return len;
 }
 
 void mdr_msg_set_req_id(void *buf, u64 req_id)

@@ -135,6 +135,19 @@ struct mdr_inval_info {
 };
 
 /**
+ * struct mdr_inval_ack_info - what an ack tells besides the push's range
+ * @flags:	MDR_INVAL_ACK_F_TRACKED or 0
+ * @dirty:	with MDR_INVAL_ACK_F_TRACKED: granules written since the
+ *		extent's MDR_INVAL_TRACK (struct mdr_wire_inval_ack)
+ *
+ * Only a version 2 ack carries it; a version 1 ack is the push itself.
+ */
+struct mdr_inval_ack_info {
+	u32 flags;
+	u64 dirty;
+};
+
+/**
  * struct mdr_msg - a received message, checked and host-endian
  * @opcode:	enum mdr_wire_opcode
  * @flags:	MDR_WIRE_F_*
@@ -178,7 +191,8 @@ size_t mdr_msg_open_req(void *buf, u64 req_id, u64 volume_id);
 size_t mdr_msg_vol_req(void *buf, u16 opcode, u64 req_id, u64 volume_id);
 size_t mdr_msg_alloc_req(void *buf, u64 req_id, u64 volume_id, u64 index);
 size_t mdr_msg_inval_ack(void *buf, u64 req_id,
-			 const struct mdr_inval_info *inval);
+			 const struct mdr_inval_info *inval, u16 version,
+			 const struct mdr_inval_ack_info *ack);
 void mdr_msg_set_req_id(void *buf, u64 req_id);
 
 /* ---- Reconnect backoff and leases ----------------------------------- */

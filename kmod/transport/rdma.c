@@ -232,9 +232,11 @@ struct mdr_push {
 	unsigned int idx;	/* in conn->push_pool */
 	struct ib_device *dev;	/* the ack's mapping */
 	u32 inc;		/* queue it arrived on */
+	u16 version;		/* of that queue: the ack's format */
 	u64 req_id;
 	struct mdr_inval_info inval;
-	u8 buf[sizeof(struct mdr_wire_inval)];
+	struct mdr_inval_ack_info ack;
+	u8 buf[sizeof(struct mdr_wire_inval_ack)];
 	u64 dma;
 };
 
@@ -436,14 +438,15 @@ static void mdr_cb_failed(struct mdr_tvol *tv, u64 first, unsigned int n,
 
 /* Context: process; may sleep for as long as the volume drains. */
 static void mdr_cb_invalidate(struct mdr_tvol *tv, u64 first, u64 count,
-			      u64 generation, u32 reason)
+			      u64 generation, u32 reason,
+			      struct mdr_inval_ack_info *ack)
 {
 	ktime_t start = ktime_get();
 
 	mutex_lock(&tv->cb_mutex);
 	if (!test_bit(MDR_TV_CLOSED, &tv->flags))
 		tv->ops->invalidate(tv->owner, first, count, generation,
-				    reason);
+				    reason, ack);
 	mutex_unlock(&tv->cb_mutex);
 	trace_mdr_invalidate(tv->volume_id, first, count, generation, reason,
 			     ktime_to_ns(ktime_sub(ktime_get(), start)));
@@ -1171,7 +1174,8 @@ static void mdr_push_ack(struct mdr_conn *c, struct mdr_push *p)
 	size_t len;
 	int ret;
 
-	len = mdr_msg_inval_ack(p->buf, p->req_id, &p->inval);
+	len = mdr_msg_inval_ack(p->buf, p->req_id, &p->inval, p->version,
+				&p->ack);
 	spin_lock_irqsave(&c->lock, flags);
 	q = c->q;
 	if (!q || q->inc != p->inc || c->state != MDR_CONN_LIVE) {
@@ -1241,7 +1245,8 @@ static void mdr_push_work(struct work_struct *w)
 		if (inv->first < nr)
 			mdr_cb_invalidate(tv, inv->first,
 					  min(inv->count, nr - inv->first),
-					  inv->generation, inv->reason);
+					  inv->generation, inv->reason,
+					  &p->ack);
 		mdr_tv_put(tv);
 	}
 	atomic64_inc(&c->stats.invalidations);
@@ -1259,6 +1264,10 @@ static int mdr_push_recv(struct mdr_queue *q, const struct mdr_msg *m,
 
 	if (m->opcode != MDR_OP_INVALIDATE)
 		return 0;	/* PING from mdnode: nothing asked of us */
+	if (m->inval.reason == MDR_INVAL_TRACK && q->acc.version < 2) {
+		*why = "track push on a version 1 connection";
+		return -EPROTO;
+	}
 	spin_lock_irqsave(&c->lock, flags);
 	i = find_first_zero_bit(c->push_busy, MDR_PUSH_POOL);
 	if (q->pushes >= q->acc.push_credits || i >= MDR_PUSH_POOL) {
@@ -1274,8 +1283,10 @@ static int mdr_push_recv(struct mdr_queue *q, const struct mdr_msg *m,
 	p->conn = c;
 	p->idx = i;
 	p->inc = q->inc;
+	p->version = q->acc.version;
 	p->req_id = m->req_id;
 	p->inval = m->inval;
+	p->ack = (struct mdr_inval_ack_info){};
 	kref_get(&c->ref);
 	INIT_WORK(&p->work, mdr_push_work);
 	queue_work(mdr_wq, &p->work);
@@ -1795,6 +1806,7 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 		       struct mdr_msg *reply, bool notify)
 {
 	struct mdr_open_info *o = &reply->open;
+	struct mdr_inval_ack_info unused;	/* no ack: nothing was pushed */
 	u64 sent = ktime_get_ns();
 	bool moved = false, lapsed;
 	unsigned long flags;
@@ -1848,7 +1860,8 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 		 */
 		mdr_conn_info(c, "volume %llu: reopened after its lease lapsed: dropping its cache\n",
 			      tv->volume_id);
-		mdr_cb_invalidate(tv, 0, tv->nr_extents, 1, MDR_INVAL_MOVE);
+		mdr_cb_invalidate(tv, 0, tv->nr_extents, 1, MDR_INVAL_MOVE,
+				  &unused);
 	}
 	mdr_lease_granted(tv, sent, o->lease_ms, notify);
 	mdr_kick(c);
@@ -1859,7 +1872,8 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 		 */
 		mdr_conn_info(c, "volume %llu changed (generation %llu): dropping its cache\n",
 			      tv->volume_id, o->generation);
-		mdr_cb_invalidate(tv, 0, tv->nr_extents, 0, MDR_INVAL_MOVE);
+		mdr_cb_invalidate(tv, 0, tv->nr_extents, 0, MDR_INVAL_MOVE,
+				  &unused);
 	}
 	return 0;
 }

@@ -16,6 +16,8 @@
 #include <linux/types.h>
 #include <linux/mdroute_wire.h>
 
+struct mdr_inval_ack_info;	/* proto/proto.h */
+
 /**
  * struct mdr_target - the metadata service a volume lives on
  * @addr:	mdnode's address (AF_INET or AF_INET6, port set)
@@ -66,8 +68,13 @@ struct mdr_vol_geom {
  *		@reason is MDR_INVAL_MOVE or MDR_INVAL_DELETE, drop the
  *		entries, never use a generation below @generation again.
  *		@generation 0 says the volume itself changed (its entries'
- *		generations started again): forget the range entirely. The
- *		transport acks when this returns.
+ *		generations started again): forget the range entirely.
+ *		MDR_INVAL_TRACK (one extent) changes no entry: note the
+ *		granules written to it from now on, and return once the
+ *		writes to it already submitted completed. The ack of the
+ *		MDR_INVAL_MOVE of a noted extent carries what was written:
+ *		set @ack (zeroed by the transport) to it. The transport acks
+ *		when this returns.
  *		Context: process, may sleep (bounded by in-flight IO).
  * @lease:	the volume's lease became valid (@valid) or expired. While
  *		it is not valid the volume issues no IO.
@@ -78,7 +85,8 @@ struct mdr_tvol_ops {
 			const struct mdr_wire_entry *e, unsigned int n);
 	void (*failed)(void *owner, u64 first, unsigned int n, int err);
 	void (*invalidate)(void *owner, u64 first, u64 count,
-			   u64 generation, u32 reason);
+			   u64 generation, u32 reason,
+			   struct mdr_inval_ack_info *ack);
 	void (*lease)(void *owner, bool valid);
 };
 

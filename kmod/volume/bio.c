@@ -116,6 +116,11 @@ static void mdr_remap(struct mdr_vol *vol, struct bio *bio, u64 index,
 		mdr_vol_defer(vol, bio);	/* an invalidation drains it */
 		return;
 	}
+	/* counted first: a move's pre-copy learns of it either way */
+	if (op_is_write(bio_op(bio)))
+		mdr_track_write(&vol->track, index,
+				bio->bi_iter.bi_sector << SECTOR_SHIFT,
+				bio->bi_iter.bi_size);
 
 	clone = bio_alloc_clone(b->bdev, bio, GFP_NOIO, &vol->clone_bs);
 	if (unlikely(!clone)) {

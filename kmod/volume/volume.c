@@ -16,6 +16,7 @@
 #include <linux/mdroute_wire.h>
 
 #include "core/params.h"
+#include "proto/proto.h"
 #include "volume/backing.h"
 #include "volume/extent.h"
 #include "volume/volume.h"
@@ -328,15 +329,34 @@ void mdr_vol_failed(void *owner, u64 first, unsigned int n, int err)
 }
 
 /*
+ * mdnode is about to pre-copy extent @index while IO goes on: note the
+ * granules written to it from now on. Writes counted in flight before
+ * the drain's phase flip complete before it returns (the ack), and each
+ * one counted after it sees the slot (mdr_inflight_enter()'s barrier
+ * pairs with the drain's), so every write the pre-copy may have missed
+ * is in the mask the move's ack carries.
+ */
+static void mdr_vol_track(struct mdr_vol *vol, u64 index)
+{
+	mdr_track_start(&vol->track, index, vol->geom.extent_shift);
+	mdr_inflight_drain(&vol->inflight, index, 1);
+}
+
+/*
  * mdnode changed entries [first, first + count): block new IO to them,
  * forget them, wait for IO already at the devices when the data moves.
  */
 static void mdr_vol_invalidate(void *owner, u64 first, u64 count,
-			       u64 generation, u32 reason)
+			       u64 generation, u32 reason,
+			       struct mdr_inval_ack_info *ack)
 {
 	struct mdr_vol *vol = owner;
 	bool drain = reason != MDR_INVAL_ALLOC;
 
+	if (reason == MDR_INVAL_TRACK) {
+		mdr_vol_track(vol, first);
+		return;
+	}
 	if (drain) {
 		/* MDR_INFLIGHT_BLOCKS drains running: wait for a slot */
 		while (mdr_inflight_block(&vol->inflight, first, count))
@@ -349,8 +369,14 @@ static void mdr_vol_invalidate(void *owner, u64 first, u64 count,
 		mdr_cache_forget(&vol->cache, first, count);
 	if (drain) {
 		mdr_inflight_drain(&vol->inflight, first, count);
+		/* nothing more is written: what was noted is complete */
+		if (reason == MDR_INVAL_MOVE && count == 1 &&
+		    mdr_track_end(&vol->track, first, &ack->dirty))
+			ack->flags |= MDR_INVAL_ACK_F_TRACKED;
 		mdr_inflight_unblock(&vol->inflight, first, count);
 	}
+	/* any other change ends the noting: the move it was for is over */
+	mdr_track_drop(&vol->track, first, count);
 	mdr_vol_kick(vol);
 }
 
@@ -534,6 +560,7 @@ static struct mdr_vol *mdr_vol_alloc(void)
 	INIT_WORK(&vol->flush_work, mdr_flush_work);
 	atomic_set(&vol->flushing, 0);
 	mdr_inflight_init(&vol->inflight);
+	mdr_track_init(&vol->track);
 	mdr_waitlist_init(&vol->wait);
 	atomic64_set(&vol->bad_dev, 0);
 	mdr_reval_init(vol);

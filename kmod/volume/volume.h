@@ -14,6 +14,7 @@
 
 #include "cache/extent_cache.h"
 #include "cache/inflight.h"
+#include "cache/track.h"
 #include "cache/waitlist.h"
 #include "transport/transport.h"
 
@@ -117,6 +118,7 @@ struct mdr_vol {
 	struct mdr_tvol *tvol;
 	struct mdr_cache cache;
 	struct mdr_inflight inflight;
+	struct mdr_track track;
 	struct mdr_waitlist wait;
 	struct bio_set split_bs;
 	struct bio_set clone_bs;
