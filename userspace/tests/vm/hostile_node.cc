@@ -29,6 +29,8 @@
 //   alloc-entry     ALLOC replies carry an entry with a bad checksum
 //   push-reason     after the first RENEW, pushes an INVALIDATE with an
 //                   unknown reason
+//   push-track-v1   accepts with wire version 1; after the first RENEW,
+//                   pushes an INVALIDATE with reason TRACK (version 2 only)
 //   alloc-stall     disconnects at the first ALLOC, never answers a later
 //                   one (as mdnode holds an ALLOC while another lease
 //                   holder is silent)
@@ -283,7 +285,7 @@ void Server::on_connect_request(rdma_cm_event *ev)
 		post_recv(i);
 
 	wire::ConnRep rep{};
-	rep.version = MDR_WIRE_VERSION;
+	rep.version = is("push-track-v1") ? 1 : MDR_WIRE_VERSION;
 	rep.queue_depth = req.value().queue_depth;
 	rep.push_credits = std::min<uint16_t>(16, req.value().recv_depth - rep.queue_depth);
 	rep.max_msg = kMsg;
@@ -462,7 +464,9 @@ void Server::on_message(const std::byte *b, uint32_t len)
 		rdma_disconnect(id);
 		printf("disconnected\n");
 	}
-	if (op == MDR_OP_RENEW && is("push-reason") && !pushed) {
+	if (op == MDR_OP_RENEW && (is("push-reason") || is("push-track-v1")) && !pushed) {
+		const uint32_t reason = is("push-reason") ? 9 : MDR_INVAL_TRACK;
+
 		pushed = true;
 		mdr_wire_inval p{};
 		store(p.hdr.magic, MDR_WIRE_MSG_MAGIC);
@@ -473,9 +477,9 @@ void Server::on_message(const std::byte *b, uint32_t len)
 		store(p.first, 0);
 		store(p.count, 1);
 		store(p.generation, 5);
-		store(p.reason, 9);
+		store(p.reason, reason);
 		send(&p, sizeof(p));
-		printf("sent: INVALIDATE push with reason 9\n");
+		printf("sent: INVALIDATE push with reason %u\n", reason);
 	}
 }
 
