@@ -169,7 +169,7 @@ Status RdmaClient::setup()
 	qa.cap.max_recv_wr = kRecvSlots;
 	qa.cap.max_send_sge = 1;
 	qa.cap.max_recv_sge = 1;
-	qa.cap.max_inline_data = sizeof(mdr_wire_inval);
+	qa.cap.max_inline_data = sizeof(mdr_wire_inval_ack);
 	if (rdma_create_qp(id_, pd_, &qa))
 		return errno_error("rdma_create_qp");
 	for (uint32_t i = 0; i < kRecvSlots; i++)
@@ -243,9 +243,13 @@ void RdmaClient::on_recv(uint32_t slot, uint32_t len)
 		invalidations_++;
 		if (on_push_)
 			on_push_(m.value().hdr.req_id, std::get<wire::Invalidate>(m.value().body));
+		// Version 2's ack is the longer one. It never claims to have
+		// noted writes (no MDR_INVAL_ACK_F_TRACKED): a move the client
+		// holds a lease on copies the whole extent under the freeze.
 		wire::InvalidateAck ack;
 		static_cast<wire::InvalRange &>(ack) = std::get<wire::Invalidate>(m.value().body);
-		std::byte out[sizeof(mdr_wire_inval)];
+		ack.extended = rep_.version >= 2;
+		std::byte out[sizeof(mdr_wire_inval_ack)];
 		auto n = wire::encode(out, m.value().hdr.req_id, ack);
 		if (n.ok()) {
 			ibv_sge sge{reinterpret_cast<uintptr_t>(out), uint32_t(n.value()), 0};

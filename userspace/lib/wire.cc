@@ -441,6 +441,12 @@ std::optional<Error> check_size(const Framed &f)
 		return std::nullopt;
 	}
 
+	// An ack of a push is version 1's (the push echoed) or version 2's
+	// (struct mdr_wire_inval_ack); whether it is the connection's is for
+	// the receiver to check, which knows the version.
+	if (f.op->opcode == MDR_OP_INVALIDATE && f.hdr.reply() &&
+	    len == sizeof(mdr_wire_inval_ack))
+		return std::nullopt;
 	const Shape &s = f.hdr.reply() ? f.op->rep_shape : f.op->req_shape;
 	if (!s.elem) {
 		if (len != s.size)
@@ -610,8 +616,27 @@ Result<Body> dec_inval(std::string_view w, Bytes m)
 			    " overflows");
 	if (!o.generation)
 		return fail(EINVAL, w, "generation zero");
-	if (o.reason < MDR_INVAL_ALLOC || o.reason > MDR_INVAL_DELETE)
+	if (o.reason < MDR_INVAL_ALLOC || o.reason > MDR_INVAL_TRACK)
 		return fail(EINVAL, w, "unknown reason ", o.reason);
+	if (o.reason == MDR_INVAL_TRACK && o.count != 1)
+		return fail(EINVAL, w, "count ", o.count, " with MDR_INVAL_TRACK");
+	if constexpr (std::is_same_v<T, InvalidateAck>) {
+		if (m.size() == sizeof(mdr_wire_inval_ack)) {
+			const auto a = read<mdr_wire_inval_ack>(m);
+
+			o.extended = true;
+			o.flags = load(a.flags);
+			o.dirty = load(a.dirty);
+			if (o.flags & ~MDR_INVAL_ACK_F_TRACKED)
+				return fail(EINVAL, w, "unknown flags ", Hex{o.flags});
+			if (load(a.reserved))
+				return fail(EINVAL, w, "reserved not zero");
+			if (o.dirty && !(o.flags & MDR_INVAL_ACK_F_TRACKED))
+				return fail(EINVAL, w, "dirty without MDR_INVAL_ACK_F_TRACKED");
+			if (o.dirty && o.reason != MDR_INVAL_MOVE)
+				return fail(EINVAL, w, "dirty in the ack of reason ", o.reason);
+		}
+	}
 	return Body{o};
 }
 
@@ -1434,6 +1459,18 @@ Result<mdr_wire_conn_req> encode_conn_req(const ConnReq &req)
 	return r;
 }
 
+unsigned track_granule_shift(uint32_t extent_shift)
+{
+	// log2(MDR_WIRE_TRACK_GRANULES) == 6
+	static_assert(MDR_WIRE_TRACK_GRANULES == 64);
+	return unsigned(std::max<int>(int(extent_shift) - 6, MDR_WIRE_TRACK_MIN_SHIFT));
+}
+
+unsigned track_granules(uint32_t extent_shift)
+{
+	return 1U << (extent_shift - track_granule_shift(extent_shift));
+}
+
 Result<uint16_t> negotiate_version(uint16_t peer_min, uint16_t peer_max)
 {
 	const uint16_t lo = std::max<uint16_t>(peer_min, MDR_WIRE_VERSION_MIN);
@@ -1811,6 +1848,31 @@ Result<size_t> encode_inval(std::span<std::byte> out, uint64_t req_id,
 	return emit<M>(out, req_id, w);
 }
 
+// Version 2's ack: the push echoed in struct mdr_wire_inval_ack.
+Result<size_t> encode_inval_ack(std::span<std::byte> out, uint64_t req_id,
+				const InvalidateAck &m)
+{
+	constexpr const char *what = "inval_ack";
+	auto w = zeroed<mdr_wire_inval_ack>();
+
+	if (m.flags & ~MDR_INVAL_ACK_F_TRACKED)
+		return fail(EINVAL, what, "unknown flags ", Hex{m.flags});
+	if (m.dirty && !(m.flags & MDR_INVAL_ACK_F_TRACKED))
+		return fail(EINVAL, what, "dirty without MDR_INVAL_ACK_F_TRACKED");
+	if (auto e = room(what, out, sizeof(w)))
+		return *e;
+	store(w.inval.volume_id, m.volume_id);
+	store(w.inval.first, m.first);
+	store(w.inval.count, m.count);
+	store(w.inval.generation, m.generation);
+	store(w.inval.reason, m.reason);
+	store(w.flags, m.flags);
+	store(w.dirty, m.dirty);
+	w.inval.hdr = make_hdr(MDR_OP_INVALIDATE, true, MDR_ST_OK, sizeof(w), req_id);
+	write(out, 0, w);
+	return self_check(out, sizeof(w));
+}
+
 template <typename M>
 Result<size_t> encode_list_req(std::span<std::byte> out, uint64_t req_id,
 			       const M &m)
@@ -1847,7 +1909,14 @@ Result<size_t> encode(std::span<std::byte> out, uint64_t req_id, const Body &bod
 			return emit_header_only<T>(out, req_id);
 		else if constexpr (std::is_same_v<T, CloseReq> || std::is_same_v<T, RenewReq>)
 			return encode_vol_req(out, req_id, m);
-		else if constexpr (std::is_base_of_v<InvalRange, T>)
+		else if constexpr (std::is_same_v<T, InvalidateAck>) {
+			if (m.extended)
+				return encode_inval_ack(out, req_id, m);
+			if (m.flags || m.dirty)
+				return fail(EINVAL, "inval_ack", "flags or dirty in "
+					    "version 1's ack");
+			return encode_inval(out, req_id, m);
+		} else if constexpr (std::is_base_of_v<InvalRange, T>)
 			return encode_inval(out, req_id, m);
 		else if constexpr (std::is_same_v<T, VolDeleteReq> ||
 				   std::is_same_v<T, VolInfoReq>)
@@ -1888,6 +1957,9 @@ size_t encoded_size(const Body &body)
 					    sizeof(mdr_wire_move_extent), m.extents.size());
 		else if constexpr (std::is_same_v<T, NodeStatsRep>)
 			return kStatsLen;
+		else if constexpr (std::is_same_v<T, InvalidateAck>)
+			return m.extended ? sizeof(mdr_wire_inval_ack)
+					  : sizeof(mdr_wire_inval);
 		else if constexpr (T::reply)
 			return op_of(T::opcode).rep_shape.size;
 		else

@@ -292,11 +292,24 @@ struct Invalidate : InvalRange {
 	bool operator==(const Invalidate &) const = default;
 };
 
-// The host's ack: the push's range and req_id.
+// The host's ack: the push's range and req_id. On version 1 it is the push
+// echoed (64 bytes); on version 2 struct mdr_wire_inval_ack (80 bytes),
+// which adds flags and the dirty granules of a move. parse() takes either
+// size: which one a connection must use is for the receiver, which knows
+// the version, to check. flags and dirty are zero in the short form.
 struct InvalidateAck : InvalRange {
 	MDR_WIRE_MSG(MDR_OP_INVALIDATE, true);
+	bool extended = false;		// struct mdr_wire_inval_ack
+	uint32_t flags = 0;		// MDR_INVAL_ACK_F_*
+	uint64_t dirty = 0;		// with MDR_INVAL_ACK_F_TRACKED, of a MOVE
 	bool operator==(const InvalidateAck &) const = default;
 };
+
+// Granules of MDR_INVAL_TRACK and of a move's dirty mask in an extent of
+// 2^extent_shift bytes: MDR_WIRE_TRACK_GRANULES, fewer when that would
+// make them smaller than 2^MDR_WIRE_TRACK_MIN_SHIFT bytes.
+unsigned track_granule_shift(uint32_t extent_shift);
+unsigned track_granules(uint32_t extent_shift);
 
 struct AuthReq {
 	MDR_WIRE_MSG(MDR_OP_AUTH, false);

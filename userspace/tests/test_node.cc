@@ -343,10 +343,12 @@ const wire::Invalidate &expect_push(const wire::Msg &m, uint64_t volume_id, uint
 	return *p;
 }
 
+// Hosts here speak version 2 (Rig::peer()): their acks are 80 bytes.
 wire::InvalidateAck ack_of(const wire::Invalidate &push)
 {
 	wire::InvalidateAck ack;
 	static_cast<wire::InvalRange &>(ack) = push;
+	ack.extended = MDR_WIRE_VERSION >= 2;
 	return ack;
 }
 

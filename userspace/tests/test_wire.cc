@@ -171,6 +171,27 @@ w::InvalidateAck inval_ack()
 	return m;
 }
 
+// Version 2's ack of a MOVE, with dirty granules.
+w::InvalidateAck inval_ack_tracked()
+{
+	w::InvalidateAck m = inval_ack();
+
+	m.count = 1;
+	m.extended = true;
+	m.flags = MDR_INVAL_ACK_F_TRACKED;
+	m.dirty = 0x8000000000000021;
+	return m;
+}
+
+w::Invalidate inval_track()
+{
+	w::Invalidate m = inval();
+
+	m.count = 1;
+	m.reason = MDR_INVAL_TRACK;
+	return m;
+}
+
 w::OpenRep open_rep()
 {
 	w::OpenRep m;
@@ -300,6 +321,10 @@ std::vector<w::Body> samples()
 		alloc_rep(),
 		inval(),
 		inval_ack(),
+		inval_track(),
+		inval_ack_tracked(),
+		w::InvalidateAck{{.volume_id = kVol, .first = 3, .count = 1, .generation = 4,
+				  .reason = MDR_INVAL_TRACK}, true},
 		auth,
 		w::AuthRep{},
 		w::VolCreateReq{.size = uint64_t{1} << 30, .extent_shift = 0,
@@ -548,6 +573,8 @@ std::vector<Row> reject_rows()
 	const w::Body arep = alloc_rep();
 	const w::Body inv = inval();
 	const w::Body ack = inval_ack();
+	const w::Body ack2 = inval_ack_tracked();
+	const w::Body track = inval_track();
 	const w::Body create = w::VolCreateReq{.size = uint64_t{1} << 30,
 					       .tenant = 7, .name = "vol"};
 	const w::Body del = w::VolDeleteReq{.name = "vol"};
@@ -842,8 +869,24 @@ std::vector<Row> reject_rows()
 		 -EINVAL, "inval: generation zero"},
 		{"inval reason zero", inv, set32(offsetof(mdr_wire_inval, reason), 0), -EINVAL,
 		 "inval: unknown reason 0"},
-		{"inval reason high", inv, set32(offsetof(mdr_wire_inval, reason), 4), -EINVAL,
-		 "inval: unknown reason 4"},
+		{"inval reason high", inv, set32(offsetof(mdr_wire_inval, reason), 5), -EINVAL,
+		 "inval: unknown reason 5"},
+		{"track count 2", track, set64(offsetof(mdr_wire_inval, count), 2), -EINVAL,
+		 "inval: count 2 with MDR_INVAL_TRACK"},
+		{"ack length 72", ack, resize_to(72), -EPROTO,
+		 "inval_ack: length 72, expected 64"},
+		{"ack length 88", ack2, grow(8), -EPROTO, "inval_ack: length 88, expected 64"},
+		{"ack flags unknown", ack2, set32(offsetof(mdr_wire_inval_ack, flags), 3),
+		 -EINVAL, "inval_ack: unknown flags 0x3"},
+		{"ack flags high", ack2, set32(offsetof(mdr_wire_inval_ack, flags), 0x80000001),
+		 -EINVAL, "unknown flags"},
+		{"ack2 reserved", ack2, set32(offsetof(mdr_wire_inval_ack, reserved), 1),
+		 -EINVAL, "inval_ack: reserved not zero"},
+		{"ack dirty untracked", ack2, set32(offsetof(mdr_wire_inval_ack, flags), 0),
+		 -EINVAL, "inval_ack: dirty without MDR_INVAL_ACK_F_TRACKED"},
+		{"ack dirty of track", ack2, set32(offsetof(mdr_wire_inval, reason),
+						   MDR_INVAL_TRACK),
+		 -EINVAL, "inval_ack: dirty in the ack of reason 4"},
 		{"ack count zero", ack, set64(offsetof(mdr_wire_inval, count), 0), -EINVAL,
 		 "inval_ack: count zero"},
 		{"ack reserved", ack, set32(offsetof(mdr_wire_inval, reserved), 0x100), -EINVAL,
@@ -1030,6 +1073,18 @@ void test_encoders_refuse_what_receivers_refuse(void **)
 		 "move_req: count 0 outside"},
 		{w::MoveRep{.volume_id = 1}, -EINVAL, "move_rep: count 0 outside"},
 		{w::DrainReq{.dev_id = 2, .to_dev = 2}, -EINVAL, "to_dev is the device"},
+		{w::InvalidateAck{{.volume_id = 1, .count = 1, .generation = 1,
+				   .reason = MDR_INVAL_MOVE}, false, MDR_INVAL_ACK_F_TRACKED, 0},
+		 -EINVAL, "flags or dirty in version 1's ack"},
+		{w::InvalidateAck{{.volume_id = 1, .count = 1, .generation = 1,
+				   .reason = MDR_INVAL_MOVE}, true, 0, 1},
+		 -EINVAL, "dirty without MDR_INVAL_ACK_F_TRACKED"},
+		{w::InvalidateAck{{.volume_id = 1, .count = 1, .generation = 1,
+				   .reason = MDR_INVAL_MOVE}, true, 2, 0},
+		 -EINVAL, "unknown flags 0x2"},
+		{w::Invalidate{{.volume_id = 1, .count = 3, .generation = 1,
+				.reason = MDR_INVAL_TRACK}},
+		 -EINVAL, "count 3 with MDR_INVAL_TRACK"},
 	};
 
 	for (const auto &c : cases) {
@@ -1111,6 +1166,14 @@ void test_truncation_every_length(void **)
 			    n >= sizeof(mdr_wire_node_stats_rep) &&
 			    (n - sizeof(mdr_wire_node_stats_rep)) % 8 == 0) {
 				assert_true(parse_as(t, body).ok());
+				continue;
+			}
+			// Version 2's ack cut to version 1's is one.
+			if (std::holds_alternative<w::InvalidateAck>(body) &&
+			    n == sizeof(mdr_wire_inval)) {
+				auto m = parse_as(t, body);
+				assert_true(m.ok());
+				assert_false(std::get<w::InvalidateAck>(m.value().body).extended);
 				continue;
 			}
 			auto m = parse_as(t, body);
@@ -1369,20 +1432,44 @@ void test_conn_req(void **)
 
 void test_negotiate_version(void **)
 {
-	static_assert(MDR_WIRE_VERSION_MIN == 1 && MDR_WIRE_VERSION == 1,
+	static_assert(MDR_WIRE_VERSION_MIN == 1 && MDR_WIRE_VERSION == 2,
 		      "update the cases for a new version");
 	assert_int_equal(w::negotiate_version(1, 1).value(), 1);
-	assert_int_equal(w::negotiate_version(1, 9).value(), 1);
+	assert_int_equal(w::negotiate_version(1, 2).value(), 2);
+	assert_int_equal(w::negotiate_version(2, 2).value(), 2);
+	assert_int_equal(w::negotiate_version(1, 9).value(), 2);
+	assert_int_equal(w::negotiate_version(2, 9).value(), 2);
 	assert_int_equal(w::negotiate_version(0, 1).value(), 1);
 
 	const std::pair<uint16_t, uint16_t> none[] = {
-		{2, 3}, {0, 0}, {3, 1}, {UINT16_MAX, UINT16_MAX}};
+		{3, 4}, {0, 0}, {3, 1}, {UINT16_MAX, UINT16_MAX}};
 
 	for (const auto &[lo, hi] : none) {
 		auto v = w::negotiate_version(lo, hi);
 		assert_false(v.ok());
 		assert_int_equal(v.error(), -EPROTONOSUPPORT);
 		assert_int_equal(w::errno_to_status(v.error()), MDR_ST_VERSION);
+	}
+}
+
+// A granule is 1/64th of the extent, but at least 4 KiB.
+void test_track_granules(void **)
+{
+	const struct {
+		uint32_t extent_shift;
+		unsigned shift, granules;
+	} cases[] = {
+		{MDR_WIRE_EXTENT_SHIFT_MIN, 12, 16},
+		{17, 12, 32},
+		{18, 12, 64},
+		{20, 14, 64},
+		{MDR_WIRE_EXTENT_SHIFT_DEFAULT, 16, 64},
+		{MDR_WIRE_EXTENT_SHIFT_MAX, 24, 64},
+	};
+
+	for (const auto &c : cases) {
+		assert_int_equal(w::track_granule_shift(c.extent_shift), c.shift);
+		assert_int_equal(w::track_granules(c.extent_shift), c.granules);
 	}
 }
 
@@ -1728,6 +1815,7 @@ int main()
 		cmocka_unit_test(test_entry_known_answer),
 		cmocka_unit_test(test_conn_req),
 		cmocka_unit_test(test_negotiate_version),
+		cmocka_unit_test(test_track_granules),
 		cmocka_unit_test(test_conn_rep),
 		cmocka_unit_test(test_conn_rej),
 		cmocka_unit_test(test_status_errno),

@@ -285,7 +285,10 @@ void Server::on_connect_request(rdma_cm_event *ev)
 		post_recv(i);
 
 	wire::ConnRep rep{};
-	rep.version = is("push-track-v1") ? 1 : MDR_WIRE_VERSION;
+	// As mdnode: the highest both speak (the kernel may be older), but
+	// push-track-v1 speaks version 1.
+	auto version = wire::negotiate_version(req.value().version_min, req.value().version_max);
+	rep.version = is("push-track-v1") ? 1 : version.ok() ? version.value() : MDR_WIRE_VERSION;
 	rep.queue_depth = req.value().queue_depth;
 	rep.push_credits = std::min<uint16_t>(16, req.value().recv_depth - rep.queue_depth);
 	rep.max_msg = kMsg;
