@@ -35,6 +35,17 @@ int64_t mono_us()
 		.count();
 }
 
+uint64_t copy_bytes(const CopyJob &job)
+{
+	uint64_t n = 0;
+
+	if (!job.runs)
+		return job.len;
+	for (const CopyRun &r : *job.runs)
+		n += r.len;
+	return n;
+}
+
 Copier::Copier(std::map<uint32_t, std::string> paths, const CopierOptions &opts)
 	: paths_(std::move(paths)), opts_(opts)
 {
@@ -100,7 +111,7 @@ void Copier::process_completions()
 			busy_--;
 		}
 		if (!it.err)
-			bytes_ += it.job.len;
+			bytes_ += copy_bytes(it.job);
 		it.done(it.err, it.times);
 	}
 }
@@ -176,6 +187,20 @@ int Copier::copy(const CopyJob &job, CopyTimes &times)
 	if (job.src_off % kAlign || job.dst_off % kAlign || job.len % kAlign)
 		return -EINVAL;
 
+	// The IOs: each run (or the whole) cut into chunks.
+	std::vector<CopyRun> ios;
+	const std::vector<CopyRun> all{{0, job.len}};
+	uint64_t end = 0;
+
+	for (const CopyRun &r : job.runs ? *job.runs : all) {
+		if (r.off % kAlign || r.len % kAlign || !r.len || r.off < end ||
+		    r.len > job.len || r.off > job.len - r.len)
+			return -EINVAL;
+		end = r.off + r.len;
+		for (uint64_t at = r.off; at < end; at += opts_.chunk)
+			ios.push_back({at, std::min<uint64_t>(opts_.chunk, end - at)});
+	}
+
 	const int src = fd_of(job.src_dev);
 	const int dst = fd_of(job.dst_dev);
 
@@ -209,22 +234,24 @@ int Copier::copy(const CopyJob &job, CopyTimes &times)
 		bool busy = false;
 	};
 	std::vector<Slot> slots(opts_.depth);
-	uint64_t next = 0, written = 0;
+	const uint64_t total = copy_bytes(job);
+	uint64_t written = 0;
+	size_t next = 0;	// in ios
 	unsigned in_flight = 0;
 	int err = 0;
 
-	while (written < job.len && (!err || in_flight)) {
-		for (unsigned s = 0; !err && s < slots.size() && next < job.len; s++) {
+	while (written < total && (!err || in_flight)) {
+		for (unsigned s = 0; !err && s < slots.size() && next < ios.size(); s++) {
 			if (slots[s].busy)
 				continue;
 			io_uring_sqe *sqe = io_uring_get_sqe(&ring);
 			if (!sqe)
 				break;
-			slots[s] = {next, uint32_t(std::min<uint64_t>(opts_.chunk, job.len - next)),
-				    true};
-			io_uring_prep_read(sqe, src, bufs_[s], slots[s].len, job.src_off + next);
+			slots[s] = {ios[next].off, uint32_t(ios[next].len), true};
+			io_uring_prep_read(sqe, src, bufs_[s], slots[s].len,
+					   job.src_off + slots[s].off);
 			io_uring_sqe_set_data64(sqe, uint64_t{s} << 1);
-			next += slots[s].len;
+			next++;
 			in_flight++;
 		}
 		if (!in_flight)
@@ -282,15 +309,15 @@ int Copier::copy(const CopyJob &job, CopyTimes &times)
 		retired_.insert(retired_.end(), bufs_.begin(), bufs_.end());
 		bufs_.clear();
 	}
-	if (!err && written != job.len)
+	if (!err && written != total)
 		err = -EIO;
 	// The new place is journaled once this returns: its data must be on
 	// stable storage, past any volatile write cache.
-	if (!err && fdatasync(dst))
+	if (!err && job.sync && fdatasync(dst))
 		err = -errno;
 	if (err)
 		log_error_rl("copy of %llu bytes from device %u to %u failed: %s",
-			     (unsigned long long)job.len, job.src_dev, job.dst_dev,
+			     (unsigned long long)total, job.src_dev, job.dst_dev,
 			     strerror(-err));
 	return err;
 }

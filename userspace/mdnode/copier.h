@@ -10,8 +10,9 @@
 //	c.process_completions();	// runs the callbacks of finished copies
 //
 // The worker copies one job at a time with its own io_uring (set up at its
-// first copy and kept): reads and writes of `chunk` bytes, `depth` of them
-// in flight, each chunk written as soon as it is read. Devices are opened
+// first copy and kept): reads and writes of `chunk` bytes at most (a run
+// of a job that copies only some runs is cut into chunks of its own),
+// `depth` of them in flight, each chunk written as soon as it is read. Devices are opened
 // on first use, O_RDWR | O_DIRECT (plain buffered IO where the file system
 // refuses O_DIRECT, as test files on tmpfs do), and the destination is made
 // durable (fdatasync) before a copy is reported done: the new place is
@@ -29,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,13 +60,30 @@ struct CopyTimes {
 // Microseconds on the steady clock, the one CopyTimes uses.
 int64_t mono_us();
 
+// Bytes [off, off + len) of a job's extent.
+struct CopyRun {
+	uint64_t off = 0;		// 4096-aligned
+	uint64_t len = 0;		// a multiple of 4096
+
+	bool operator==(const CopyRun &) const = default;
+};
+
 struct CopyJob {
 	uint32_t src_dev = 0;
 	uint64_t src_off = 0;		// bytes, 4096-aligned
 	uint32_t dst_dev = 0;
 	uint64_t dst_off = 0;		// bytes, 4096-aligned
 	uint64_t len = 0;		// bytes, a multiple of 4096
+	// Only these runs of the len bytes, in order, apart and within them
+	// (none: no data, only the fdatasync); unset: all of it.
+	std::optional<std::vector<CopyRun>> runs{};
+	// fdatasync the destination before the copy is done; false for a
+	// copy that something later makes durable (a move's pre-copy).
+	bool sync = true;
 };
+
+// The bytes a job copies.
+uint64_t copy_bytes(const CopyJob &job);
 
 class Copier {
 public:
@@ -90,6 +109,7 @@ public:
 	// their callbacks (tests, shutdown).
 	void wait_all();
 
+	// Bytes of the copies reported done (copy_bytes() of each).
 	uint64_t bytes_copied() const { return bytes_; }
 
 private:
