@@ -466,8 +466,11 @@ bool Store::busy(uint64_t volume_id) const
 	auto it = pending_.lower_bound({volume_id, 0});
 	auto mv = moves_.lower_bound({volume_id, 0});
 
+	auto pl = move_places_.lower_bound({volume_id, 0});
+
 	return (it != pending_.end() && it->first.first == volume_id) ||
-	       (mv != moves_.end() && mv->first.first == volume_id);
+	       (mv != moves_.end() && mv->first.first == volume_id) ||
+	       (pl != move_places_.end() && pl->first.first == volume_id);
 }
 
 Change Store::reserve(const Record &r, std::optional<Table> table)
@@ -612,8 +615,8 @@ mdr::Result<Allocation> Store::prepare_alloc(uint64_t volume_id, uint64_t index)
 			  std::to_string(v->extent_shift) + " bytes");
 }
 
-mdr::Result<Change> Store::prepare_move(uint64_t volume_id, uint64_t index,
-					uint32_t to_dev)
+mdr::Result<const Volume *> Store::check_move(uint64_t volume_id, uint64_t index,
+					      uint32_t to_dev) const
 {
 	const Volume *v = volume(volume_id);
 	const std::string what = "extent " + std::to_string(index) +
@@ -624,10 +627,7 @@ mdr::Result<Change> Store::prepare_move(uint64_t volume_id, uint64_t index,
 	if (index >= v->table.entries().size())
 		return mdr::Error(-ERANGE, what + ": the volume has " +
 				  std::to_string(v->table.entries().size()) + " extents");
-
-	Space *to = space(to_dev);
-
-	if (!to)
+	if (!space(to_dev))
 		return mdr::Error(-ENOENT, "no device " + std::to_string(to_dev));
 	if (pending_.contains({volume_id, index}) || moves_.contains({volume_id, index}))
 		return mdr::Error(-EBUSY, what + " is being allocated or moved");
@@ -642,13 +642,78 @@ mdr::Result<Change> Store::prepare_move(uint64_t volume_id, uint64_t index,
 	if (old.dev_id == to_dev)
 		return mdr::Error(-EINVAL, what + " is on device " +
 				  std::to_string(to_dev) + " already");
+	return v;
+}
 
-	std::optional<uint64_t> unit = to->buddy.alloc(v->extent_shift - kUnitShift);
+mdr::Result<uint64_t> Store::reserve_move(uint64_t volume_id, uint64_t index,
+					  uint32_t to_dev)
+{
+	auto v = check_move(volume_id, index, to_dev);
+
+	if (!v.ok())
+		return mdr::Error(v.error(), v.message());
+	if (move_places_.contains({volume_id, index}))
+		return mdr::Error(-EBUSY, "extent " + std::to_string(index) + " of volume " +
+				  std::to_string(volume_id) + " has a place reserved");
+
+	const unsigned order = v.value()->extent_shift - kUnitShift;
+	std::optional<uint64_t> unit = space(to_dev)->buddy.alloc(order);
 
 	if (!unit)
-		return mdr::Error(-ENOSPC, what + ": device " + std::to_string(to_dev) +
+		return mdr::Error(-ENOSPC, "device " + std::to_string(to_dev) +
 				  " has no free extent of 2^" +
-				  std::to_string(v->extent_shift) + " bytes");
+				  std::to_string(v.value()->extent_shift) + " bytes");
+
+	const uint64_t pstart = *unit << (kUnitShift - kSectorShift);
+
+	move_places_.emplace(Key{volume_id, index}, std::make_pair(to_dev, pstart));
+	return pstart;
+}
+
+void Store::release_move(uint64_t volume_id, uint64_t index)
+{
+	auto it = move_places_.find({volume_id, index});
+
+	if (it == move_places_.end())
+		return;
+
+	const auto [dev, pstart] = it->second;
+
+	// Reserved places keep their volume alive.
+	space(dev)->buddy.free(pstart >> (kUnitShift - kSectorShift),
+			       volumes_.at(volume_id).extent_shift - kUnitShift);
+	move_places_.erase(it);
+}
+
+mdr::Result<Change> Store::prepare_move(uint64_t volume_id, uint64_t index,
+					uint32_t to_dev)
+{
+	auto v = check_move(volume_id, index, to_dev);
+
+	if (!v.ok())
+		return mdr::Error(v.error(), v.message());
+
+	const mdr::wire::Entry old = entry_at(*v.value(), index);
+	const uint32_t shift = v.value()->extent_shift;
+	std::optional<uint64_t> unit;
+
+	// A place reserved on another device is given back: the move goes
+	// where it is asked to.
+	if (auto it = move_places_.find({volume_id, index});
+	    it != move_places_.end() && it->second.first == to_dev) {
+		unit = it->second.second >> (kUnitShift - kSectorShift);
+		move_places_.erase(it);
+	} else {
+		release_move(volume_id, index);
+		unit = space(to_dev)->buddy.alloc(shift - kUnitShift);
+	}
+	if (!unit)
+		return mdr::Error(-ENOSPC, "extent " + std::to_string(index) + " of volume " +
+				  std::to_string(volume_id) + ": device " +
+				  std::to_string(to_dev) + " has no free extent of 2^" +
+				  std::to_string(shift) + " bytes");
+	// The place is the pending change's now: commit() or abort() gives
+	// it back.
 	return reserve(Record{.type = kMoveBegin, .volume_id = volume_id,
 			      .generation = old.generation + 1, .index = index,
 			      .dev_id = old.dev_id, .pstart = old.pstart,

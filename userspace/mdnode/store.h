@@ -262,8 +262,20 @@ public:
 	// takes a free extent there. -ENOENT (volume, device), -ERANGE,
 	// -EINVAL (the extent is unallocated, or on to_dev already), -EBUSY
 	// (the extent or its volume has a change in flight, or moves), -ENOSPC.
+	// With a place reserved for the extent on to_dev (reserve_move()),
+	// the MOVE_BEGIN takes that place, and the reservation is over.
 	mdr::Result<Change> prepare_move(uint64_t volume_id, uint64_t index,
 					 uint32_t to_dev);
+	// Takes a free extent on to_dev for a move of the extent that has not
+	// begun yet (its pre-copy writes there), with prepare_move()'s checks
+	// and errors; nothing is journaled, so a restart forgets it. While
+	// the place is reserved, the volume is neither deleted nor resized
+	// (-EBUSY), and a second reservation of the extent is -EBUSY. Returns
+	// the place's first 512-byte sector.
+	mdr::Result<uint64_t> reserve_move(uint64_t volume_id, uint64_t index,
+					   uint32_t to_dev);
+	// Gives the reserved place back; nothing when there is none.
+	void release_move(uint64_t volume_id, uint64_t index);
 	// The end of a move in progress: MOVE_DONE (the new place) or
 	// MOVE_ABORT (back to the old one). -ENOENT when the extent is not
 	// moving, -EBUSY when its end is in flight already.
@@ -325,6 +337,9 @@ public:
 
 private:
 	mdr::Result<Change> prepare_move_end(uint64_t volume_id, uint64_t index, bool done);
+	// prepare_move()'s checks; the volume when they pass.
+	mdr::Result<const Volume *> check_move(uint64_t volume_id, uint64_t index,
+					       uint32_t to_dev) const;
 
 	struct Space {
 		Device device;
@@ -375,6 +390,8 @@ private:
 	std::set<std::string, std::less<>> reserved_names_;	// being created
 	std::map<Key, Pending> pending_;
 	std::map<Key, Move> moves_;
+	// Places reserved by reserve_move(): (device, first sector).
+	std::map<Key, std::pair<uint32_t, uint64_t>> move_places_;
 	uint64_t next_id_ = 1;
 };
 

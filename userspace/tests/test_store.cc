@@ -984,6 +984,57 @@ void test_move_records(void **)
 	assert_true(again == before);
 }
 
+// A place reserved for a move's pre-copy is taken from the device until
+// MOVE_BEGIN takes it over (prepare_move() on that device), or it is
+// released; nothing is journaled for it, so a replay does not have it.
+// While it is reserved, the volume is neither deleted nor resized.
+void test_move_reservations(void **)
+{
+	Store s = make_store();
+	Log log;
+	const uint64_t id = create(s, log, "v", 4 * MiB, 20);
+	const mdr_wire_entry e0 = alloc(s, log, id, 0);
+	alloc(s, log, id, 1);
+	const uint32_t to = le32toh(e0.dev_id) == 1 ? 2 : 1;
+	const uint64_t before = used(s, to);
+
+	assert_int_equal(s.reserve_move(id, 0, le32toh(e0.dev_id)).error(), -EINVAL);
+	assert_int_equal(s.reserve_move(id, 2, to).error(), -EINVAL);	// unallocated
+	assert_int_equal(s.reserve_move(id, 0, 9).error(), -ENOENT);
+	assert_int_equal(used(s, to), before);
+
+	// Reserved, then released: the space comes back.
+	mdr::Result<uint64_t> place = s.reserve_move(id, 0, to);
+	assert_true(place.ok());
+	assert_int_equal(used(s, to), before + MiB);
+	assert_int_equal(s.reserve_move(id, 0, to).error(), -EBUSY);
+	assert_int_equal(s.prepare_delete(id).error(), -EBUSY);
+	assert_int_equal(s.prepare_resize(id, 8 * MiB).error(), -EBUSY);
+	assert_int_equal(used(replayed(log), to), before);
+	s.release_move(id, 0);
+	s.release_move(id, 0);	// none: nothing
+	assert_int_equal(used(s, to), before);
+
+	// Reserved, then taken by MOVE_BEGIN at that very place.
+	place = s.reserve_move(id, 0, to);
+	assert_true(place.ok());
+	mdr::Result<uint64_t> other = s.reserve_move(id, 1, to);
+	assert_true(other.ok());
+	assert_int_not_equal(other.value(), place.value());
+	const Change begin = prepared(s.prepare_move(id, 0, to));
+	assert_int_equal(used(s, to), before + 2 * MiB);
+	commit(s, log, begin);
+	assert_int_equal(s.move(id, 0)->new_pstart, place.value());
+	assert_int_equal(used(s, to), before + 2 * MiB);
+	s.release_move(id, 0);	// taken over: nothing to release
+	assert_int_equal(used(s, to), before + 2 * MiB);
+	s.release_move(id, 1);
+	assert_int_equal(used(s, to), before + MiB);
+	commit(s, log, prepared(s.prepare_move_abort(id, 0)));
+	assert_int_equal(used(s, to), before);
+	assert_true(s.prepare_delete(id).ok());
+}
+
 } // namespace
 
 int main()
@@ -1008,6 +1059,7 @@ int main()
 		cmocka_unit_test(test_queries),
 		cmocka_unit_test(test_nothing_replays_with_changes_in_flight),
 		cmocka_unit_test(test_move_records),
+		cmocka_unit_test(test_move_reservations),
 		cmocka_unit_test(test_seal_unallocated_matches_make_entry),
 		cmocka_unit_test(test_large_tables_verify_entry_by_entry),
 		cmocka_unit_test(test_volumes_without_extents),
