@@ -8,6 +8,7 @@
 #include <openssl/hmac.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <utility>
 #include <cstring>
@@ -109,6 +110,11 @@ void Node::on_disconnected(ConnId conn)
 		pushes_.erase(push);
 	for (uint64_t push : it->second.queued)
 		pushes_.erase(push);
+	// What the host noted for a move may not outlive the connection: its
+	// MOVE ack, on a new one, no longer counts as tracked.
+	if (it->second.peer.role == MDR_ROLE_HOST)
+		for (auto &[key, op] : moves_)
+			op.tracked.erase(it->second.peer.host_id);
 	sessions_.erase(it);
 }
 
@@ -257,9 +263,21 @@ void Node::do_open(Session &s, uint64_t req_id, const wire::OpenReq &r)
 	// connection, once the volume is open there (within its push credits,
 	// behind what is queued already; not twice on one connection).
 	const uint64_t vol = v->id;
-	for (auto &[fid, f] : fan_outs_)
-		if (f.volume_id == vol && f.hosts.count(s.peer.host_id))
+	std::vector<uint64_t> untracked;
+
+	moves_lease_changed(vol, s.peer.host_id, true);
+	for (auto &[fid, f] : fan_outs_) {
+		if (f.volume_id != vol || !f.hosts.count(s.peer.host_id))
+			continue;
+		// TRACK only goes to version 2: on version 1 the host is not
+		// tracked, and moves copy what it may have written.
+		if (f.inv.reason == MDR_INVAL_TRACK && s.peer.version < 2)
+			untracked.push_back(fid);
+		else
 			push(fid, s.peer.host_id, s);
+	}
+	for (uint64_t fid : untracked)
+		settle(fid, s.peer.host_id, Settled{});
 }
 
 void Node::do_close(Session &s, uint64_t req_id, const wire::CloseReq &r)
@@ -351,7 +369,28 @@ void Node::do_alloc(Session &s, uint64_t req_id, const wire::AllocReq &r)
 
 void Node::do_ack(Session &s, uint64_t req_id, const wire::InvalidateAck &r)
 {
-	(void)r;
+	// The ack's form is the session's version's, and a dirty mask names
+	// granules of the extent only: otherwise the ack is refused as a
+	// malformed message is (parse() checked the rest).
+	std::string bad;
+	const Volume *v = store_.volume(r.volume_id);
+
+	if (r.extended != (s.peer.version >= 2))
+		bad = std::string(r.extended ? "80" : "64") + "-byte ack on version " +
+		      std::to_string(s.peer.version);
+	else if (v && wire::track_granules(v->extent_shift) < 64 &&
+		 r.dirty >> wire::track_granules(v->extent_shift))
+		bad = "dirty granules beyond the extent's " +
+		      std::to_string(wire::track_granules(v->extent_shift));
+	if (!bad.empty()) {
+		stats_.bad_messages++;
+		log_warn_rl("conn %llu (%s): bad message: inval_ack: %s",
+			    (unsigned long long)s.peer.id, s.peer.address.c_str(),
+			    bad.c_str());
+		net_->disconnect(s.peer.id);
+		return;
+	}
+
 	auto it = pushes_.find(req_id);
 
 	if (it == pushes_.end() || !s.pushes.erase(req_id)) {
@@ -365,19 +404,23 @@ void Node::do_ack(Session &s, uint64_t req_id, const wire::InvalidateAck &r)
 	// The host gave its credit back (it counts the push as done before it
 	// sends the ack): the next push held back for it goes now.
 	send_pushes(s);
-	settle(p.fan_out_id, p.host_id);
+	settle(p.fan_out_id, p.host_id,
+	       Settled{.acked = true, .flags = r.flags, .dirty = r.dirty});
 }
 
 void Node::fan_out(uint64_t volume_id, uint64_t first, uint64_t count,
 		   uint64_t generation, uint32_t reason,
-		   std::optional<uint64_t> except_host, std::function<void()> done)
+		   std::optional<uint64_t> except_host, std::function<void()> done,
+		   std::function<void(uint64_t host_id, const Settled &)> settled)
 {
 	const uint64_t id = next_fan_out_++;
 	FanOut &f = fan_outs_[id];
 	const int64_t now = now_ms_();
+	std::vector<uint64_t> dropped;
 
 	f.volume_id = volume_id;
 	f.done = std::move(done);
+	f.settled = std::move(settled);
 	f.inv.volume_id = volume_id;
 	f.inv.first = first;
 	f.inv.count = count;
@@ -396,6 +439,7 @@ void Node::fan_out(uint64_t volume_id, uint64_t first, uint64_t count,
 				 (unsigned long long)volume_id, (unsigned long long)first,
 				 (unsigned long long)count, (unsigned long long)generation,
 				 reason, (unsigned long long)host);
+			dropped.push_back(host);
 			continue;
 		}
 		f.hosts.insert(host);
@@ -407,6 +451,10 @@ void Node::fan_out(uint64_t volume_id, uint64_t first, uint64_t count,
 		// connection after a lease period (expire_pushes()).
 		push(id, host, sit->second);
 	}
+	// As if acked, but without what an ack says.
+	if (f.settled)
+		for (uint64_t host : dropped)
+			f.settled(host, Settled{});
 	if (f.hosts.empty()) {
 		auto d = std::move(f.done);
 		fan_outs_.erase(id);
@@ -541,13 +589,14 @@ void Node::expire_pushes()
 	}
 }
 
-void Node::settle(uint64_t fan_out_id, uint64_t host_id)
+void Node::settle(uint64_t fan_out_id, uint64_t host_id, const Settled &how)
 {
 	auto it = fan_outs_.find(fan_out_id);
 
-	if (it == fan_outs_.end())
+	if (it == fan_outs_.end() || !it->second.hosts.erase(host_id))
 		return;
-	it->second.hosts.erase(host_id);
+	if (it->second.settled)
+		it->second.settled(host_id, how);
 	if (it->second.hosts.empty()) {
 		auto done = std::move(it->second.done);
 		fan_outs_.erase(it);
@@ -600,11 +649,12 @@ void Node::lease_gone(uint64_t volume_id, uint64_t host_id)
 {
 	std::vector<uint64_t> ids;
 
+	moves_lease_changed(volume_id, host_id, false);
 	for (auto &[id, f] : fan_outs_)
 		if (f.volume_id == volume_id && f.hosts.count(host_id))
 			ids.push_back(id);
 	for (uint64_t id : ids)
-		settle(id, host_id);
+		settle(id, host_id, Settled{});
 }
 
 void Node::change(Change c, std::function<void(int err, const Applied *applied)> done)
@@ -866,6 +916,29 @@ void Node::do_stats(Session &s, uint64_t req_id)
 // every host that may send IO to its old place has acknowledged the
 // invalidation (and drained) or lost its lease; the old place is freed
 // only once the new one is durable, journaled and in the table.
+//
+// The pre-copy bends it for what is copied twice. Before the freeze, with
+// every lease holder on version 2, the extent is copied while hosts still
+// write it; under the freeze (the rule above holds there: every holder
+// acked MOVE or lost its lease) only the granules the holders report are
+// copied again. A granule not copied again was not written since the
+// pre-copy read it:
+//  - each holder acks TRACK only once its writes to the extent submitted
+//    before the push have completed, and notes every write it submits
+//    after the push; the pre-copy starts after the last TRACK ack (or
+//    lease loss), so a write either completed before the pre-copy read its
+//    granule, or is noted;
+//  - a holder acks MOVE only once its writes have drained, with the
+//    granules noted since its TRACK ack: every noted write is done and
+//    reported before the copy under the freeze reads;
+//  - a write by any other host would not be reported, so every granule is
+//    copied again whenever one could have happened: a MOVE ack without
+//    MDR_INVAL_ACK_F_TRACKED, or from a host that did not ack TRACK (a
+//    lease expiry settled it) or lost its connection since; a holder of
+//    the MOVE settled by its lease instead of an ack; any lease on the
+//    volume granted or lost between the TRACK push and the MOVE push (a
+//    new holder writes untracked; a lost one never reports its notes).
+//    Once the MOVE push is out the extent is frozen: a new holder waits.
 
 void Node::MoveTotals::add(const wire::MovedExtent &x, uint64_t extent_bytes)
 {
@@ -883,6 +956,35 @@ bool Node::in_restart_grace() const
 	return now_ms_() < start_ms_ + int64_t(opts_.lease_ms) + int64_t(opts_.drift_margin_ms);
 }
 
+namespace {
+
+uint64_t all_granules(unsigned granules)
+{
+	return granules >= 64 ? ~uint64_t{0} : (uint64_t{1} << granules) - 1;
+}
+
+} // namespace
+
+bool Node::can_precopy(uint64_t volume_id) const
+{
+	const int64_t now = now_ms_();
+
+	for (auto it = leases_.lower_bound({volume_id, 0});
+	     it != leases_.end() && it->first.volume_id == volume_id; ++it) {
+		if (it->second.expires_ms <= now)
+			continue;
+		auto s = sessions_.find(it->second.conn);
+		if (s == sessions_.end() || s->second.closing || s->second.peer.version < 2)
+			return false;
+	}
+	return true;
+}
+
+// The pre-copy (Documentation/migration.md): when every holder can note
+// its writes, the extent is copied to a place reserved for it while hosts
+// keep using it, and under the freeze only the granules they wrote since
+// are copied again. Otherwise, or when anything about the holders changes
+// meanwhile, the whole extent is copied under the freeze.
 void Node::move_extent(uint64_t volume_id, uint64_t index, uint32_t to_dev,
 		       std::function<void(int err, const wire::MovedExtent &)> done)
 {
@@ -894,33 +996,156 @@ void Node::move_extent(uint64_t volume_id, uint64_t index, uint32_t to_dev,
 		return;
 	}
 
-	auto prep = store_.prepare_move(volume_id, index, to_dev);
+	const MoveKey key{volume_id, index};
+	const bool precopy = can_precopy(volume_id);
+	std::optional<Change> begin;
+	uint64_t place = 0;
 
-	if (!prep.ok()) {
-		log_warn_rl("move refused: %s", prep.message().c_str());
-		return done(prep.error(), {});
+	if (precopy) {
+		// Not journaled: a crash before MOVE_BEGIN loses only the
+		// reservation, and what the pre-copy wrote is in free space.
+		auto r = store_.reserve_move(volume_id, index, to_dev);
+		if (!r.ok()) {
+			log_warn_rl("move refused: %s", r.message().c_str());
+			return done(r.error(), {});
+		}
+		place = r.value();
+	} else {
+		auto prep = store_.prepare_move(volume_id, index, to_dev);
+		if (!prep.ok()) {
+			log_warn_rl("move refused: %s", prep.message().c_str());
+			return done(prep.error(), {});
+		}
+		begin = std::move(prep.value());
 	}
 
-	const MoveKey key{volume_id, index};
 	MoveOp &op = moves_[key];
+	const Volume *v = store_.volume(volume_id);
 
 	op.done = std::move(done);
-	op.extent_shift = store_.volume(volume_id)->extent_shift;
+	op.to_dev = to_dev;
+	op.extent_shift = v->extent_shift;
+	op.granule_shift = wire::track_granule_shift(op.extent_shift);
+	op.granules = wire::track_granules(op.extent_shift);
+	op.dirty = all_granules(op.granules);
+	op.t.start = mono_us();
+	if (!precopy) {
+		op.t.tracked = op.t.precopied = op.t.start;
+		return move_begin(key, std::move(*begin));
+	}
+
+	const wire::Entry e = wire::decode_entry(v->table.entries()[index]);
+
+	op.precopy = true;
+	op.dirty = 0;
+	op.state = MoveOp::State::tracking;
+	op.where = Move{.volume_id = volume_id, .index = index,
+			.old_dev = e.dev_id, .new_dev = to_dev,
+			.old_pstart = e.pstart, .new_pstart = place,
+			.generation = e.generation};
+	fan_out(volume_id, index, 1, e.generation, MDR_INVAL_TRACK, std::nullopt,
+		[this, key] { move_tracked(key); },
+		[this, key](uint64_t host, const Settled &how) {
+		// Settled by its lease, the host notes nothing for this move.
+		auto it = moves_.find(key);
+		if (it != moves_.end() && how.acked)
+			it->second.tracked.insert(host);
+	});
+}
+
+// Every holder acked TRACK (each noting its writes from the push on, its
+// writes from before it complete) or lost its lease: the pre-copy reads
+// the extent from now on.
+void Node::move_tracked(MoveKey key)
+{
+	MoveOp &op = moves_.at(key);
+	const CopyJob job{
+		.src_dev = op.where.old_dev,
+		.src_off = op.where.old_pstart << kSectorShift,
+		.dst_dev = op.where.new_dev,
+		.dst_off = op.where.new_pstart << kSectorShift,
+		.len = uint64_t{1} << op.extent_shift,
+		// The fdatasync under the freeze makes it durable too.
+		.sync = false,
+	};
+
+	op.t.tracked = mono_us();
+	op.state = MoveOp::State::precopying;
+	copier_.start(job, [this, key](int err, const CopyTimes &) {
+		move_precopied(key, err);
+	});
+}
+
+void Node::move_precopied(MoveKey key, int err)
+{
+	MoveOp &op = moves_.at(key);
+
+	op.t.precopied = mono_us();
+	if (err) {
+		// Nothing journaled: the reserved place is free again.
+		store_.release_move(key.first, key.second);
+		return move_finish(key, -EIO);
+	}
+
+	auto prep = store_.prepare_move(key.first, key.second, op.to_dev);
+
+	if (!prep.ok()) {
+		store_.release_move(key.first, key.second);
+		log_warn_rl("move refused: %s", prep.message().c_str());
+		return move_finish(key, prep.error());
+	}
+	move_begin(key, std::move(prep.value()));
+}
+
+void Node::move_begin(MoveKey key, Change begin)
+{
+	MoveOp &op = moves_.at(key);
+
+	op.state = MoveOp::State::freezing;
 	op.t.asked = mono_us();
-	change(std::move(prep.value()), [this, key](int err, const Applied *) {
+	change(std::move(begin), [this, key](int err, const Applied *) {
 		if (err)
 			return move_finish(key, err);	// nothing changed
 		move_frozen(key);
 	});
 }
 
+// Until its MOVE push goes out, a move trusts no host's notes once a lease
+// on the volume was granted (the new holder may write untracked) or lost
+// (its holder's notes are never acked). Afterwards the extent is frozen
+// and new holders wait; a host that opens again may have lost its notes.
+void Node::moves_lease_changed(uint64_t volume_id, uint64_t host_id, bool opened)
+{
+	for (auto &[key, op] : moves_) {
+		if (key.first != volume_id || !op.precopy)
+			continue;
+		switch (op.state) {
+		case MoveOp::State::tracking:
+		case MoveOp::State::precopying:
+		case MoveOp::State::freezing:
+			op.dirty = all_granules(op.granules);
+			break;
+		default:
+			if (opened)
+				op.tracked.erase(host_id);
+			break;
+		}
+	}
+}
+
 // MOVE_BEGIN is durable and the table holds the extent FROZEN at g1: hosts
-// that READ it now wait. Those that cached it are told, and drain.
+// that READ it now wait. Those that cached it are told, and drain. After a
+// pre-copy, each ack says what its host wrote since its TRACK ack.
 void Node::move_frozen(MoveKey key)
 {
 	MoveOp &op = moves_.at(key);
+	const Move &m = *store_.move(key.first, key.second);
 
-	op.where = *store_.move(key.first, key.second);
+	// MOVE_BEGIN took the place the pre-copy wrote (prepare_move() on a
+	// reserved place): were it another, all of it would be copied.
+	if (op.precopy && (m.new_dev != op.where.new_dev || m.new_pstart != op.where.new_pstart))
+		op.dirty = all_granules(op.granules);
+	op.where = m;
 	op.state = MoveOp::State::draining;
 	op.frozen_ms = now_ms_();
 	op.t.frozen = mono_us();
@@ -932,6 +1157,18 @@ void Node::move_frozen(MoveKey key)
 		it->second.acked = true;
 		it->second.t.acked = mono_us();
 		move_drained(key);
+	}, [this, key](uint64_t host, const Settled &how) {
+		auto it = moves_.find(key);
+		if (it == moves_.end())
+			return;
+		MoveOp &o = it->second;
+		// Only a host that acked TRACK, kept its lease and its
+		// connection, and says it noted every write, is believed.
+		if (o.precopy && how.acked && (how.flags & MDR_INVAL_ACK_F_TRACKED) &&
+		    o.tracked.count(host))
+			o.dirty |= how.dirty;
+		else
+			o.dirty = all_granules(o.granules);
 	});
 }
 
@@ -946,7 +1183,7 @@ void Node::move_drained(MoveKey key)
 		return;	// tick() tries again after the grace
 
 	MoveOp &op = it->second;
-	const CopyJob job{
+	CopyJob job{
 		.src_dev = op.where.old_dev,
 		.src_off = op.where.old_pstart << kSectorShift,
 		.dst_dev = op.where.new_dev,
@@ -954,6 +1191,25 @@ void Node::move_drained(MoveKey key)
 		.len = uint64_t{1} << op.extent_shift,
 	};
 
+	// After a pre-copy, the dirty granules, adjacent ones as one run (the
+	// copier cuts runs into chunks); none: only the fdatasync, which makes
+	// the pre-copy durable. All of them: the whole extent, as without.
+	if (op.dirty != all_granules(op.granules)) {
+		job.runs.emplace();
+		for (unsigned i = 0; i < op.granules;) {
+			if (!(op.dirty >> i & 1)) {
+				i++;
+				continue;
+			}
+			unsigned j = i;
+			while (j < op.granules && (op.dirty >> j & 1))
+				j++;
+			job.runs->push_back({uint64_t{i} << op.granule_shift,
+					     uint64_t{j - i} << op.granule_shift});
+			i = j;
+		}
+	}
+	op.freeze_bytes = copy_bytes(job);
 	op.state = MoveOp::State::copying;
 	copier_.start(job, [this, key](int err, const CopyTimes &times) {
 		move_copied(key, err, times);
@@ -1037,24 +1293,30 @@ void Node::move_finish(MoveKey key, int err)
 		stats_.moves_failed++;
 		log_warn("volume %llu extent %llu: move to device %u failed: %s",
 			 (unsigned long long)key.first, (unsigned long long)key.second,
-			 op.where.new_dev, strerror(-err));
+			 op.to_dev, strerror(-err));
 	} else {
 		stats_.moves_done++;
 		stats_.move_bytes += uint64_t{1} << op.extent_shift;
+		stats_.precopy_bytes += op.precopy ? uint64_t{1} << op.extent_shift : 0;
+		stats_.freeze_bytes += op.freeze_bytes;
 		stats_.stall_max_us = std::max<uint64_t>(stats_.stall_max_us, op.result.stall_us);
 		stats_.stall_total_us += op.result.stall_us;
 		const MoveOp::Times &t = op.t;
 
 		// Stage times in µs, each from the end of the one before; the
 		// stall is drain through end. tools/bench/migrate reads them.
+		// Without a pre-copy, track and precopy are 0, and every granule
+		// is dirty.
 		log_info("volume %llu extent %llu moved from device %u sector %llu to "
-			 "device %u sector %llu, generation %llu, stall %u us; stages us: "
-			 "begin %lld drain %lld queue %lld io %lld sync %lld loop %lld "
-			 "end %lld publish %lld",
+			 "device %u sector %llu, generation %llu, dirty %d/%u, stall %u us; "
+			 "stages us: track %lld precopy %lld begin %lld drain %lld queue %lld "
+			 "io %lld sync %lld loop %lld end %lld publish %lld",
 			 (unsigned long long)key.first, (unsigned long long)key.second,
 			 op.result.old_dev, (unsigned long long)op.result.old_pstart,
 			 op.result.new_dev, (unsigned long long)op.result.new_pstart,
-			 (unsigned long long)op.result.generation, op.result.stall_us,
+			 (unsigned long long)op.result.generation,
+			 std::popcount(op.dirty), op.granules, op.result.stall_us,
+			 (long long)(t.tracked - t.start), (long long)(t.precopied - t.tracked),
 			 (long long)(t.frozen - t.asked), (long long)(t.acked - t.frozen),
 			 (long long)(t.copy.started - t.acked),
 			 (long long)(t.copy.written - t.copy.started),

@@ -16,8 +16,12 @@
 //
 // Moves (MDR_OP_MOVE, MDR_OP_DRAIN; Documentation/migration.md) run one
 // extent at a time through the states of MoveOp::State, and never block
-// the loop: the copy runs on the Copier's thread and completes back into
-// the loop through its event fd (copier_fd(), process_copies()).
+// the loop: the copies run on the Copier's thread and complete back into
+// the loop through its event fd (copier_fd(), process_copies()). When
+// every lease holder speaks version 2, a move pre-copies the extent before
+// it freezes it (MDR_INVAL_TRACK), and copies under the freeze only what
+// the holders wrote since. A session's negotiated version is its
+// PeerInfo's, kept in the Session.
 #ifndef MDNODE_NODE_H
 #define MDNODE_NODE_H
 
@@ -66,6 +70,10 @@ struct NodeStats {
 	// Connections cut because a push to them stayed unacked (or could not
 	// be sent) for lease_ms + margin while the host held its lease.
 	uint64_t push_timeouts = 0;
+	// Of the moves published: bytes pre-copied while hosts used the
+	// extent, and bytes copied under the freeze (all of each extent
+	// without a pre-copy, its dirty granules after one).
+	uint64_t precopy_bytes = 0, freeze_bytes = 0;
 };
 
 class Node : public ServerHandler {
@@ -121,12 +129,21 @@ private:
 		uint64_t fan_out_id, host_id;
 		int64_t since_ms;	// queued at
 	};
+	// How one host stopped being waited for by a fan-out.
+	struct Settled {
+		bool acked = false;	// by its ack; else its lease went, or
+					// it was dropped (test)
+		uint32_t flags = 0;	// the ack's (version 2)
+		uint64_t dirty = 0;
+	};
 	// A change waiting for lease holders to acknowledge an invalidation.
 	struct FanOut {
 		uint64_t volume_id;
 		std::set<uint64_t> hosts;	// not yet acked nor expired
 		std::function<void()> done;
 		mdr::wire::Invalidate inv;	// what each host is told
+		// Called for each host of hosts as it is settled, before done.
+		std::function<void(uint64_t host_id, const Settled &)> settled;
 	};
 	struct LeaseKey {
 		uint64_t volume_id, host_id;
@@ -139,6 +156,8 @@ private:
 	// The move of one extent, from the admin's request to the reply.
 	struct MoveOp {
 		enum class State {
+			tracking,	// INVALIDATE(TRACK) out: waiting for acks
+			precopying,	// the pre-copy, on the copier's thread
 			freezing,	// MOVE_BEGIN being journaled
 			draining,	// INVALIDATE(MOVE) out: waiting for acks or
 					// expiries, and for the restart grace
@@ -148,13 +167,28 @@ private:
 		};
 		State state = State::freezing;
 		Move where{};		// from the applied MOVE_BEGIN
+		uint32_t to_dev = 0;
 		uint32_t extent_shift = 0;
+		// Pre-copied to a place reserved on to_dev (Store::reserve_move())
+		// while the holders noted their writes.
+		bool precopy = false;
+		// Hosts whose TRACK ack came in, and which kept their lease and
+		// connection since: only their MOVE acks' dirty masks count.
+		std::set<uint64_t> tracked;
+		// Granules to copy under the freeze: bit i is bytes
+		// [i << granule_shift, (i + 1) << granule_shift) of the extent.
+		uint64_t dirty = 0;
+		unsigned granule_shift = 0, granules = 0;
+		uint64_t freeze_bytes = 0;	// the copy under the freeze copies
 		int64_t frozen_ms = 0;	// when hosts started to wait
 		bool acked = false;	// every holder acked or lost its lease
 		int err = 0;		// why it aborts
 		// When each stage ended, on the steady clock (mono_us()): the
 		// stage times of the move's log line.
 		struct Times {
+			int64_t start = 0;	// the move began (after the grace)
+			int64_t tracked = 0;	// every holder acked TRACK (pre-copy)
+			int64_t precopied = 0;	// the loop took the pre-copy's end
 			int64_t asked = 0;	// MOVE_BEGIN appended
 			int64_t frozen = 0;	// MOVE_BEGIN applied, pushes sent
 			int64_t acked = 0;	// every holder acked or lost its lease
@@ -210,10 +244,12 @@ private:
 	// Pushes an invalidation of [first, first + count) of a volume to every
 	// lease holder but except_host, then calls done once all have acked
 	// or lost their lease.
+	// settled, when given, hears how each host was settled.
 	void fan_out(uint64_t volume_id, uint64_t first, uint64_t count,
 		     uint64_t generation, uint32_t reason,
-		     std::optional<uint64_t> except_host, std::function<void()> done);
-	void settle(uint64_t fan_out_id, uint64_t host_id);
+		     std::optional<uint64_t> except_host, std::function<void()> done,
+		     std::function<void(uint64_t host_id, const Settled &)> settled = {});
+	void settle(uint64_t fan_out_id, uint64_t host_id, const Settled &how);
 	// Queues the fan-out's push to host_id on the session, unless one is
 	// already queued or sent there, and sends what the credits allow.
 	void push(uint64_t fan_out_id, uint64_t host_id, Session &s);
@@ -238,6 +274,16 @@ private:
 	// Errors before the freeze call done at once.
 	void move_extent(uint64_t volume_id, uint64_t index, uint32_t to_dev,
 			 std::function<void(int err, const mdr::wire::MovedExtent &)> done);
+	// Whether every holder of a lease on the volume can note its writes
+	// (connected, version >= 2): then the move pre-copies.
+	bool can_precopy(uint64_t volume_id) const;
+	void move_tracked(MoveKey key);
+	void move_precopied(MoveKey key, int err);
+	// Journals MOVE_BEGIN (on the reserved place after a pre-copy).
+	void move_begin(MoveKey key, Change begin);
+	// A lease on the volume was granted or lost while one of its moves
+	// pre-copies: whoever it was may have written what no ack reports.
+	void moves_lease_changed(uint64_t volume_id, uint64_t host_id, bool opened);
 	void move_frozen(MoveKey key);
 	void move_drained(MoveKey key);
 	void move_copied(MoveKey key, int err, const CopyTimes &times);

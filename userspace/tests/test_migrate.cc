@@ -16,7 +16,9 @@
 // anything written after the step, and the journal replayed into a new
 // store, as mdnode does at start.
 #include <algorithm>
+#include <bit>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -232,10 +234,19 @@ struct Rig {
 		assert_int_equal(node->on_connect(p), MDR_ST_OK);
 		node->on_established(p);
 		roles[p.id] = p.role;
+		versions[p.id] = p.version;
 		return p.id;
 	}
 
-	ConnId host(uint64_t host_id) { return establish(peer(MDR_ROLE_HOST, 7, host_id)); }
+	// Hosts speak version 1 unless asked: no pre-copy, the whole extent
+	// is copied under the freeze (the tests of the pre-copy ask for 2).
+	ConnId host(uint64_t host_id, uint16_t version = 1)
+	{
+		PeerInfo p = peer(MDR_ROLE_HOST, 7, host_id);
+
+		p.version = version;
+		return establish(p);
+	}
 
 	ConnId admin(bool authenticate = true)
 	{
@@ -272,11 +283,15 @@ struct Rig {
 			fail_msg("journal: %s", st.message().c_str());
 	}
 
-	// Copies finished and their ends journaled.
+	// Copies finished and their ends journaled. The end of a pre-copy
+	// journals MOVE_BEGIN, and with no holder to wait for that starts the
+	// copy under the freeze: a second round.
 	void copies()
 	{
-		node->wait_copies();
-		flush();
+		for (int round = 0; round < 2; round++) {
+			node->wait_copies();
+			flush();
+		}
 	}
 
 	std::vector<wire::Msg> take(ConnId conn)
@@ -396,6 +411,7 @@ struct Rig {
 	FakeNet net;
 	std::unique_ptr<Node> node;
 	std::map<ConnId, uint16_t> roles;
+	std::map<ConnId, uint16_t> versions;	// negotiated, of each connection
 	ConnId next_conn = 1;
 };
 
@@ -412,16 +428,23 @@ const wire::Invalidate &expect_push(const wire::Msg &m, uint64_t volume_id, uint
 	return *p;
 }
 
-wire::InvalidateAck ack_of(const wire::Invalidate &push)
+// The ack of a push in the connection's version's form; on version 2 with
+// the flags and dirty granules given.
+wire::InvalidateAck ack_of(Rig &r, ConnId host, const wire::Invalidate &push,
+			   uint32_t flags = 0, uint64_t dirty = 0)
 {
 	wire::InvalidateAck ack;
 	static_cast<wire::InvalRange &>(ack) = push;
+	ack.extended = r.versions.at(host) >= 2;
+	ack.flags = flags;
+	ack.dirty = dirty;
 	return ack;
 }
 
-void ack(Rig &r, ConnId host, const wire::Msg &push)
+void ack(Rig &r, ConnId host, const wire::Msg &push, uint32_t flags = 0, uint64_t dirty = 0)
 {
-	r.send(host, push.hdr.req_id, ack_of(std::get<wire::Invalidate>(push.body)));
+	r.send(host, push.hdr.req_id,
+	       ack_of(r, host, std::get<wire::Invalidate>(push.body), flags, dirty));
 }
 
 // A volume of 4 extents on device 1, extents 0 and 1 allocated by a host
@@ -838,6 +861,384 @@ void test_failed_copy_rolls_back(void **)
 	assert_true(r.extent_holds(e, 100));
 }
 
+// ---------------------------------------------------------------------------
+// The pre-copy (version 2 holders).
+
+constexpr uint64_t kGranule = kExtent / MDR_WIRE_TRACK_GRANULES;	// 16 KiB
+
+// What extent 1 holds when PreSetup stamped it, as one image.
+std::vector<uint8_t> stamped(uint64_t seed)
+{
+	std::vector<uint8_t> buf(kExtent);
+	stamp(buf, seed);
+	return buf;
+}
+
+// Writes granule g of the extent at `at` (a host's write) and the same
+// into the image.
+void write_granule(Rig &r, const wire::Entry &at, unsigned g, uint64_t seed,
+		   std::vector<uint8_t> *image = nullptr)
+{
+	std::vector<uint8_t> buf(kGranule);
+	stamp(buf, seed);
+	const int fd = ::open(r.dev_path.at(at.dev_id).c_str(), O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, buf.data(), kGranule, off_t((at.pstart << 9) + g * kGranule)),
+			 ssize_t(kGranule));
+	close(fd);
+	if (image)
+		std::memcpy(image->data() + g * kGranule, buf.data(), kGranule);
+}
+
+// The granules of the extent at `at` that differ from the image.
+std::set<unsigned> differing(Rig &r, const wire::Entry &at, const std::vector<uint8_t> &image)
+{
+	std::vector<uint8_t> got(kExtent);
+	std::set<unsigned> out;
+	const int fd = ::open(r.dev_path.at(at.dev_id).c_str(), O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, got.data(), kExtent, off_t(at.pstart << 9)), ssize_t(kExtent));
+	close(fd);
+	for (unsigned g = 0; g < MDR_WIRE_TRACK_GRANULES; g++)
+		if (std::memcmp(&got[g * kGranule], &image[g * kGranule], kGranule))
+			out.insert(g);
+	return out;
+}
+
+// A volume of 4 extents with extent 1 allocated on device 1 and stamped,
+// held by `hosts` hosts of the given versions.
+struct PreSetup {
+	explicit PreSetup(Rig &r, std::vector<uint16_t> versions = {2})
+	{
+		assert_int_equal(wire::track_granule_shift(kShift), 14);
+		r.past_grace();
+		adm = r.admin();
+		vol = r.create(adm, "db1", 4 * kExtent);
+		for (size_t i = 0; i < versions.size(); i++)
+			h.push_back(r.host(0x1111 * (i + 1), versions[i]));
+		r.open(h[0], vol);
+		at = r.alloc(h[0], vol, 1);
+		r.write_extent(at, 101);
+		for (size_t i = 1; i < h.size(); i++)
+			r.open(h[i], vol);
+	}
+
+	// MOVE of extent 1 to device 2.
+	void move(Rig &r)
+	{
+		r.send(adm, 20, wire::MoveReq{.volume_id = vol, .first = 1, .count = 1,
+					      .to_dev = 2});
+		r.flush();
+	}
+
+	// The move published: its ALLOC push acked by every host; the reply.
+	wire::Entry finish(Rig &r, uint16_t status = MDR_ST_OK)
+	{
+		const wire::Entry e = r.entry(vol, 1);
+		for (ConnId c : h) {
+			if (r.quiet(c))
+				continue;	// no lease any more
+			wire::Msg push = r.one(c);
+			expect_push(push, vol, 1, e.generation, MDR_INVAL_ALLOC);
+			ack(r, c, push);
+		}
+		assert_int_equal(status_of(r.one(adm)), status);
+		return e;
+	}
+
+	ConnId adm = 0;
+	std::vector<ConnId> h;
+	uint64_t vol = 0;
+	wire::Entry at{};
+};
+
+// The whole sequence with a pre-copy: TRACK at the entry's generation, the
+// extent in use meanwhile; the pre-copy only after the TRACK ack; then the
+// freeze, MOVE, and under it only the granule the host reports is copied
+// again: granule 7, written after the pre-copy but not reported, keeps the
+// pre-copied data at the new place (the node copies exactly what hosts
+// report; a real host reports every write).
+void test_precopy_copies_again_only_the_reported_granules(void **)
+{
+	Rig r;
+	PreSetup s(r);
+	const uint64_t used1 = r.used(1), used2 = r.used(2);
+
+	s.move(r);
+	wire::Msg track = r.one(s.h[0]);
+	expect_push(track, s.vol, 1, 2, MDR_INVAL_TRACK);
+	// Reserved, not journaled; the host goes on using the extent.
+	assert_int_equal(r.used(2), used2 + kExtent);
+	assert_true(r.entry(s.vol, 1) == s.at);
+	assert_int_equal(r.store->counts().moving, 0);
+	assert_int_equal(r.node->moves_active(), 1);
+	r.copies();
+	assert_true(r.quiet(s.h[0]));
+	assert_true(r.quiet(s.adm));
+
+	ack(r, s.h[0], track);
+	r.node->wait_copies();	// the pre-copy; MOVE_BEGIN appended
+	std::vector<uint8_t> want = stamped(101);
+	write_granule(r, s.at, 5, 205, &want);
+	write_granule(r, s.at, 7, 207);
+	r.flush();
+	wire::Msg push = r.one(s.h[0]);
+	expect_push(push, s.vol, 1, 3, MDR_INVAL_MOVE);
+	assert_int_equal(r.entry(s.vol, 1).state, MDR_EXT_FROZEN);
+	r.copies();
+	assert_int_equal(r.entry(s.vol, 1).state, MDR_EXT_FROZEN);	// no ack yet
+
+	ack(r, s.h[0], push, MDR_INVAL_ACK_F_TRACKED, uint64_t{1} << 5);
+	r.copies();
+	const wire::Entry e = s.finish(r);
+	assert_int_equal(e.state, MDR_EXT_MAPPED);
+	assert_int_equal(e.generation, 4);
+	assert_int_equal(e.dev_id, 2);
+	assert_true(differing(r, e, want).empty());
+	assert_int_equal(r.used(1), used1 - kExtent);
+	assert_int_equal(r.used(2), used2 + kExtent);
+	const mdnode::NodeStats &st = r.node->stats();
+	assert_int_equal(st.moves_done, 1);
+	assert_int_equal(st.precopy_bytes, kExtent);
+	assert_int_equal(st.freeze_bytes, kGranule);
+}
+
+// Dirty granules apart and adjacent are copied as runs; none dirty: no
+// data is copied under the freeze, only the fdatasync.
+void test_precopy_dirty_masks(void **)
+{
+	const uint64_t masks[] = {0, 0x8000000000000001, 0x00000000000f0f00, ~uint64_t{0} >> 1};
+
+	for (uint64_t mask : masks) {
+		Rig r;
+		PreSetup s(r);
+
+		s.move(r);
+		ack(r, s.h[0], r.one(s.h[0]));
+		r.node->wait_copies();
+		std::vector<uint8_t> want = stamped(101);
+		for (unsigned g = 0; g < 64; g++)
+			write_granule(r, s.at, g, 300 + g, mask >> g & 1 ? &want : nullptr);
+		r.flush();
+		ack(r, s.h[0], r.one(s.h[0]), MDR_INVAL_ACK_F_TRACKED, mask);
+		r.copies();
+		const wire::Entry e = s.finish(r);
+		assert_int_equal(e.dev_id, 2);
+		assert_true(differing(r, e, want).empty());
+		assert_int_equal(r.node->stats().freeze_bytes,
+				 uint64_t(std::popcount(mask)) * kGranule);
+	}
+}
+
+// Whenever a holder's notes cannot be trusted, the whole extent is copied
+// under the freeze: an ack without MDR_INVAL_ACK_F_TRACKED; a holder that
+// opened the volume after the TRACK push; one whose lease ran out instead
+// of acking the MOVE; one whose lease ran out instead of acking TRACK;
+// one that reconnected and opened again after its TRACK ack.
+void test_precopy_falls_back_to_a_full_copy(void **)
+{
+	enum Case { untracked_ack, late_opener, move_lease_lost, track_lease_lost, reopened };
+
+	for (Case c : {untracked_ack, late_opener, move_lease_lost, track_lease_lost, reopened}) {
+		Rig r;
+		PreSetup s(r, c == move_lease_lost || c == track_lease_lost
+				      ? std::vector<uint16_t>{2, 2}
+				      : std::vector<uint16_t>{2});
+		const ConnId a = s.h[0];
+
+		s.move(r);
+		ack(r, a, r.one(a));
+		if (c == late_opener) {
+			// A second host opens only now: no TRACK for it.
+			s.h.push_back(r.host(0x2222, 2));
+			r.open(s.h[1], s.vol);
+		} else if (c == track_lease_lost) {
+			(void)r.one(s.h[1]);	// never acked, never renewed
+			r.now += kHeldMs - 1;
+			r.send(a, 9, wire::RenewReq{.volume_id = s.vol});
+			assert_int_equal(status_of(r.one(a)), MDR_ST_OK);
+			r.now += 1;
+			r.node->tick();
+			s.h.pop_back();
+		} else if (c == move_lease_lost) {
+			ack(r, s.h[1], r.one(s.h[1]));
+		}
+		if (c == reopened) {
+			r.node->on_disconnected(a);
+			s.h[0] = r.host(0x1111, 2);
+			r.open(s.h[0], s.vol);
+		}
+		r.node->wait_copies();
+		std::vector<uint8_t> want = stamped(101);
+		write_granule(r, s.at, 7, 207, &want);
+		r.flush();
+
+		const ConnId now_a = s.h[0];
+		ack(r, now_a, r.one(now_a), c == untracked_ack ? 0 : MDR_INVAL_ACK_F_TRACKED, 0);
+		if (c == late_opener)
+			ack(r, s.h[1], r.one(s.h[1]), MDR_INVAL_ACK_F_TRACKED, 0);
+		if (c == move_lease_lost) {
+			(void)r.one(s.h[1]);	// never acked
+			r.copies();
+			assert_int_equal(r.entry(s.vol, 1).state, MDR_EXT_FROZEN);
+			r.now += kHeldMs - 1;
+			r.send(now_a, 9, wire::RenewReq{.volume_id = s.vol});
+			assert_int_equal(status_of(r.one(now_a)), MDR_ST_OK);
+			r.now += 1;
+			r.node->tick();
+			s.h.pop_back();
+		}
+		r.copies();
+		const wire::Entry e = s.finish(r);
+		assert_int_equal(e.dev_id, 2);
+		if (!differing(r, e, want).empty())
+			fail_msg("case %d: granule 7 not copied again", int(c));
+		assert_int_equal(r.node->stats().freeze_bytes, kExtent);
+		assert_int_equal(r.node->stats().precopy_bytes, kExtent);
+	}
+}
+
+// A holder on version 1 cannot note its writes, nor can one that is not
+// connected: no TRACK push to anyone, MOVE at once, the whole extent
+// copied under the freeze.
+void test_precopy_needs_every_holder_on_version_2(void **)
+{
+	for (int disconnected = 0; disconnected < 2; disconnected++) {
+		Rig r;
+		PreSetup s(r, disconnected ? std::vector<uint16_t>{2, 2}
+					   : std::vector<uint16_t>{2, 1});
+		const uint64_t used2 = r.used(2);
+
+		if (disconnected)
+			r.node->on_disconnected(s.h[1]);
+		s.move(r);
+		assert_int_equal(r.entry(s.vol, 1).state, MDR_EXT_FROZEN);
+		assert_int_equal(r.used(2), used2 + kExtent);
+		wire::Msg push = r.one(s.h[0]);
+		expect_push(push, s.vol, 1, 3, MDR_INVAL_MOVE);
+		ack(r, s.h[0], push, MDR_INVAL_ACK_F_TRACKED, 0);
+		if (!disconnected) {
+			push = r.one(s.h[1]);
+			expect_push(push, s.vol, 1, 3, MDR_INVAL_MOVE);
+			ack(r, s.h[1], push);
+		} else {
+			s.h.pop_back();
+			r.now += kHeldMs - 1;
+			r.send(s.h[0], 9, wire::RenewReq{.volume_id = s.vol});
+			assert_int_equal(status_of(r.one(s.h[0])), MDR_ST_OK);
+			r.now += 1;
+			r.node->tick();
+		}
+		r.copies();
+		const wire::Entry e = s.finish(r);
+		assert_int_equal(e.dev_id, 2);
+		assert_true(r.extent_holds(e, 101));
+		assert_int_equal(r.node->stats().precopy_bytes, 0);
+		assert_int_equal(r.node->stats().freeze_bytes, kExtent);
+	}
+}
+
+// Acks refused as malformed (the connection is cut, the push stays
+// unacked): the wrong size for the session's version, unknown flags, a
+// reserved field set, dirty granules without MDR_INVAL_ACK_F_TRACKED or
+// beyond the extent's granules (16 of a 64 KiB extent).
+void test_malformed_acks_are_refused(void **)
+{
+	enum Case { long_on_v1, short_on_v2, flags, reserved, untracked_dirty, beyond };
+
+	for (Case c : {long_on_v1, short_on_v2, flags, reserved, untracked_dirty, beyond}) {
+		Rig r;
+		r.past_grace();
+		const ConnId adm = r.admin();
+		r.send(adm, 2, wire::VolCreateReq{.size = 4 * kExtent,
+						  .extent_shift = c == beyond ? 16u : kShift,
+						  .tenant = 7, .name = "db1"});
+		r.flush();
+		const uint64_t vol = std::get<wire::VolCreateRep>(r.one(adm).body).vol.volume_id;
+		const ConnId h = r.host(0x1111, c == long_on_v1 ? 1 : 2);
+		r.open(h, vol);
+		(void)r.alloc(h, vol, 1);
+		r.send(adm, 20, wire::MoveReq{.volume_id = vol, .first = 1, .count = 1,
+					      .to_dev = 2});
+		r.flush();
+		wire::Msg push = r.one(h);
+		if (c == beyond) {
+			// Tracked: MOVE comes after the pre-copy.
+			ack(r, h, push);
+			r.copies();
+			push = r.one(h);
+		}
+
+		wire::InvalidateAck a = ack_of(r, h, std::get<wire::Invalidate>(push.body));
+		a.extended = c != short_on_v2 && (c == long_on_v1 || a.extended);
+		if (c == beyond) {
+			a.flags = MDR_INVAL_ACK_F_TRACKED;
+			a.dirty = uint64_t{1} << 16;
+		}
+		Bytes buf(wire::encoded_size(a));
+		auto n = wire::encode(buf, push.hdr.req_id, a);
+		assert_true(n.ok());
+		auto put32 = [&](size_t off, uint32_t v) {
+			v = htole32(v);
+			std::memcpy(&buf[off], &v, 4);
+		};
+		if (c == flags)
+			put32(offsetof(mdr_wire_inval_ack, flags), 2);
+		if (c == reserved)
+			put32(offsetof(mdr_wire_inval_ack, reserved), 1);
+		if (c == untracked_dirty) {
+			const uint64_t d = htole64(1);
+			std::memcpy(&buf[offsetof(mdr_wire_inval_ack, dirty)], &d, 8);
+		}
+		const uint64_t bad = r.node->stats().bad_messages;
+		r.node->on_message(h, buf);
+		assert_int_equal(r.node->stats().bad_messages, bad + 1);
+		assert_int_equal(r.net.disconnects.size(), 1);
+		assert_int_equal(r.net.disconnects[0], h);
+		// Not taken as an ack: the move still waits.
+		r.copies();
+		if (c == long_on_v1 || c == beyond)
+			assert_int_equal(r.entry(vol, 1).state, MDR_EXT_FROZEN);
+		else
+			assert_int_equal(r.entry(vol, 1).state, MDR_EXT_MAPPED);
+		assert_int_equal(r.node->moves_active(), 1);
+		assert_true(r.quiet(adm));
+	}
+}
+
+// A move that ends before MOVE_BEGIN (its pre-copy fails) gives its
+// reserved place back: nothing was journaled, the extent stays where it
+// is at its generation, and device 2 has room for 3 extents again. A crash
+// during the pre-copy leaves the same.
+void test_move_failed_before_begin_frees_its_place(void **)
+{
+	for (int crash = 0; crash < 2; crash++) {
+		Rig r(!crash);
+		PreSetup s(r);
+		const uint64_t used2 = r.used(2);
+		const uint64_t records = r.journal->stats().records;
+
+		s.move(r);
+		assert_int_equal(r.used(2), used2 + kExtent);
+		assert_int_equal(r.store->free_extents(2, kShift), 2);
+		ack(r, s.h[0], r.one(s.h[0]));
+		if (crash) {
+			r.crash_and_restart();
+		} else {
+			r.copies();
+			assert_int_equal(status_of(r.one(s.adm)), MDR_ST_IO);
+			assert_true(r.quiet(s.h[0]));	// never frozen
+			assert_int_equal(r.node->stats().moves_failed, 1);
+			assert_int_equal(r.node->moves_active(), 0);
+			assert_int_equal(r.journal->stats().records, records);
+		}
+		assert_int_equal(r.used(2), used2);
+		assert_int_equal(r.store->free_extents(2, kShift), 3);
+		assert_true(r.entry(s.vol, 1) == s.at);
+		assert_true(r.extent_holds(s.at, 101));
+	}
+}
+
 // DRAIN moves every extent of every volume off the device.
 void test_drain_empties_a_device(void **)
 {
@@ -1064,6 +1465,12 @@ int main()
 		cmocka_unit_test(test_crash_at_each_step),
 		cmocka_unit_test(test_move_refusals),
 		cmocka_unit_test(test_failed_copy_rolls_back),
+		cmocka_unit_test(test_precopy_copies_again_only_the_reported_granules),
+		cmocka_unit_test(test_precopy_dirty_masks),
+		cmocka_unit_test(test_precopy_falls_back_to_a_full_copy),
+		cmocka_unit_test(test_precopy_needs_every_holder_on_version_2),
+		cmocka_unit_test(test_malformed_acks_are_refused),
+		cmocka_unit_test(test_move_failed_before_begin_frees_its_place),
 		cmocka_unit_test(test_drain_empties_a_device),
 		cmocka_unit_test(test_drain_finds_extents_allocated_behind_it),
 		cmocka_unit_test(test_copier_copies_extents_with_its_defaults),
