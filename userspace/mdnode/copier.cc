@@ -88,7 +88,10 @@ void Copier::start(const CopyJob &job, Done done)
 {
 	{
 		std::lock_guard lock(mu_);
-		queue_.push_back({job, std::move(done), 0, {.queued = mono_us()}});
+		auto at = job.background ? queue_.end()
+					 : std::find_if(queue_.begin(), queue_.end(),
+							[](const Item &i) { return i.job.background; });
+		queue_.insert(at, {job, std::move(done), 0, {.queued = mono_us()}});
 		busy_++;
 	}
 	cv_.notify_all();

@@ -80,6 +80,9 @@ struct CopyJob {
 	// fdatasync the destination before the copy is done; false for a
 	// copy that something later makes durable (a move's pre-copy).
 	bool sync = true;
+	// Queued behind every other job (a move's pre-copy, which no IO waits
+	// for); the others go ahead of the background ones already queued.
+	bool background = false;
 };
 
 // The bytes a job copies.
@@ -97,7 +100,8 @@ public:
 	Copier(const Copier &) = delete;
 	Copier &operator=(const Copier &) = delete;
 
-	// Queues a copy; done runs later, from process_completions().
+	// Queues a copy (background jobs last); done runs later, from
+	// process_completions().
 	void start(const CopyJob &job, Done done);
 
 	// Readable when a copy has finished.

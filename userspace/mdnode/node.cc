@@ -1067,6 +1067,8 @@ void Node::move_tracked(MoveKey key)
 		.len = uint64_t{1} << op.extent_shift,
 		// The fdatasync under the freeze makes it durable too.
 		.sync = false,
+		// Copies under a freeze, which IO waits for, go first.
+		.background = true,
 	};
 
 	op.t.tracked = mono_us();
