@@ -1168,7 +1168,7 @@ void Node::move_frozen(MoveKey key)
 		// connection, and says it noted every write, is believed.
 		if (o.precopy && how.acked && (how.flags & MDR_INVAL_ACK_F_TRACKED) &&
 		    o.tracked.count(host))
-			o.dirty |= how.dirty;
+			o.dirty |= how.dirty & all_granules(o.granules);
 		else
 			o.dirty = all_granules(o.granules);
 	});
