@@ -1034,12 +1034,15 @@ void test_precopy_dirty_masks(void **)
 // under the freeze: an ack without MDR_INVAL_ACK_F_TRACKED; a holder that
 // opened the volume after the TRACK push; one whose lease ran out instead
 // of acking the MOVE; one whose lease ran out instead of acking TRACK;
-// one that reconnected and opened again after its TRACK ack.
+// one that reconnected and opened again after its TRACK ack; one that
+// reconnected on version 1 before it (no TRACK on that connection).
 void test_precopy_falls_back_to_a_full_copy(void **)
 {
-	enum Case { untracked_ack, late_opener, move_lease_lost, track_lease_lost, reopened };
+	enum Case { untracked_ack, late_opener, move_lease_lost, track_lease_lost, reopened,
+		    downgraded };
 
-	for (Case c : {untracked_ack, late_opener, move_lease_lost, track_lease_lost, reopened}) {
+	for (Case c : {untracked_ack, late_opener, move_lease_lost, track_lease_lost, reopened,
+		       downgraded}) {
 		Rig r;
 		PreSetup s(r, c == move_lease_lost || c == track_lease_lost
 				      ? std::vector<uint16_t>{2, 2}
@@ -1047,7 +1050,14 @@ void test_precopy_falls_back_to_a_full_copy(void **)
 		const ConnId a = s.h[0];
 
 		s.move(r);
-		ack(r, a, r.one(a));
+		if (c == downgraded) {
+			expect_push(r.one(a), s.vol, 1, 2, MDR_INVAL_TRACK);
+			r.node->on_disconnected(a);
+			s.h[0] = r.host(0x1111, 1);
+			r.open(s.h[0], s.vol);	// the OPEN reply only: no TRACK
+		} else {
+			ack(r, a, r.one(a));
+		}
 		if (c == late_opener) {
 			// A second host opens only now: no TRACK for it.
 			s.h.push_back(r.host(0x2222, 2));
@@ -1074,7 +1084,8 @@ void test_precopy_falls_back_to_a_full_copy(void **)
 		r.flush();
 
 		const ConnId now_a = s.h[0];
-		ack(r, now_a, r.one(now_a), c == untracked_ack ? 0 : MDR_INVAL_ACK_F_TRACKED, 0);
+		ack(r, now_a, r.one(now_a),
+		    c == untracked_ack || c == downgraded ? 0 : MDR_INVAL_ACK_F_TRACKED, 0);
 		if (c == late_opener)
 			ack(r, s.h[1], r.one(s.h[1]), MDR_INVAL_ACK_F_TRACKED, 0);
 		if (c == move_lease_lost) {
