@@ -21,6 +21,8 @@ int FakeSys::open(const char *path, int flags)
 
 int FakeSys::ioctl(int fd, unsigned long request, void *arg)
 {
+	std::lock_guard lock(*ioctl_mu_);
+
 	if (!open_fds.contains(fd)) {
 		bad_fd_calls++;
 		return -EBADF;

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
@@ -37,6 +39,9 @@ public:
 
 private:
 	int next_fd_ = 3;
+	// mdctl's batches (--jobs) call ioctl() from several threads: one at
+	// a time records and is answered. Shared, so that a FakeSys copies.
+	std::shared_ptr<std::mutex> ioctl_mu_ = std::make_shared<std::mutex>();
 };
 
 // Answers MDR_IOC_VERSION like a module of the given version; copies at
