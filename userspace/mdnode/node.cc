@@ -1310,14 +1310,16 @@ void Node::move_finish(MoveKey key, int err)
 		// Without a pre-copy, track and precopy are 0, and every granule
 		// is dirty.
 		log_info("volume %llu extent %llu moved from device %u sector %llu to "
-			 "device %u sector %llu, generation %llu, dirty %d/%u, stall %u us; "
+			 "device %u sector %llu, generation %llu, dirty %d/%u, mask 0x%016llx, "
+			 "stall %u us; "
 			 "stages us: track %lld precopy %lld begin %lld drain %lld queue %lld "
 			 "io %lld sync %lld loop %lld end %lld publish %lld",
 			 (unsigned long long)key.first, (unsigned long long)key.second,
 			 op.result.old_dev, (unsigned long long)op.result.old_pstart,
 			 op.result.new_dev, (unsigned long long)op.result.new_pstart,
 			 (unsigned long long)op.result.generation,
-			 std::popcount(op.dirty), op.granules, op.result.stall_us,
+			 std::popcount(op.dirty), op.granules, (unsigned long long)op.dirty,
+			 op.result.stall_us,
 			 (long long)(t.tracked - t.start), (long long)(t.precopied - t.tracked),
 			 (long long)(t.frozen - t.asked), (long long)(t.acked - t.frozen),
 			 (long long)(t.copy.started - t.acked),
