@@ -178,7 +178,8 @@ Status RdmaClient::setup()
 	for (uint32_t i = kSendSlots; i-- > 0;)
 		free_send_.push_back(i);
 
-	req_ = wire::ConnReq{.role = opts_.role, .tenant = opts_.tenant,
+	req_ = wire::ConnReq{.version_max = opts_.version_max, .role = opts_.role,
+			     .tenant = opts_.tenant,
 			     .host_id = opts_.host_id, .queue_depth = kQueueDepth,
 			     .recv_depth = kRecvSlots, .max_msg = kMsgSize};
 	auto pdata = wire::encode_conn_req(req_);

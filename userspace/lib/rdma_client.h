@@ -43,6 +43,7 @@ struct ClientOptions {
 	uint64_t host_id = 0;		// 0: a random one
 	int timeout_ms = 5000;		// per step: connect, each call (unless the
 				// call names its own), each READ
+	uint16_t version_max = MDR_WIRE_VERSION;	// highest wire version asked
 };
 
 class RdmaClient {

@@ -31,7 +31,8 @@
 // is printed as it arrives ("push: ..."), before it is acknowledged; with
 // --time, every step is followed by "time: STEP ms=N" (its duration).
 // --timeout MS: how long to wait for each connect step, reply and READ
-// (5000).
+// (5000). --wire-version N: ask for wire versions up to N only (a host
+// at version 1 gets no TRACK push: mdnode moves without a pre-copy).
 #include <charconv>
 #include <chrono>
 #include <initializer_list>
@@ -141,6 +142,9 @@ int main(int argc, char **argv)
 			opts.host_id = v;
 		else if (a == "--timeout" && parse_u64(val, v))
 			opts.timeout_ms = int(v);
+		else if (a == "--wire-version" && parse_u64(val, v) &&
+			 v >= MDR_WIRE_VERSION_MIN && v <= MDR_WIRE_VERSION)
+			opts.version_max = uint16_t(v);
 		else if (a == "--admin-key") {
 			key_file = val;
 			opts.role = MDR_ROLE_ADMIN;
