@@ -145,6 +145,23 @@ static void mdr_track_test_drop_range(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, t->nr, 0U);
 }
 
+/* Before the volume's geometry is known (shift 0), nothing is noted. */
+static void mdr_track_test_bad_shift_notes_nothing(struct kunit *test)
+{
+	struct mdr_track *t = mdr_track_new(test);
+	u64 dirty = 0;
+
+	KUNIT_EXPECT_FALSE(test, mdr_track_start(t, 1, 0));
+	KUNIT_EXPECT_FALSE(test, mdr_track_start(t, 1,
+						 MDR_WIRE_EXTENT_SHIFT_MIN - 1));
+	KUNIT_EXPECT_FALSE(test, mdr_track_start(t, 1,
+						 MDR_WIRE_EXTENT_SHIFT_MAX + 1));
+	KUNIT_EXPECT_EQ(test, t->nr, 0U);
+	mdr_track_write(t, 1, 4ULL << 20, 4096);
+	KUNIT_EXPECT_FALSE(test, mdr_track_end(t, 1, &dirty));
+	KUNIT_EXPECT_TRUE(test, mdr_track_start(t, 1, 22));
+}
+
 static struct kunit_case mdr_track_test_cases[] = {
 	KUNIT_CASE(mdr_track_test_granules),
 	KUNIT_CASE(mdr_track_test_small_and_large_extents),
@@ -153,6 +170,7 @@ static struct kunit_case mdr_track_test_cases[] = {
 	KUNIT_CASE(mdr_track_test_restart_clears),
 	KUNIT_CASE(mdr_track_test_oldest_evicted),
 	KUNIT_CASE(mdr_track_test_drop_range),
+	KUNIT_CASE(mdr_track_test_bad_shift_notes_nothing),
 	{}
 };
 

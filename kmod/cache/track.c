@@ -47,7 +47,8 @@ static void mdr_track_remove(struct mdr_track *t, unsigned int i)
  * @t:		the volume's tracking
  * @index:	the extent
  * @extent_shift: log2 extent size, MDR_WIRE_EXTENT_SHIFT_MIN ..= _MAX
- *		(the volume's: the same at every call)
+ *		(the volume's: the same at every call); any other value, as
+ *		before the volume's geometry is known, notes nothing
  *
  * Starts again from an empty mask when @index was noted already. With
  * every slot in use the one started first is forgotten.
@@ -58,14 +59,18 @@ static void mdr_track_remove(struct mdr_track *t, unsigned int i)
  * is noted by mdr_track_write().
  *
  * Context: any.
+ * Return: true when @index is noted from now on.
  */
-void mdr_track_start(struct mdr_track *t, u64 index,
+bool mdr_track_start(struct mdr_track *t, u64 index,
 		     unsigned int extent_shift)
 {
 	unsigned long flags;
 	unsigned int i;
 	int s;
 
+	if (extent_shift < MDR_WIRE_EXTENT_SHIFT_MIN ||
+	    extent_shift > MDR_WIRE_EXTENT_SHIFT_MAX)
+		return false;	/* unnoted: mdnode copies the whole extent */
 	spin_lock_irqsave(&t->lock, flags);
 	t->granule_shift = max_t(unsigned int, MDR_WIRE_TRACK_MIN_SHIFT,
 				 extent_shift - ilog2(MDR_WIRE_TRACK_GRANULES));
@@ -84,6 +89,7 @@ void mdr_track_start(struct mdr_track *t, u64 index,
 	t->slot[s].dirty = 0;
 	t->slot[s].seq = ++t->seq;
 	spin_unlock_irqrestore(&t->lock, flags);
+	return true;
 }
 
 /**

@@ -40,7 +40,7 @@ struct mdr_track {
 };
 
 void mdr_track_init(struct mdr_track *t);
-void mdr_track_start(struct mdr_track *t, u64 index,
+bool mdr_track_start(struct mdr_track *t, u64 index,
 		     unsigned int extent_shift);
 void mdr_track_write(struct mdr_track *t, u64 index, u64 offset, u32 len);
 bool mdr_track_end(struct mdr_track *t, u64 index, u64 *dirty);

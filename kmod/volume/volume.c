@@ -338,8 +338,10 @@ void mdr_vol_failed(void *owner, u64 first, unsigned int n, int err)
  */
 static void mdr_vol_track(struct mdr_vol *vol, u64 index)
 {
-	mdr_track_start(&vol->track, index, vol->geom.extent_shift);
-	mdr_inflight_drain(&vol->inflight, index, 1);
+	/* a push right after OPEN may come before attach stores the geometry */
+	if (mdr_track_start(&vol->track, index,
+			    READ_ONCE(vol->geom.extent_shift)))
+		mdr_inflight_drain(&vol->inflight, index, 1);
 }
 
 /*
