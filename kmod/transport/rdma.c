@@ -41,6 +41,7 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/random.h>
+#include <linux/sched/clock.h>
 #include <linux/sched/signal.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -112,7 +113,7 @@ enum mdr_req_op {
  * @first:	READ: first entry asked; ALLOC: the extent
  * @count:	READ: entries asked
  * @deadline:	jiffies after which a queued request fails (0: not set)
- * @start:	when the volume asked (latency of lookups)
+ * @start:	local_clock() when the volume asked (for mdr_req_age())
  * @rpc_op:	RPC: the opcode
  * @rpc_inc:	RPC: incarnation of the queue it was sent on
  * @done:	RPC: completed when the reply (or the failure) is in
@@ -127,7 +128,7 @@ struct mdr_req {
 	u64 first;
 	u32 count;
 	unsigned long deadline;
-	ktime_t start;
+	u64 start;
 	u16 rpc_op;
 	u32 rpc_inc;
 	struct completion *done;
@@ -476,7 +477,7 @@ static struct mdr_req *mdr_req_get(struct mdr_conn *c, struct mdr_tvol *tv,
 	req->op = op;
 	req->tv = tv;
 	req->deadline = 0;
-	req->start = ktime_get();
+	req->start = local_clock();
 	kref_get(&tv->ref);
 	return req;
 }
@@ -613,13 +614,28 @@ static int mdr_post_read(struct mdr_queue *q, struct mdr_rd_slot *s)
 	return ib_post_send(q->qp, &wr.wr, NULL);
 }
 
-static void mdr_hist_add(struct mdr_conn *c, ktime_t start, ktime_t now)
+/*
+ * How long @req has been out, in ns, for the histogram and tracepoints
+ * only. local_clock() reads the TSC, where ktime_get() reads the
+ * clocksource, which on some hosts (HPET, as in emulated guests) is a
+ * device access on every call: two of them cost a lookup more than the
+ * rest of the volume's work. Two CPUs' clocks may differ by a little: a
+ * request answered on another CPU can come out short, never negative.
+ */
+static u64 mdr_req_age(const struct mdr_req *req)
 {
-	s64 us = ktime_us_delta(now, start);
+	u64 now = local_clock();
+
+	return now > req->start ? now - req->start : 0;
+}
+
+static void mdr_hist_add(struct mdr_conn *c, u64 ns)
+{
+	u64 us = div_u64(ns, NSEC_PER_USEC);
 	int b = 0;
 
 	if (us >= 16)
-		b = min_t(int, ilog2((u64)us) - 3, MDR_HIST_BUCKETS - 1);
+		b = min_t(int, ilog2(us) - 3, MDR_HIST_BUCKETS - 1);
 	atomic64_inc(&c->stats.hist[b]);
 }
 
@@ -673,7 +689,7 @@ static void mdr_read_done(struct ib_cq *cq, struct ib_wc *wc)
 	u8 verdict[MDR_READ_MAX_ENTRIES];
 	unsigned long flags;
 	bool torn = false;
-	ktime_t now;
+	u64 ns;
 	u32 i;
 
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
@@ -709,10 +725,10 @@ static void mdr_read_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 
 	mdr_read_deliver(c, s, verdict);
-	now = ktime_get();
-	mdr_hist_add(c, req->start, now);
+	ns = mdr_req_age(req);
+	mdr_hist_add(c, ns);
 	trace_mdr_lookup(req->tv->volume_id, req->first, s->window, s->tries,
-			 ktime_to_ns(ktime_sub(now, req->start)));
+			 ns);
 
 	spin_lock_irqsave(&c->lock, flags);
 	s->req = NULL;
@@ -927,7 +943,7 @@ static int mdr_reply(struct mdr_queue *q, const struct mdr_msg *m,
 	atomic64_inc(&c->stats.rpcs);
 	trace_mdr_rpc(req->tv->volume_id, m->opcode, req->first,
 		      mdr_status_to_errno(m->status),
-		      ktime_to_ns(ktime_sub(ktime_get(), req->start)));
+		      mdr_req_age(req));
 	if (req->op == MDR_REQ_RPC) {
 		/* the waiter owns req: finish it under the lock it checks */
 		req->result = mdr_status_to_errno(m->status);
@@ -976,7 +992,7 @@ static int mdr_rpc_vol(struct mdr_conn *c, struct mdr_tvol *tv, u16 op,
 	DECLARE_COMPLETION_ONSTACK(done);
 	struct mdr_req req = {
 		.tv = tv, .op = MDR_REQ_RPC, .rpc_op = op, .done = &done,
-		.reply = reply, .result = -ETIMEDOUT, .start = ktime_get(),
+		.reply = reply, .result = -ETIMEDOUT, .start = local_clock(),
 	};
 	unsigned long deadline = jiffies + msecs_to_jiffies(1000);
 	unsigned long flags, tmo, left;
