@@ -26,9 +26,10 @@ def per_round(runs, metric, num, den):
 
 
 def miss(b):
-    """Miss penalty of a bench-volume.json: cold p50 - hot p50 per pass,
-    and its ratio to ib_read_lat measured in the same pass (results from
-    before that have one ib_read_lat for every pass)."""
+    """Miss penalty of a bench-volume.json: cold p50 - hot p50 per
+    measurement, and its ratio to the ib_read_lat measured right after it.
+    A measurement is a chunk of a pass's cold reads (results from before
+    chunks have one per pass, and older ones one ib_read_lat for all)."""
     m = b["miss"]
     pen = [c - h for c, h in zip(m["cold_p50_ns"], m["hot_p50_ns"])]
     irl = m.get("ib_read_lat_passes_ns", [m["ib_read_lat_p50_ns"]] * len(pen))

@@ -75,17 +75,26 @@ bench_runs_json() {
 
 # bench_ib_read_lat: p50 ("typical") in ns of a 64 B one-sided RDMA READ
 # from rxe0 to rxe1 (ib_read_lat -R, over rdma_cm like mdroute), the
-# floor of one cache miss on this link.
+# floor of one cache miss on this link. Once in 36 runs its typical
+# latency came out above 2 s (awk's %d printed 2147483647): a result
+# above 1 s is measured again, 3 times at most.
 bench_ib_read_lat() {
-	local out=$MDR_TMP/irl.out srv p50
-	ib_read_lat -R -d rxe1 -s 64 -n 5000 -F >"$MDR_TMP/irl-server.out" 2>&1 &
-	srv=$!
-	sleep 1
-	ib_read_lat -R -d rxe0 -s 64 -n 5000 -F "$MDR_NODE_ADDR" >"$out" 2>&1 ||
-		mdr_fail "ib_read_lat: $(cat "$out" "$MDR_TMP/irl-server.out")"
-	wait "$srv"
-	# columns: #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
-	p50=$(awk '$1 == 64 && NF >= 9 { printf "%d", $5 * 1000 }' "$out")
-	[ -n "$p50" ] || mdr_fail "no result from ib_read_lat: $(cat "$out")"
-	echo "$p50"
+	local out=$MDR_TMP/irl.out srv p50 try
+	for try in 1 2 3; do
+		ib_read_lat -R -d rxe1 -s 64 -n 5000 -F >"$MDR_TMP/irl-server.out" 2>&1 &
+		srv=$!
+		sleep 1
+		ib_read_lat -R -d rxe0 -s 64 -n 5000 -F "$MDR_NODE_ADDR" >"$out" 2>&1 ||
+			mdr_fail "ib_read_lat: $(cat "$out" "$MDR_TMP/irl-server.out")"
+		wait "$srv"
+		# columns: #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
+		p50=$(awk '$1 == 64 && NF >= 9 { printf "%.0f", $5 * 1000 }' "$out")
+		[ -n "$p50" ] || mdr_fail "no result from ib_read_lat: $(cat "$out")"
+		if [ "$p50" -le 1000000000 ]; then
+			echo "$p50"
+			return
+		fi
+		mdr_log "ib_read_lat gave a typical latency of $p50 ns; measuring again" >&2
+	done
+	mdr_fail "ib_read_lat gave no plausible result in 3 tries: $(cat "$out")"
 }
