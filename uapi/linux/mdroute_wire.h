@@ -606,6 +606,17 @@ struct mdr_wire_node_stats_push {
 	__le64 push_timeouts;	/* connections cut for a push not acked */
 };
 
+/*
+ * Appended after struct mdr_wire_node_stats_push by mdnode since it counts
+ * what moves copy before and under the freeze (the reply is then 192
+ * bytes); a reply of 176 bytes comes from a node without it. Counters since
+ * mdnode started, of the moves published.
+ */
+struct mdr_wire_node_stats_copy {
+	__le64 precopy_bytes;	/* copied by a pre-copy, before the freeze */
+	__le64 freeze_bytes;	/* copied under the freeze */
+};
+
 /* ---------------------------------------------------------------------- */
 /* Migration (admin).                                                     */
 
@@ -771,6 +782,8 @@ MDR_WIRE_ASSERT(sizeof(struct mdr_wire_node_stats_mig) == 6 * 8,
 		"node_stats_mig");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_node_stats_push) == 8,
 		"node_stats_push");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_node_stats_copy) == 2 * 8,
+		"node_stats_copy");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_move_req) == 120, "move_req");
 MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_move_req, name) == 56, "move_req.name");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_move_extent) == 48, "move_extent");

@@ -33,10 +33,11 @@ static_assert(offsetof(mdr_wire_dev_list_rep, devs) == sizeof(mdr_wire_dev_list_
 static_assert(offsetof(mdr_wire_alloc_rep, entry) == 40, "alloc_rep.entry");
 static_assert(offsetof(mdr_wire_move_rep, extents) == sizeof(mdr_wire_move_rep));
 // NODE_STATS replies of this build: version 1's counters, then migration's,
-// then the push counters.
+// then the push counters, then the copy counters.
 constexpr size_t kStatsMigLen = sizeof(mdr_wire_node_stats_rep) +
 				sizeof(mdr_wire_node_stats_mig);
-constexpr size_t kStatsLen = kStatsMigLen + sizeof(mdr_wire_node_stats_push);
+constexpr size_t kStatsPushLen = kStatsMigLen + sizeof(mdr_wire_node_stats_push);
+constexpr size_t kStatsLen = kStatsPushLen + sizeof(mdr_wire_node_stats_copy);
 
 // ---- Messages of errors ---------------------------------------------------
 
@@ -870,7 +871,8 @@ Result<Body> dec_node_stats_rep(std::string_view, Bytes m)
 	NodeStatsRep o;
 
 	// A node without migration sends 120 bytes, one without the push
-	// counters 168: what it lacks stays zero.
+	// counters 168, one without the copy counters 176: what it lacks
+	// stays zero.
 	if (m.size() >= kStatsMigLen) {
 		const auto g = read<mdr_wire_node_stats_mig>(m, sizeof(r));
 
@@ -881,8 +883,14 @@ Result<Body> dec_node_stats_rep(std::string_view, Bytes m)
 		o.stall_max_us = load(g.stall_max_us);
 		o.stall_total_us = load(g.stall_total_us);
 	}
-	if (m.size() >= kStatsLen)
+	if (m.size() >= kStatsPushLen)
 		o.push_timeouts = load(read<mdr_wire_node_stats_push>(m, kStatsMigLen).push_timeouts);
+	if (m.size() >= kStatsLen) {
+		const auto c = read<mdr_wire_node_stats_copy>(m, kStatsPushLen);
+
+		o.precopy_bytes = load(c.precopy_bytes);
+		o.freeze_bytes = load(c.freeze_bytes);
+	}
 
 	o.boot_id = load(r.boot_id);
 	o.uptime_ms = load(r.uptime_ms);
@@ -1724,12 +1732,18 @@ Result<size_t> encode_one(std::span<std::byte> out, uint64_t req_id,
 	auto p = zeroed<mdr_wire_node_stats_push>();
 
 	store(p.push_timeouts, m.push_timeouts);
+
+	auto c = zeroed<mdr_wire_node_stats_copy>();
+
+	store(c.precopy_bytes, m.precopy_bytes);
+	store(c.freeze_bytes, m.freeze_bytes);
 	if (auto e = room(name_of<NodeStatsRep>(), out, kStatsLen))
 		return *e;
 	w.hdr = make_hdr(NodeStatsRep::opcode, true, MDR_ST_OK, kStatsLen, req_id);
 	write(out, 0, w);
 	write(out, sizeof(w), g);
 	write(out, kStatsMigLen, p);
+	write(out, kStatsPushLen, c);
 	return self_check(out, kStatsLen);
 }
 

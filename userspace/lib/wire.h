@@ -31,7 +31,8 @@
 //   - NODE_STATS replies may be longer than version 1's (later versions
 //     append __le64 counters): the migration counters (struct
 //     mdr_wire_node_stats_mig), then the push counters (struct
-//     mdr_wire_node_stats_push), are read when the length covers them
+//     mdr_wire_node_stats_push), then the copy counters (struct
+//     mdr_wire_node_stats_copy), are read when the length covers them
 //     (zero otherwise), and counters beyond them are ignored; this build
 //     always sends them;
 //   - MOVE by id carries an all-zero name, MOVE by name a zero volume id;
@@ -432,6 +433,9 @@ struct NodeStatsRep {
 	uint64_t stall_total_us = 0;
 	// struct mdr_wire_node_stats_push: zero from a node that lacks it
 	uint64_t push_timeouts = 0;
+	// struct mdr_wire_node_stats_copy: zero from a node that lacks it
+	uint64_t precopy_bytes = 0;
+	uint64_t freeze_bytes = 0;
 	bool operator==(const NodeStatsRep &) const = default;
 };
 

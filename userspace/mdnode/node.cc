@@ -908,6 +908,8 @@ void Node::do_stats(Session &s, uint64_t req_id)
 		.stall_max_us = stats_.stall_max_us,
 		.stall_total_us = stats_.stall_total_us,
 		.push_timeouts = stats_.push_timeouts,
+		.precopy_bytes = stats_.precopy_bytes,
+		.freeze_bytes = stats_.freeze_bytes,
 	});
 }
 

@@ -551,6 +551,9 @@ void test_move_freezes_copies_and_publishes(void **)
 	assert_int_equal(st->move_bytes, kExtent);
 	assert_int_equal(st->stall_max_us, 120000);
 	assert_int_equal(st->stall_total_us, 120000);
+	// A host on version 1: no pre-copy, the whole extent under the freeze.
+	assert_int_equal(st->precopy_bytes, 0);
+	assert_int_equal(st->freeze_bytes, kExtent);
 }
 
 // Back and forth, by id and by name: the generation grows by two a move
@@ -1001,6 +1004,14 @@ void test_precopy_copies_again_only_the_reported_granules(void **)
 	assert_int_equal(st.moves_done, 1);
 	assert_int_equal(st.precopy_bytes, kExtent);
 	assert_int_equal(st.freeze_bytes, kGranule);
+
+	// The admin sees them.
+	r.send(s.adm, 21, wire::NodeStatsReq{});
+	const wire::Msg sm = r.one(s.adm);
+	auto *rep = std::get_if<wire::NodeStatsRep>(&sm.body);
+	assert_non_null(rep);
+	assert_int_equal(rep->precopy_bytes, kExtent);
+	assert_int_equal(rep->freeze_bytes, kGranule);
 }
 
 // Dirty granules apart and adjacent are copied as runs; none dirty: no

@@ -271,6 +271,8 @@ w::NodeStatsRep node_stats_rep()
 	m.stall_max_us = 17;
 	m.stall_total_us = 18;
 	m.push_timeouts = 19;
+	m.precopy_bytes = 20;
+	m.freeze_bytes = 21;
 	return m;
 }
 
@@ -370,13 +372,17 @@ void check_canonical(std::span<const std::byte> received, const w::Msg &m)
 		fail_msg("re-encode of a parsed %s: %s",
 			 w::opcode_name(m.hdr.opcode).c_str(), n.message().c_str());
 	if (std::holds_alternative<w::NodeStatsRep>(m.body)) {
-		// Version 1's counters, then the migration ones and the push
-		// ones when the received length covered them (else they are
-		// zero).
+		// Version 1's counters, then the migration ones, the push ones
+		// and the copy ones when the received length covered them
+		// (else they are zero).
 		const size_t v1 = sizeof(mdr_wire_node_stats_rep);
 		const size_t mig = v1 + sizeof(mdr_wire_node_stats_mig);
-		const size_t full = mig + sizeof(mdr_wire_node_stats_push);
-		const size_t same = m.hdr.length >= full ? full : m.hdr.length >= mig ? mig : v1;
+		const size_t push = mig + sizeof(mdr_wire_node_stats_push);
+		const size_t full = push + sizeof(mdr_wire_node_stats_copy);
+		const size_t same = m.hdr.length >= full   ? full
+				    : m.hdr.length >= push ? push
+				    : m.hdr.length >= mig  ? mig
+							   : v1;
 
 		assert_int_equal(n.value(), full);
 		assert_memory_equal(again.data(), received.data(), kLen);
@@ -1108,20 +1114,33 @@ void test_encoders_refuse_what_receivers_refuse(void **)
 }
 
 // A node without migration answers NODE_STATS with version 1's 120 bytes:
-// its counters are read, the migration and push counters are zero. A node
-// without the push counters answers with 168 bytes: push_timeouts is zero.
-// Counters beyond the push ones (a later version's) are ignored.
+// its counters are read, the migration, push and copy counters are zero. A
+// node without the push counters answers with 168 bytes: push_timeouts and
+// the copy counters are zero. A node without the copy counters answers
+// with 176 bytes: precopy_bytes and freeze_bytes are zero. Counters beyond
+// the copy ones (a later version's) are ignored.
 void test_node_stats_lengths(void **)
 {
 	const w::NodeStatsRep full = node_stats_rep();
 	Buf b = encode(full);
 
-	assert_int_equal(b.size(), 176);
-	Buf mig(b.begin(), b.begin() + 168);
-	put32(mig, kLen, 168);
-	auto m = w::parse(mig, Side::client, MDR_ROLE_ADMIN);
+	assert_int_equal(b.size(), 192);
+	auto m = w::parse(b, Side::client, MDR_ROLE_ADMIN);
+	assert_true(m.ok());
+	assert_true(std::get<w::NodeStatsRep>(m.value().body) == full);
+
+	Buf push(b.begin(), b.begin() + 176);
+	put32(push, kLen, 176);
+	m = w::parse(push, Side::client, MDR_ROLE_ADMIN);
 	assert_true(m.ok());
 	w::NodeStatsRep want = full;
+	want.precopy_bytes = want.freeze_bytes = 0;
+	assert_true(std::get<w::NodeStatsRep>(m.value().body) == want);
+
+	Buf mig(b.begin(), b.begin() + 168);
+	put32(mig, kLen, 168);
+	m = w::parse(mig, Side::client, MDR_ROLE_ADMIN);
+	assert_true(m.ok());
 	want.push_timeouts = 0;
 	assert_true(std::get<w::NodeStatsRep>(m.value().body) == want);
 
@@ -1133,8 +1152,8 @@ void test_node_stats_lengths(void **)
 	want.move_bytes = want.stall_max_us = want.stall_total_us = 0;
 	assert_true(std::get<w::NodeStatsRep>(m.value().body) == want);
 
-	b.resize(176 + 16, std::byte{0x5a});
-	put32(b, kLen, 176 + 16);
+	b.resize(192 + 16, std::byte{0x5a});
+	put32(b, kLen, 192 + 16);
 	m = w::parse(b, Side::client, MDR_ROLE_ADMIN);
 	assert_true(m.ok());
 	assert_true(std::get<w::NodeStatsRep>(m.value().body) == full);
