@@ -1414,8 +1414,12 @@ constexpr std::string_view kNodeStatsUsage =
 	"those done, the longest and the total stall of one extent (from its\n"
 	"freeze to its publication at the new place, in microseconds), and\n"
 	"push_timeouts: host connections cut for leaving an invalidation\n"
-	"unacked while holding their lease. A node without migration reports its\n"
-	"move counters as 0, one that predates push_timeouts that as 0.\n"
+	"unacked while holding their lease. Of the moves done, precopy_bytes\n"
+	"counts the bytes copied while hosts still used the extent, before its\n"
+	"freeze, and freeze_bytes those copied under the freeze (the dirty parts\n"
+	"after a pre-copy, the whole extent without one). A node that predates a\n"
+	"counter (the move counters, push_timeouts, precopy_bytes and\n"
+	"freeze_bytes) reports it as 0.\n"
 	"\n"
 	"Options:\n"
 	MDCTL_NODE_OPTIONS
@@ -1449,6 +1453,7 @@ int cmd_node_stats(Args args, const Env &env)
 		{"move_stall_max_us", r.stall_max_us},
 		{"move_stall_total_us", r.stall_total_us},
 		{"push_timeouts", r.push_timeouts},
+		{"precopy_bytes", r.precopy_bytes}, {"freeze_bytes", r.freeze_bytes},
 	};
 
 	if (c.format == Format::json) {

@@ -520,7 +520,8 @@ static void test_node_stats(void **)
 			    "\"invalidations\":9,\"lease_expiries\":10,\"moves_active\":1,"
 			    "\"moves_done\":2,\"moves_failed\":3,"
 			    "\"move_bytes\":18446744073709551614,\"move_stall_max_us\":5,"
-			    "\"move_stall_total_us\":6,\"push_timeouts\":11}\n");
+			    "\"move_stall_total_us\":6,\"push_timeouts\":11,"
+			    "\"precopy_bytes\":12,\"freeze_bytes\":13}\n");
 	o = w.run({"node", "stats"});
 	assert_int_equal(o.status, 0);
 	assert_non_null(strstr(o.out.c_str(), "boot_id                0x000000000000b007\n"));
@@ -528,6 +529,8 @@ static void test_node_stats(void **)
 	assert_non_null(strstr(o.out.c_str(), "moves_done                              2\n"));
 	assert_non_null(strstr(o.out.c_str(), "move_stall_total_us                     6\n"));
 	assert_non_null(strstr(o.out.c_str(), "push_timeouts                          11\n"));
+	assert_non_null(strstr(o.out.c_str(), "precopy_bytes                          12\n"));
+	assert_non_null(strstr(o.out.c_str(), "freeze_bytes                           13\n"));
 }
 
 // ---- migrate -------------------------------------------------------------------

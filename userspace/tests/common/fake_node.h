@@ -231,6 +231,8 @@ private:
 		rep.stall_max_us = stats.stall_max_us;
 		rep.stall_total_us = stats.stall_total_us;
 		rep.push_timeouts = 11;
+		rep.precopy_bytes = 12;
+		rep.freeze_bytes = 13;
 		return reply(rep);
 	}
 
