@@ -9,6 +9,7 @@
 #include <linux/sched.h>
 
 #include "cache/inflight.h"
+#include "core/inject.h"
 
 static unsigned int mdr_bucket(u64 index)
 {
@@ -93,7 +94,10 @@ void mdr_inflight_exit(struct mdr_inflight *f, mdr_inflight_token_t token)
 	unsigned int b = token % MDR_INFLIGHT_BUCKETS;
 
 	/* atomic_dec_and_test() is fully ordered: a drain sees the count */
-	if (atomic_dec_and_test(&f->count[phase][b]) && READ_ONCE(f->draining))
+	if (!atomic_dec_and_test(&f->count[phase][b]))
+		return;
+	mdr_inject_delay(MDR_WIN_COMPLETE);
+	if (READ_ONCE(f->draining))
 		wake_up(&f->wq);
 }
 

@@ -13,6 +13,7 @@
 
 #include "admin/admin.h"
 #include "cache/extent_cache.h"
+#include "core/inject.h"
 #include "core/params.h"
 #include "transport/transport.h"
 #include "volume/volume.h"
@@ -72,10 +73,13 @@ static int __init mdr_init(void)
 	ret = mdr_rdma_init();
 	if (ret)
 		goto out_vol;
+	ret = mdr_inject_init();	/* under the transport's debugfs root */
+	if (ret)
+		goto out_rdma;
 	ret = mdr_ctl_init();
 	if (ret) {
 		pr_err("cannot register /dev/%s: %d\n", MDR_CONTROL_NAME, ret);
-		goto out_rdma;
+		goto out_inject;
 	}
 
 	pr_info("release %s loaded (ioctl ABI %u.%u.%u, wire %u)\n",
@@ -83,6 +87,8 @@ static int __init mdr_init(void)
 		MDR_IOCTL_VERSION_PATCH, MDR_WIRE_VERSION);
 	return 0;
 
+out_inject:
+	mdr_inject_exit();
 out_rdma:
 	mdr_rdma_exit();
 out_vol:
@@ -95,6 +101,7 @@ out_cache:
 static void __exit mdr_exit(void)
 {
 	mdr_ctl_exit();
+	mdr_inject_exit();
 	mdr_rdma_exit();
 	mdr_vol_exit();
 	mdr_cache_module_exit();

@@ -35,6 +35,7 @@
 #include <linux/bitmap.h>
 #include <linux/debugfs.h>
 #include <linux/delay.h>
+#include <linux/error-injection.h>
 #include <linux/jiffies.h>
 #include <linux/kref.h>
 #include <linux/list.h>
@@ -51,6 +52,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
+#include "core/inject.h"
 #include "core/params.h"
 #include "proto/proto.h"
 #include "transport/rdma.h"
@@ -1267,6 +1269,7 @@ static void mdr_push_work(struct work_struct *w)
 		mdr_tv_put(tv);
 	}
 	atomic64_inc(&c->stats.invalidations);
+	mdr_inject_delay(MDR_WIN_ACK);
 	mdr_push_ack(c, p);
 }
 
@@ -2594,6 +2597,8 @@ static int mdr_rdma_fetch(struct mdr_tvol *tv, u64 first, unsigned int count)
 	mdr_post_end(bh);
 	return 0;
 }
+/* fail_function may fail it with -errno: bios must fail cleanly or wait */
+ALLOW_ERROR_INJECTION(mdr_rdma_fetch, ERRNO);
 
 static int mdr_rdma_alloc(struct mdr_tvol *tv, u64 index)
 {
@@ -2615,6 +2620,9 @@ static int mdr_rdma_alloc(struct mdr_tvol *tv, u64 index)
 	mdr_post_end(bh);
 	return 0;
 }
+ALLOW_ERROR_INJECTION(mdr_rdma_alloc, ERRNO);
+/* an injected -errno is returned as ERR_PTR(-errno): attach fails */
+ALLOW_ERROR_INJECTION(mdr_rdma_open, ERRNO);
 
 const struct mdr_transport_ops mdr_rdma_transport = {
 	.name = "rdma",

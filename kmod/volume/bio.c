@@ -10,6 +10,7 @@
 #include <linux/slab.h>
 #include <linux/mdroute_wire.h>
 
+#include "core/inject.h"
 #include "core/params.h"
 #include "volume/backing.h"
 #include "volume/extent.h"
@@ -238,10 +239,12 @@ void mdr_route(struct mdr_vol *vol, struct bio *bio, struct mdr_route_ctx *ctx)
 		return;
 	}
 	if (mdr_cache_lookup(&vol->cache, index, &loc) == MDR_CACHE_MISS) {
+		mdr_inject_delay(MDR_WIN_ROUTE);
 		mdr_vol_stat_inc(vol, misses);
 		mdr_park(vol, bio, index, false, ctx);
 		return;
 	}
+	mdr_inject_delay(MDR_WIN_ROUTE);
 	mdr_vol_stat_inc(vol, hits);
 
 	switch (loc.state) {

@@ -15,6 +15,7 @@
 #include <linux/mdroute.h>
 #include <linux/mdroute_wire.h>
 
+#include "core/inject.h"
 #include "core/params.h"
 #include "proto/proto.h"
 #include "volume/backing.h"
@@ -272,6 +273,7 @@ static void mdr_vol_entries(void *owner, u64 first,
 			kick = true;
 			continue;
 		}
+		mdr_inject_delay(MDR_WIN_INSERT);
 		/* revalidate.c: was the cached entry stale? */
 		if (test_bit(MDR_WAIT_REVAL, &w->flags) &&
 		    !test_bit(MDR_WAIT_ALLOC, &w->flags))
@@ -796,6 +798,7 @@ int mdr_vol_detach(u32 index, u64 volume_id, bool force)
 	mdr_reval_stop(vol);	/* before the handle it fetches with goes */
 	/* after close() the transport calls nothing back */
 	vol->tops->close(vol->tvol);
+	mdr_inject_delay(MDR_WIN_TEARDOWN);
 	cancel_delayed_work_sync(&vol->expire_work);
 	flush_work(&vol->resubmit_work);
 	mdr_vol_fail_all(vol, BLK_STS_IOERR);
