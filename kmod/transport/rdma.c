@@ -705,13 +705,14 @@ static void mdr_read_done(struct ib_cq *cq, struct ib_wc *wc)
 	atomic64_inc(&c->stats.reads);
 
 	/*
-	 * Each entry is checked once, here. A READ that raced an update
-	 * sees a mix: read the window again.
+	 * Each entry is checked once, here, every one of the window: what
+	 * mdr_read_deliver() hands on is what was judged. A READ that raced
+	 * an update sees a mix: read the window again.
 	 */
-	for (i = 0; i < s->window && !torn; i++) {
+	for (i = 0; i < s->window; i++) {
 		verdict[i] = mdr_entry_check(&e[i], req->tv->volume_id,
 					     req->first + i, 0);
-		torn = verdict[i] == MDR_ENTRY_BAD_CRC;
+		torn |= verdict[i] == MDR_ENTRY_BAD_CRC;
 	}
 	if (torn && s->tries < MDR_TORN_RETRIES) {
 		int ret = -ENOTCONN;
