@@ -26,6 +26,9 @@
 //   entries         a good OPEN; table entries 1-7 are each bad in one
 //                   way (see kEntryKinds), 0 is mapped on device 1 at
 //                   sector 0, 8-15 are unallocated
+//   entries-foreign every entry is mapped on device 1 and sealed for
+//                   another volume: each must be refused, also those of
+//                   a read-ahead window that begins with one
 //   alloc-entry     ALLOC replies carry an entry with a bad checksum
 //   push-reason     after the first RENEW, pushes an INVALIDATE with an
 //                   unknown reason
@@ -225,6 +228,12 @@ void Server::fill_table(uint64_t vol)
 			case 6: e = {.generation = 1, .pstart = 8192}; break;
 			case 7: e = {.generation = 0}; break;
 			}
+		}
+		if (is("entries-foreign")) {
+			e = {.generation = 2, .pstart = 8192 * i, .dev_id = 1,
+			     .state = MDR_EXT_MAPPED};
+			table[i] = wire::make_entry(e, vol + 1, i);
+			continue;
 		}
 		table[i] = wire::make_entry(e, vol, i);
 		if (is("entries") && i == 1)
