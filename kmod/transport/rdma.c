@@ -1872,20 +1872,11 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 	clear_bit(MDR_TV_REOPEN, &tv->flags);
 	spin_unlock_irqrestore(&c->lock, flags);
 
-	if (lapsed && !moved) {
-		/*
-		 * mdnode may have waited this lease out and moved extents
-		 * this host still caches, and no push will say which: drop
-		 * every entry (each one's generation stays as its floor)
-		 * before the new lease lets IO go again.
-		 */
-		mdr_conn_info(c, "volume %llu: reopened after its lease lapsed: dropping its cache\n",
-			      tv->volume_id);
-		mdr_cb_invalidate(tv, 0, tv->nr_extents, 1, MDR_INVAL_MOVE,
-				  &unused);
-	}
-	mdr_lease_granted(tv, sent, o->lease_ms, notify);
-	mdr_kick(c);
+	/*
+	 * Both drops come before the lease lets IO go again: a bio routed
+	 * between the grant and a later drop would use a location the
+	 * reopen just declared unknown.
+	 */
 	if (moved) {
 		/*
 		 * The volume changed while we were away: nothing cached is
@@ -1895,7 +1886,19 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 			      tv->volume_id, o->generation);
 		mdr_cb_invalidate(tv, 0, tv->nr_extents, 0, MDR_INVAL_MOVE,
 				  &unused);
+	} else if (lapsed) {
+		/*
+		 * mdnode may have waited this lease out and moved extents
+		 * this host still caches, and no push will say which: drop
+		 * every entry (each one's generation stays as its floor).
+		 */
+		mdr_conn_info(c, "volume %llu: reopened after its lease lapsed: dropping its cache\n",
+			      tv->volume_id);
+		mdr_cb_invalidate(tv, 0, tv->nr_extents, 1, MDR_INVAL_MOVE,
+				  &unused);
 	}
+	mdr_lease_granted(tv, sent, o->lease_ms, notify);
+	mdr_kick(c);
 	return 0;
 }
 
