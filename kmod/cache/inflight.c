@@ -1,34 +1,62 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * inflight.c - per-extent in-flight accounting and range drains.
+ * inflight.c - in-flight accounting of a volume's IO, and drains.
  *
  * Pure: generic headers only. KUnit: ktests/inflight_test.c.
+ *
+ * The ordering, in SRCU's terms (the barriers are named A-D below):
+ *
+ *   IO (mdr_inflight_enter)              drain (caller, then drain())
+ *   enter[p]++ on this CPU               publish the block or the flag
+ *   smp_mb()                      (B)    smp_mb()                    (A)
+ *   read the block, then the flag,       wait: phase p^1 balances
+ *   then the extent's location           flip: phase = p^1
+ *   ... backing IO ...                   smp_mb()
+ *   smp_mb()                      (C)    wait: phase p balances
+ *   exit[p]++                            (exits summed, smp_mb() (D),
+ *                                         then entries)
+ *
+ * A and B make the classic store-buffer pair: either the IO sees the block
+ * (and is refused) or the drain sees the IO's entry (and waits for its
+ * exit). The entry may be in either phase: an IO reads the phase, then
+ * counts; if a flip came between, it counted in the phase the drain flips
+ * to. That is why a drain first waits for the phase it is about to make
+ * current (late entries of the last flip) and only then flips and waits for
+ * the phase it leaves. C orders everything the IO did before its exit; D
+ * makes a balanced sum mean no IO of the phase is left: an exit summed has
+ * its entry summed after D (SRCU's srcu_readers_active_idx_check()).
+ *
+ * Lifetime: the last touch of @f by an exit (the wake-up) is inside an RCU
+ * read-side section; once a drain has returned, synchronize_rcu() makes
+ * every exit it waited for done with @f.
  */
+#include <linux/bits.h>
 #include <linux/errno.h>
-#include <linux/hash.h>
+#include <linux/rcupdate.h>
 #include <linux/sched.h>
 
 #include "cache/inflight.h"
 #include "core/inject.h"
 
-static unsigned int mdr_bucket(u64 index)
+int mdr_inflight_init(struct mdr_inflight *f)
 {
-	return hash_64(index, ilog2(MDR_INFLIGHT_BUCKETS));
-}
-
-void mdr_inflight_init(struct mdr_inflight *f)
-{
-	unsigned int p, b;
-
-	for (p = 0; p < 2; p++)
-		for (b = 0; b < MDR_INFLIGHT_BUCKETS; b++)
-			atomic_set(&f->count[p][b], 0);
+	f->cpu = alloc_percpu(struct mdr_inflight_cpu);
+	if (!f->cpu)
+		return -ENOMEM;
 	f->phase = 0;
 	f->nr_blocked = 0;
 	spin_lock_init(&f->lock);
 	mutex_init(&f->drain_mutex);
 	f->draining = false;
 	init_waitqueue_head(&f->wq);
+	return 0;
+}
+
+/* Tolerates an @f whose init failed, or that was zeroed and never set up. */
+void mdr_inflight_destroy(struct mdr_inflight *f)
+{
+	free_percpu(f->cpu);
+	f->cpu = NULL;
 }
 
 /**
@@ -56,28 +84,26 @@ bool mdr_inflight_blocked(struct mdr_inflight *f, u64 index)
 }
 
 /**
- * mdr_inflight_enter() - count an IO to extent @index, unless it is blocked
+ * __mdr_inflight_enter() - mdr_inflight_enter() with the phase it read
  * @f:		the accounting
+ * @phase:	the phase the caller read (KUnit passes a stale one)
  * @index:	extent index
- * @token:	what to give to mdr_inflight_exit() at completion
+ * @token:	out: for mdr_inflight_exit()
  *
  * Context: any.
- * Return: 0 (counted) or -EAGAIN (blocked: park the IO until the drain
- * ends; nothing was counted).
+ * Return: as mdr_inflight_enter().
  */
-int mdr_inflight_enter(struct mdr_inflight *f, u64 index,
-		       mdr_inflight_token_t *token)
+int __mdr_inflight_enter(struct mdr_inflight *f, unsigned int phase, u64 index,
+			 mdr_inflight_token_t *token)
 {
-	unsigned int phase = READ_ONCE(f->phase) & 1;
-	unsigned int b = mdr_bucket(index);
-
-	atomic_inc(&f->count[phase][b]);
-	smp_mb__after_atomic();	/* pairs with smp_mb() in mdr_inflight_drain() */
+	phase &= 1;
+	this_cpu_inc(f->cpu->enter[phase]);
+	smp_mb();	/* B: pairs with A in mdr_inflight_drain() */
 	if (mdr_inflight_blocked(f, index)) {
-		mdr_inflight_exit(f, phase * MDR_INFLIGHT_BUCKETS + b);
+		mdr_inflight_exit(f, phase);
 		return -EAGAIN;
 	}
-	*token = phase * MDR_INFLIGHT_BUCKETS + b;
+	*token = phase;
 	return 0;
 }
 
@@ -90,15 +116,19 @@ int mdr_inflight_enter(struct mdr_inflight *f, u64 index,
  */
 void mdr_inflight_exit(struct mdr_inflight *f, mdr_inflight_token_t token)
 {
-	unsigned int phase = token / MDR_INFLIGHT_BUCKETS & 1;
-	unsigned int b = token % MDR_INFLIGHT_BUCKETS;
-
-	/* atomic_dec_and_test() is fully ordered: a drain sees the count */
-	if (!atomic_dec_and_test(&f->count[phase][b]))
-		return;
+	rcu_read_lock();	/* the last touch of @f: see the top of the file */
+	smp_mb();	/* C: the IO's work before its exit */
+	this_cpu_inc(f->cpu->exit[token & 1]);
 	mdr_inject_delay(MDR_WIN_COMPLETE);
-	if (READ_ONCE(f->draining))
+	smp_mb();	/* the exit before @draining and the wait queue */
+	/*
+	 * waitqueue_active() after smp_mb() pairs with A: a drain stores
+	 * @draining and queues itself (with barriers) before it sums. Nobody
+	 * waits most of the time: no wait-queue lock then.
+	 */
+	if (READ_ONCE(f->draining) && waitqueue_active(&f->wq))
 		wake_up(&f->wq);
+	rcu_read_unlock();
 }
 
 /**
@@ -153,64 +183,63 @@ void mdr_inflight_unblock(struct mdr_inflight *f, u64 first, u64 count)
 	spin_unlock_irqrestore(&f->lock, flags);
 }
 
-static bool mdr_range_empty(struct mdr_inflight *f, unsigned int phase,
-			    u64 first, u64 count)
+/*
+ * IO counted in the phases of @mask and not counted out. Exits are summed
+ * first: an exit summed has its entry summed after D, so the result is
+ * never below the truth (see the top of the file).
+ */
+static unsigned long mdr_pending(struct mdr_inflight *f, unsigned int mask)
 {
-	u64 i;
+	unsigned long in = 0, out = 0;
+	unsigned int p;
+	int cpu;
 
-	if (count >= MDR_INFLIGHT_BUCKETS) {
-		for (i = 0; i < MDR_INFLIGHT_BUCKETS; i++)
-			if (atomic_read(&f->count[phase][i]))
-				return false;
-		return true;
-	}
-	for (i = 0; i < count; i++)
-		if (atomic_read(&f->count[phase][mdr_bucket(first + i)]))
-			return false;
-	return true;
+	for_each_possible_cpu(cpu)
+		for (p = 0; p < 2; p++)
+			if (mask & BIT(p))
+				out += READ_ONCE(per_cpu_ptr(f->cpu, cpu)->exit[p]);
+	smp_mb();	/* D: exits before entries */
+	for_each_possible_cpu(cpu)
+		for (p = 0; p < 2; p++)
+			if (mask & BIT(p))
+				in += READ_ONCE(per_cpu_ptr(f->cpu, cpu)->enter[p]);
+	return in - out;
 }
 
 /**
- * mdr_inflight_drain() - wait for IO to a blocked range to complete
+ * mdr_inflight_drain() - wait for every IO that may not have seen a block
  * @f:		the accounting
- * @first:	first extent (blocked with mdr_inflight_block())
- * @count:	extents
  *
- * Waits for every IO to the range that was counted before the call. IO
- * that enters afterwards sees the block and is refused, so the wait ends
- * when the IO already at the devices completes.
+ * The caller first blocks a range (mdr_inflight_block()) or sets a flag
+ * the IO path checks after mdr_inflight_enter(). Every IO that entered
+ * before that was visible to it has completed when this returns; IO that
+ * enters later sees the block or the flag. IO elsewhere in the volume is
+ * waited for too (one count per CPU, not per extent: dm's SRCU around its
+ * map does the same): a slow device makes every drain of the volume as
+ * slow as its slowest IO. Never waited for: IO that entered after the
+ * drain began.
  *
  * Context: process; sleeps.
  */
-void mdr_inflight_drain(struct mdr_inflight *f, u64 first, u64 count)
+void mdr_inflight_drain(struct mdr_inflight *f)
 {
-	unsigned int old;
+	unsigned int cur;
 
 	mutex_lock(&f->drain_mutex);
 	WRITE_ONCE(f->draining, true);
-	/*
-	 * The block is published before the flip and the flip before the
-	 * wait: an IO that read the old phase is counted there, one that read
-	 * the new phase sees the block. Pairs with smp_mb__after_atomic() in
-	 * mdr_inflight_enter().
-	 */
-	smp_mb();
-	old = f->phase & 1;
-	WRITE_ONCE(f->phase, old ^ 1);
+	smp_mb();	/* A: the block before the counts; pairs with B */
+	cur = f->phase & 1;
+	/* late entries in the phase we flip to, from before the last flip */
+	wait_event(f->wq, !mdr_pending(f, BIT(cur ^ 1)));
+	WRITE_ONCE(f->phase, cur ^ 1);
 	smp_mb();	/* the flip before the counts we read */
-	wait_event(f->wq, mdr_range_empty(f, old, first, count));
+	wait_event(f->wq, !mdr_pending(f, BIT(cur)));
 	WRITE_ONCE(f->draining, false);
 	mutex_unlock(&f->drain_mutex);
 }
 
-/* IO in flight now, both phases (statistics). */
+/* IO in flight now, both phases (statistics, and detach's last check). */
 unsigned long mdr_inflight_total(struct mdr_inflight *f)
 {
-	unsigned long sum = 0;
-	unsigned int p, b;
-
-	for (p = 0; p < 2; p++)
-		for (b = 0; b < MDR_INFLIGHT_BUCKETS; b++)
-			sum += atomic_read(&f->count[p][b]);
-	return sum;
+	return mdr_pending(f, BIT(0) | BIT(1));
 }

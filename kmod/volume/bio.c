@@ -85,37 +85,31 @@ static void mdr_clone_endio(struct bio *clone)
 	mdr_inflight_exit(&vol->inflight, token);
 }
 
-/* Extent @index of @vol is at @loc, MAPPED: send @bio there. */
+/*
+ * Extent @index of @vol is at @loc, MAPPED: send @bio there. @bio is
+ * counted in flight (@token) and stays counted until its clone completes.
+ */
 static void mdr_remap(struct mdr_vol *vol, struct bio *bio, u64 index,
-		      const struct mdr_loc *loc)
+		      const struct mdr_loc *loc, mdr_inflight_token_t token)
 {
 	unsigned int shift = vol->geom.extent_shift;
 	u64 ext_sectors = 1ULL << mdr_ext_sector_shift(shift);
 	struct mdr_backing *b;
 	struct bio *clone;
 	struct mdr_io *io;
-	mdr_inflight_token_t token;
 
 	b = mdr_vol_backing(vol, loc->dev_id);
 	if (unlikely(!b)) {
 		atomic64_inc(&vol->bad_dev);
 		pr_warn_ratelimited("mdr%d: extent %llu is on device %u, which is not bound here\n",
 				    vol->index, index, loc->dev_id);
-		mdr_vol_stat_inc(vol, errors);
-		bio_io_error(bio);
-		return;
+		goto out_fail;
 	}
 	if (unlikely(loc->pstart + ext_sectors < loc->pstart ||
 		     loc->pstart + ext_sectors > bdev_nr_sectors(b->bdev))) {
 		pr_warn_ratelimited("mdr%d: extent %llu at sector %llu lies beyond device %u\n",
 				    vol->index, index, loc->pstart, loc->dev_id);
-		mdr_vol_stat_inc(vol, errors);
-		bio_io_error(bio);
-		return;
-	}
-	if (mdr_inflight_enter(&vol->inflight, index, &token)) {
-		mdr_vol_defer(vol, bio);	/* an invalidation drains it */
-		return;
+		goto out_fail;
 	}
 	/* counted first: a move's pre-copy learns of it either way */
 	if (op_is_write(bio_op(bio)))
@@ -124,11 +118,8 @@ static void mdr_remap(struct mdr_vol *vol, struct bio *bio, u64 index,
 				bio->bi_iter.bi_size);
 
 	clone = bio_alloc_clone(b->bdev, bio, GFP_NOIO, &vol->clone_bs);
-	if (unlikely(!clone)) {
-		mdr_inflight_exit(&vol->inflight, token);
-		bio_io_error(bio);
-		return;
-	}
+	if (unlikely(!clone))
+		goto out_fail;
 	io = container_of(clone, struct mdr_io, clone);
 	io->vol = vol;
 	io->orig = bio;
@@ -141,6 +132,12 @@ static void mdr_remap(struct mdr_vol *vol, struct bio *bio, u64 index,
 	trace_mdr_remap(vol->index, bio, index, loc->dev_id,
 			clone->bi_iter.bi_sector);
 	submit_bio_noacct(clone);
+	return;
+
+out_fail:
+	mdr_inflight_exit(&vol->inflight, token);
+	mdr_vol_stat_inc(vol, errors);
+	bio_io_error(bio);
 }
 
 /*
@@ -221,6 +218,12 @@ static void mdr_park(struct mdr_vol *vol, struct bio *bio, u64 index,
  * @ctx:	the routing task: if @ctx->drain is set on return, the caller
  *		calls mdr_vol_resubmit()
  *
+ * The bio is counted in flight before anything is read: the block of an
+ * invalidation, DYING, the lease and the extent's location. A drain that
+ * starts later waits for it, or it sees what the drain's caller set first
+ * (Documentation/volumes.md, "The IO path against an invalidation"). It
+ * stays counted only when it goes to a device.
+ *
  * Context: process (submit_bio or the resubmit work); does not sleep
  * except for bio mempools.
  */
@@ -228,17 +231,25 @@ void mdr_route(struct mdr_vol *vol, struct bio *bio, struct mdr_route_ctx *ctx)
 {
 	u64 index = mdr_ext_index(bio->bi_iter.bi_sector,
 				  vol->geom.extent_shift);
+	mdr_inflight_token_t token;
 	struct mdr_loc loc;
 
+	if (mdr_inflight_enter(&vol->inflight, index, &token)) {
+		mdr_vol_defer(vol, bio);	/* an invalidation drains it */
+		return;
+	}
 	if (unlikely(test_bit(MDR_VOL_F_DYING, &vol->flags))) {
+		mdr_inflight_exit(&vol->inflight, token);
 		bio_io_error(bio);
 		return;
 	}
 	if (unlikely(!test_bit(MDR_VOL_F_LEASE, &vol->flags))) {
+		mdr_inflight_exit(&vol->inflight, token);
 		mdr_vol_defer(vol, bio);
 		return;
 	}
 	if (mdr_cache_lookup(&vol->cache, index, &loc) == MDR_CACHE_MISS) {
+		mdr_inflight_exit(&vol->inflight, token);
 		mdr_inject_delay(MDR_WIN_ROUTE);
 		mdr_vol_stat_inc(vol, misses);
 		mdr_park(vol, bio, index, false, ctx);
@@ -246,12 +257,14 @@ void mdr_route(struct mdr_vol *vol, struct bio *bio, struct mdr_route_ctx *ctx)
 	}
 	mdr_inject_delay(MDR_WIN_ROUTE);
 	mdr_vol_stat_inc(vol, hits);
-
-	switch (loc.state) {
-	case MDR_EXT_MAPPED:
-		mdr_remap(vol, bio, index, &loc);
+	if (likely(loc.state == MDR_EXT_MAPPED)) {
+		mdr_remap(vol, bio, index, &loc, token);
 		return;
-	case MDR_EXT_UNALLOCATED:
+	}
+	/* no device is touched from here */
+	mdr_inflight_exit(&vol->inflight, token);
+
+	if (loc.state == MDR_EXT_UNALLOCATED) {
 		switch (bio_op(bio)) {
 		case REQ_OP_READ:
 			/* never written: zeros, without touching a device */
@@ -267,19 +280,15 @@ void mdr_route(struct mdr_vol *vol, struct bio *bio, struct mdr_route_ctx *ctx)
 			mdr_park(vol, bio, index, true, ctx);
 			return;
 		}
-	case MDR_EXT_FROZEN:
-	default:
-		/*
-		 * Moving: wait. The end of the move is pushed, and that push
-		 * routes deferred bios again. Keep only the generation, so
-		 * they fetch the entry rather than depend on the push alone
-		 * (a node restart can lose it); without one, expire_work
-		 * routes them again every second.
-		 */
-		mdr_cache_drop(&vol->cache, index, 1, loc.generation);
-		mdr_vol_defer(vol, bio);
-		return;
 	}
+	/*
+	 * FROZEN, moving: wait. The end of the move is pushed, and that push
+	 * routes deferred bios again. Keep only the generation, so they fetch
+	 * the entry rather than depend on the push alone (a node restart can
+	 * lose it); without one, expire_work routes them again every second.
+	 */
+	mdr_cache_drop(&vol->cache, index, 1, loc.generation);
+	mdr_vol_defer(vol, bio);
 }
 
 /*

@@ -82,6 +82,32 @@ int mdr_vol_fetch(struct mdr_vol *vol, u64 first, unsigned int count,
 	return ret;
 }
 
+/*
+ * Adds @list to the deferred bios, or fails it once the volume is DYING:
+ * detach sets DYING, then empties @deferred under @defer_lock, so nothing
+ * is deferred after that and no expiry is armed again.
+ */
+static void mdr_vol_defer_list(struct mdr_vol *vol, struct bio_list *list)
+{
+	unsigned long flags;
+	struct bio *bio;
+
+	spin_lock_irqsave(&vol->defer_lock, flags);
+	if (unlikely(test_bit(MDR_VOL_F_DYING, &vol->flags))) {
+		spin_unlock_irqrestore(&vol->defer_lock, flags);
+		while ((bio = bio_list_pop(list))) {
+			mdr_vol_stat_inc(vol, errors);
+			bio_io_error(bio);
+		}
+		return;
+	}
+	if (bio_list_empty(&vol->deferred))
+		vol->deferred_since = jiffies;
+	bio_list_merge(&vol->deferred, list);
+	spin_unlock_irqrestore(&vol->defer_lock, flags);
+	queue_delayed_work(mdr_wq, &vol->expire_work, HZ);
+}
+
 /**
  * mdr_vol_defer() - hold @bio until the lease is valid or a drain ends
  * @vol:	the volume
@@ -89,21 +115,17 @@ int mdr_vol_fetch(struct mdr_vol *vol, u64 first, unsigned int count,
  *
  * Deferred bios are routed again when the transport reports a valid lease
  * or an invalidation ends; without a lease they fail after
- * fast_io_fail_tmo.
+ * fast_io_fail_tmo. Once the volume is DYING, @bio fails instead.
  *
  * Context: any.
  */
 void mdr_vol_defer(struct mdr_vol *vol, struct bio *bio)
 {
-	unsigned long flags;
+	struct bio_list list = BIO_EMPTY_LIST;
 
-	spin_lock_irqsave(&vol->defer_lock, flags);
-	if (bio_list_empty(&vol->deferred))
-		vol->deferred_since = jiffies;
-	bio_list_add(&vol->deferred, bio);
-	spin_unlock_irqrestore(&vol->defer_lock, flags);
+	bio_list_add(&list, bio);
 	mdr_vol_stat_inc(vol, deferred);
-	queue_delayed_work(mdr_wq, &vol->expire_work, HZ);
+	mdr_vol_defer_list(vol, &list);
 }
 
 static struct bio_list mdr_vol_take_deferred(struct mdr_vol *vol)
@@ -152,6 +174,12 @@ static void mdr_vol_refetch(struct mdr_vol *vol, struct mdr_route_ctx *ctx)
 		hlist_del(&w->node);
 		if (bio_list_empty(&w->bios)) {
 			kfree(w);	/* read ahead, and nobody waits */
+			continue;
+		}
+		/* detach closes the transport once this work is flushed */
+		if (unlikely(test_bit(MDR_VOL_F_DYING, &vol->flags))) {
+			mdr_bio_list_fail(vol, &w->bios, BLK_STS_IOERR);
+			kfree(w);
 			continue;
 		}
 		if (time_after(jiffies, w->since + g_fast_io_fail_tmo * HZ)) {
@@ -257,34 +285,43 @@ static void mdr_vol_entries(void *owner, u64 first,
 			.state = e[i].state,
 		};
 		struct mdr_wait *w;
+		bool stale;
 
 		/*
 		 * Trusted only if asked for and not invalidated since: a
 		 * slot without an entry keeps no generation floor, so an
 		 * answer read before a move could otherwise land after it.
+		 * The waiter's check and the insert are one step under
+		 * @map_lock, which mdr_vol_invalidate() holds to mark the
+		 * waiters stale, before it drops the cache: an invalidation
+		 * either finds the waiter, or comes after the insert and
+		 * drops it.
 		 */
+		mdr_inject_delay(MDR_WIN_INSERT);
+		spin_lock_bh(&vol->map_lock);
 		w = mdr_waitlist_detach(&vol->wait, index);
-		if (!w)
+		if (!w) {
+			spin_unlock_bh(&vol->map_lock);
 			continue;
-		if (test_bit(MDR_WAIT_STALE, &w->flags)) {
+		}
+		stale = test_bit(MDR_WAIT_STALE, &w->flags);
+		if (!stale) {
+			/* revalidate.c: was the cached entry stale? */
+			if (test_bit(MDR_WAIT_REVAL, &w->flags) &&
+			    !test_bit(MDR_WAIT_ALLOC, &w->flags))
+				mdr_reval_answer(vol, index, &loc);
+			mdr_cache_insert(&vol->cache, index, &loc);
+		}
+		spin_unlock_bh(&vol->map_lock);
+		if (stale) {
 			spin_lock_irqsave(&vol->defer_lock, flags);
 			hlist_add_head(&w->node, &vol->refetch);
 			spin_unlock_irqrestore(&vol->defer_lock, flags);
 			kick = true;
 			continue;
 		}
-		mdr_inject_delay(MDR_WIN_INSERT);
-		/* revalidate.c: was the cached entry stale? */
-		if (test_bit(MDR_WAIT_REVAL, &w->flags) &&
-		    !test_bit(MDR_WAIT_ALLOC, &w->flags))
-			mdr_reval_answer(vol, index, &loc);
-		mdr_cache_insert(&vol->cache, index, &loc);
 		if (!bio_list_empty(&w->bios)) {
-			spin_lock_irqsave(&vol->defer_lock, flags);
-			if (bio_list_empty(&vol->deferred))
-				vol->deferred_since = jiffies;
-			bio_list_merge(&vol->deferred, &w->bios);
-			spin_unlock_irqrestore(&vol->defer_lock, flags);
+			mdr_vol_defer_list(vol, &w->bios);
 			kick = true;
 		}
 		kfree(w);
@@ -343,7 +380,7 @@ static void mdr_vol_track(struct mdr_vol *vol, u64 index)
 	/* a push right after OPEN may come before attach stores the geometry */
 	if (mdr_track_start(&vol->track, index,
 			    READ_ONCE(vol->geom.extent_shift)))
-		mdr_inflight_drain(&vol->inflight, index, 1);
+		mdr_inflight_drain(&vol->inflight);
 }
 
 /*
@@ -366,13 +403,17 @@ static void mdr_vol_invalidate(void *owner, u64 first, u64 count,
 		while (mdr_inflight_block(&vol->inflight, first, count))
 			usleep_range(100, 1000);
 	}
+	/* one step against an answer's check and insert: mdr_vol_entries() */
+	spin_lock_bh(&vol->map_lock);
 	mdr_waitlist_mark_stale(&vol->wait, first, count);
+	spin_unlock_bh(&vol->map_lock);
 	if (generation)
 		mdr_cache_drop(&vol->cache, first, count, generation);
 	else	/* the volume changed: what we saw of it bounds nothing */
 		mdr_cache_forget(&vol->cache, first, count);
 	if (drain) {
-		mdr_inflight_drain(&vol->inflight, first, count);
+		/* IO that read the old place before the block completes */
+		mdr_inflight_drain(&vol->inflight);
 		/* nothing more is written: what was noted is complete */
 		if (reason == MDR_INVAL_MOVE && count == 1 &&
 		    mdr_track_end(&vol->track, first, &ack->dirty))
@@ -536,6 +577,7 @@ static void mdr_vol_free(struct mdr_vol *vol)
 		mdr_backing_put_user(b);
 	xa_destroy(&vol->devs);
 	mdr_cache_destroy(&vol->cache);
+	mdr_inflight_destroy(&vol->inflight);
 	bioset_exit(&vol->flush_bs);
 	bioset_exit(&vol->clone_bs);
 	bioset_exit(&vol->split_bs);
@@ -554,6 +596,7 @@ static struct mdr_vol *mdr_vol_alloc(void)
 	xa_init(&vol->devs);
 	spin_lock_init(&vol->devs_lock);
 	spin_lock_init(&vol->defer_lock);
+	spin_lock_init(&vol->map_lock);
 	bio_list_init(&vol->deferred);
 	INIT_HLIST_HEAD(&vol->refetch);
 	INIT_WORK(&vol->resubmit_work, mdr_vol_resubmit_work);
@@ -563,7 +606,6 @@ static struct mdr_vol *mdr_vol_alloc(void)
 	bio_list_init(&vol->flush_data);
 	INIT_WORK(&vol->flush_work, mdr_flush_work);
 	atomic_set(&vol->flushing, 0);
-	mdr_inflight_init(&vol->inflight);
 	mdr_track_init(&vol->track);
 	mdr_waitlist_init(&vol->wait);
 	atomic64_set(&vol->bad_dev, 0);
@@ -571,15 +613,23 @@ static struct mdr_vol *mdr_vol_alloc(void)
 	vol->last_miss = U64_MAX - 1;
 	vol->tops = &mdr_rdma_transport;
 
+	/* first: mdr_vol_free() destroys the cache even when this fails */
 	if (mdr_cache_init(&vol->cache, max(g_cache_max_extents, 1U)))
+		goto out_free;
+	if (mdr_inflight_init(&vol->inflight))
 		goto out_free;
 	vol->stats = alloc_percpu(struct mdr_vol_stats);
 	if (!vol->stats)
 		goto out_free;
-	if (bioset_init(&vol->split_bs, BIO_POOL_SIZE, 0, 0))
+	/*
+	 * Rescuers: a submit_bio() that routes deferred bios clones several
+	 * while the clones it made wait on current->bio_list; a mempool wait
+	 * then punts them to the rescuer instead of waiting on itself.
+	 */
+	if (bioset_init(&vol->split_bs, BIO_POOL_SIZE, 0, BIOSET_NEED_RESCUER))
 		goto out_free;
 	if (bioset_init(&vol->clone_bs, BIO_POOL_SIZE,
-			offsetof(struct mdr_io, clone), 0))
+			offsetof(struct mdr_io, clone), BIOSET_NEED_RESCUER))
 		goto out_free;
 	if (bioset_init(&vol->flush_bs, BIO_POOL_SIZE, 0, 0))
 		goto out_free;
@@ -641,93 +691,6 @@ static int mdr_vol_add_disk(struct mdr_vol *vol)
 	return ret;
 }
 
-/**
- * mdr_vol_attach() - MDR_IOC_ATTACH: open a volume and create /dev/mdrN
- * @a:		the ioctl argument; @a->info is filled on success
- * @readonly:	the disk is read-only
- *
- * Context: process; sleeps (connects to the metadata service).
- * Return: 0 or -errno.
- */
-int mdr_vol_attach(struct mdr_ioctl_attach *a, bool readonly)
-{
-	struct mdr_vol *vol, *other;
-	unsigned long i;
-	u32 index;
-	int ret;
-
-	if (!a->volume_id)
-		return -EINVAL;
-	vol = mdr_vol_alloc();
-	if (!vol)
-		return -ENOMEM;
-	ret = mdr_target_from_ioctl(&a->target, &vol->target);
-	if (ret)
-		goto out_free;
-	if (readonly)
-		set_bit(MDR_VOL_F_READONLY, &vol->flags);
-
-	/* reserve an index; the volume becomes visible once it works */
-	mutex_lock(&mdr_vol_mutex);
-	xa_for_each(&mdr_vols, i, other) {
-		if (other->geom.volume_id == a->volume_id &&
-		    mdr_target_equal(&other->target, &vol->target)) {
-			mutex_unlock(&mdr_vol_mutex);
-			ret = -EEXIST;
-			goto out_free;
-		}
-	}
-	ret = xa_alloc(&mdr_vols, &index, NULL,
-		       XA_LIMIT(0, MDR_MAX_VOLUMES - 1), GFP_KERNEL);
-	mutex_unlock(&mdr_vol_mutex);
-	if (ret)
-		goto out_free;
-	vol->index = index;
-
-	/* the open grants a lease; the transport reports when it lapses */
-	set_bit(MDR_VOL_F_LEASE, &vol->flags);
-	vol->tvol = vol->tops->open(&vol->target, a->volume_id, vol,
-				    &mdr_vol_tvol_ops, &vol->geom);
-	if (IS_ERR(vol->tvol)) {
-		ret = PTR_ERR(vol->tvol);
-		vol->tvol = NULL;
-		goto out_release_index;
-	}
-	vol->geom.name[sizeof(vol->geom.name) - 1] = '\0';
-	ret = mdr_geom_check(&vol->geom, a->volume_id);
-	if (ret) {
-		pr_warn("volume %llu: the metadata service described it inconsistently\n",
-			a->volume_id);
-		goto out_close;
-	}
-
-	ret = mdr_vol_add_disk(vol);
-	if (ret)
-		goto out_close;
-	mdr_reval_start(vol);	/* before detach can find the volume */
-
-	mutex_lock(&mdr_vol_mutex);
-	xa_store(&mdr_vols, index, vol, GFP_KERNEL);	/* slot exists */
-	mutex_unlock(&mdr_vol_mutex);
-
-	__module_get(THIS_MODULE);	/* rmmod waits for the detach */
-	mdr_vol_info(vol, &a->info);
-	pr_info("mdr%d: volume %llu \"%s\" attached (%llu bytes, %u KiB extents, tenant %u)\n",
-		vol->index, vol->geom.volume_id, vol->geom.name, vol->geom.size,
-		1U << (vol->geom.extent_shift - 10), vol->target.tenant);
-	return 0;
-
-out_close:
-	vol->tops->close(vol->tvol);
-out_release_index:
-	mutex_lock(&mdr_vol_mutex);
-	xa_erase(&mdr_vols, index);
-	mutex_unlock(&mdr_vol_mutex);
-out_free:
-	mdr_vol_free(vol);
-	return ret;
-}
-
 /* Fail every bio parked or deferred on @vol. */
 static void mdr_vol_fail_all(struct mdr_vol *vol, blk_status_t status)
 {
@@ -751,6 +714,139 @@ static void mdr_vol_fail_all(struct mdr_vol *vol, blk_status_t status)
 	}
 }
 
+/* Waits for the volume's works; once DYING, none uses the transport. */
+static void mdr_vol_flush_works(struct mdr_vol *vol)
+{
+	/* each may queue the other: until neither ran */
+	do {
+		cancel_delayed_work_sync(&vol->expire_work);
+	} while (flush_work(&vol->resubmit_work));
+}
+
+/*
+ * Takes a DYING volume off the transport and waits until nothing but its
+ * owner touches it: no work, no callback, no IO at a device, no flush.
+ * Parked and deferred bios fail. Shared by detach and a failed attach
+ * (whose open may already have let a push queue work).
+ *
+ * The order is the lifetime rule: DYING (set by the caller) stops new IO
+ * (mdr_route() checks it after counting itself in flight), deferrals
+ * (mdr_vol_defer_list()) and refetches; then the works are flushed, so
+ * none is inside the transport when it closes; close() ends the callbacks;
+ * the works they queued are flushed again (they only fail bios now); the
+ * drain waits for IO at the devices, and synchronize_rcu() for the last
+ * touch of each completion (inflight.c).
+ */
+static void mdr_vol_stop(struct mdr_vol *vol)
+{
+	mdr_reval_stop(vol);
+	mdr_vol_flush_works(vol);
+	vol->tops->close(vol->tvol);
+	mdr_inject_delay(MDR_WIN_TEARDOWN);
+	mdr_vol_flush_works(vol);
+	mdr_vol_fail_all(vol, BLK_STS_IOERR);
+
+	/* IO at the backing devices always completes */
+	mdr_inflight_drain(&vol->inflight);
+	while (atomic_read(&vol->flushing))
+		msleep(20);
+	flush_work(&vol->flush_work);
+	synchronize_rcu();
+	WARN_ON_ONCE(mdr_inflight_total(&vol->inflight));
+}
+
+/**
+ * mdr_vol_attach() - MDR_IOC_ATTACH: open a volume and create /dev/mdrN
+ * @a:		the ioctl argument; @a->info is filled on success
+ * @readonly:	the disk is read-only
+ *
+ * The volume takes its index under mdr_vol_mutex at once, so a concurrent
+ * attach of the same volume sees it and fails with -EEXIST; list, status
+ * and detach see it only once it is LIVE.
+ *
+ * Context: process; sleeps (connects to the metadata service).
+ * Return: 0 or -errno.
+ */
+int mdr_vol_attach(struct mdr_ioctl_attach *a, bool readonly)
+{
+	struct mdr_vol *vol, *other;
+	unsigned long i;
+	u32 index;
+	int ret;
+
+	if (!a->volume_id)
+		return -EINVAL;
+	vol = mdr_vol_alloc();
+	if (!vol)
+		return -ENOMEM;
+	vol->volume_id = a->volume_id;
+	ret = mdr_target_from_ioctl(&a->target, &vol->target);
+	if (ret)
+		goto out_free;
+	if (readonly)
+		set_bit(MDR_VOL_F_READONLY, &vol->flags);
+
+	mutex_lock(&mdr_vol_mutex);
+	xa_for_each(&mdr_vols, i, other) {
+		if (other->volume_id == a->volume_id &&
+		    mdr_target_equal(&other->target, &vol->target)) {
+			mutex_unlock(&mdr_vol_mutex);
+			ret = -EEXIST;
+			goto out_free;
+		}
+	}
+	ret = xa_alloc(&mdr_vols, &index, vol,
+		       XA_LIMIT(0, MDR_MAX_VOLUMES - 1), GFP_KERNEL);
+	mutex_unlock(&mdr_vol_mutex);
+	if (ret)
+		goto out_free;
+	vol->index = index;
+
+	/* the open grants a lease; the transport reports when it lapses */
+	set_bit(MDR_VOL_F_LEASE, &vol->flags);
+	vol->tvol = vol->tops->open(&vol->target, a->volume_id, vol,
+				    &mdr_vol_tvol_ops, &vol->geom);
+	if (IS_ERR(vol->tvol)) {
+		ret = PTR_ERR(vol->tvol);
+		vol->tvol = NULL;
+		goto out_release_index;
+	}
+	vol->geom.name[sizeof(vol->geom.name) - 1] = '\0';
+	ret = mdr_geom_check(&vol->geom, a->volume_id);
+	if (ret) {
+		pr_warn("volume %llu: the metadata service described it inconsistently\n",
+			a->volume_id);
+		goto out_stop;
+	}
+
+	ret = mdr_vol_add_disk(vol);
+	if (ret)
+		goto out_stop;
+	mdr_reval_start(vol);	/* before detach can find the volume */
+
+	__module_get(THIS_MODULE);	/* rmmod waits for the detach */
+	mdr_vol_info(vol, &a->info);
+	pr_info("mdr%d: volume %llu \"%s\" attached (%llu bytes, %u KiB extents, tenant %u)\n",
+		vol->index, vol->geom.volume_id, vol->geom.name, vol->geom.size,
+		1U << (vol->geom.extent_shift - 10), vol->target.tenant);
+	/* the last touch: from here a detach may free the volume */
+	mutex_lock(&mdr_vol_mutex);
+	set_bit(MDR_VOL_F_LIVE, &vol->flags);
+	mutex_unlock(&mdr_vol_mutex);
+	return 0;
+
+out_stop:
+	set_bit(MDR_VOL_F_DYING, &vol->flags);
+	mdr_vol_stop(vol);
+out_release_index:
+	mutex_lock(&mdr_vol_mutex);
+	xa_erase(&mdr_vols, index);
+	mutex_unlock(&mdr_vol_mutex);
+out_free:
+	mdr_vol_free(vol);
+	return ret;
+}
+
 /**
  * mdr_vol_detach() - MDR_IOC_DETACH: remove /dev/mdrN
  * @index:	N
@@ -768,11 +864,11 @@ int mdr_vol_detach(u32 index, u64 volume_id, bool force)
 
 	mutex_lock(&mdr_vol_mutex);
 	vol = xa_load(&mdr_vols, index);
-	if (!vol || !vol->disk) {
+	if (!vol || !test_bit(MDR_VOL_F_LIVE, &vol->flags)) {
 		mutex_unlock(&mdr_vol_mutex);
 		return -ENXIO;
 	}
-	if (volume_id && vol->geom.volume_id != volume_id) {
+	if (volume_id && vol->volume_id != volume_id) {
 		mutex_unlock(&mdr_vol_mutex);
 		return -EINVAL;
 	}
@@ -786,28 +882,27 @@ int mdr_vol_detach(u32 index, u64 volume_id, bool force)
 		mutex_unlock(&mdr_vol_mutex);
 		return ret;
 	}
-	xa_erase(&mdr_vols, index);
+	/*
+	 * Hidden from list, status and a second detach, but keeping its
+	 * index and its volume id until the transport has closed it: an
+	 * attach of the same volume meanwhile gets -EEXIST, not a second
+	 * handle beside the dying one on the connection.
+	 */
+	clear_bit(MDR_VOL_F_LIVE, &vol->flags);
 	mutex_unlock(&mdr_vol_mutex);
 
 	pr_info("mdr%d: detaching volume %llu%s\n", vol->index,
 		vol->geom.volume_id, force ? " (forced)" : "");
-	/* new IO fails from here; IO parked for the network fails now */
+	/*
+	 * New IO fails from here; what is parked for the network fails now,
+	 * before del_gendisk() writes back what the page cache holds.
+	 */
 	mdr_vol_fail_all(vol, BLK_STS_IOERR);
-	del_gendisk(vol->disk);
-
-	mdr_reval_stop(vol);	/* before the handle it fetches with goes */
-	/* after close() the transport calls nothing back */
-	vol->tops->close(vol->tvol);
-	mdr_inject_delay(MDR_WIN_TEARDOWN);
-	cancel_delayed_work_sync(&vol->expire_work);
-	flush_work(&vol->resubmit_work);
-	mdr_vol_fail_all(vol, BLK_STS_IOERR);
-
-	/* IO at the backing devices always completes */
-	while (mdr_inflight_total(&vol->inflight) ||
-	       atomic_read(&vol->flushing))
-		msleep(20);
-	flush_work(&vol->flush_work);
+	del_gendisk(vol->disk);	/* no submit_bio() runs on after it */
+	mdr_vol_stop(vol);
+	mutex_lock(&mdr_vol_mutex);
+	xa_erase(&mdr_vols, index);
+	mutex_unlock(&mdr_vol_mutex);
 
 	put_disk(vol->disk);
 	vol->disk = NULL;
@@ -834,6 +929,8 @@ int mdr_vol_list(void *out, u32 start, u32 count, u32 *total)
 
 	mutex_lock(&mdr_vol_mutex);
 	xa_for_each(&mdr_vols, i, vol) {
+		if (!test_bit(MDR_VOL_F_LIVE, &vol->flags))
+			continue;	/* still attaching */
 		if (i >= start && n < count)
 			mdr_vol_info(vol, &info[n++]);
 		all++;
@@ -856,7 +953,7 @@ int mdr_vol_status(struct mdr_ioctl_vol_info *info)
 
 	mutex_lock(&mdr_vol_mutex);
 	vol = xa_load(&mdr_vols, info->index);
-	if (vol) {
+	if (vol && test_bit(MDR_VOL_F_LIVE, &vol->flags)) {
 		mdr_vol_info(vol, info);
 		ret = 0;
 	}
@@ -864,7 +961,7 @@ int mdr_vol_status(struct mdr_ioctl_vol_info *info)
 	return ret;
 }
 
-/* Volumes attached now: rmmod is refused while there are any. */
+/* Volumes attached or attaching now: rmmod is refused while there are any. */
 unsigned int mdr_vol_count(void)
 {
 	struct mdr_vol *vol;

@@ -73,11 +73,13 @@ enum {
 	MDR_VOL_F_LEASE,	/* the lease is valid: IO may be issued */
 	MDR_VOL_F_DYING,	/* detach started: new IO fails */
 	MDR_VOL_F_READONLY,
+	MDR_VOL_F_LIVE,		/* attach finished: list, status, detach see it */
 };
 
 /**
  * struct mdr_vol - an attached volume
  * @index:	N of /dev/mdrN
+ * @volume_id:	the volume attach asked for (@geom says the same once open)
  * @disk:	the block device
  * @geom:	what the metadata service said at open
  * @target:	where the metadata service is
@@ -85,7 +87,7 @@ enum {
  * @tops:	transport
  * @tvol:	the transport's handle of this volume
  * @cache:	extent locations
- * @inflight:	per-extent in-flight IO, for drains
+ * @inflight:	IO in flight, for drains
  * @wait:	bios parked on an extent being fetched or allocated
  * @split_bs:	bios split at extent boundaries
  * @clone_bs:	clones sent to backing devices (front: struct mdr_io)
@@ -97,6 +99,8 @@ enum {
  * @flushing:	flushes not finished yet: detach waits for them
  * @devs:	dev_id -> struct mdr_backing this volume uses
  * @devs_lock:	serialises additions to @devs
+ * @map_lock:	makes a fetched answer's check and insert one step against
+ *		an invalidation's marking of the waiters (mdr_vol_entries())
  * @defer_lock:	protects @deferred, @deferred_since and @refetch
  * @deferred:	bios waiting for a lease or the end of a drain
  * @deferred_since: jiffies when @deferred became non-empty
@@ -110,6 +114,7 @@ enum {
  */
 struct mdr_vol {
 	int index;
+	u64 volume_id;
 	struct gendisk *disk;
 	struct mdr_vol_geom geom;
 	struct mdr_target target;
@@ -130,6 +135,7 @@ struct mdr_vol {
 	atomic_t flushing;
 	struct xarray devs;
 	spinlock_t devs_lock;
+	spinlock_t map_lock;	/* answer vs invalidation, see above */
 	spinlock_t defer_lock;
 	struct bio_list deferred;
 	unsigned long deferred_since;
