@@ -42,6 +42,7 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/random.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/signal.h>
 #include <linux/seq_file.h>
@@ -1250,10 +1251,15 @@ static struct mdr_tvol *mdr_tv_find(struct mdr_conn *c, u64 volume_id)
 	return NULL;
 }
 
-/* Context: workqueue; sleeps while the volume drains. */
+/*
+ * Context: workqueue; sleeps while the volume drains. Like the lease,
+ * reconnect and error works, it runs with memalloc_noio: IO of the volumes
+ * waits for it, so nothing it allocates may wait for their IO.
+ */
 static void mdr_push_work(struct work_struct *w)
 {
 	struct mdr_push *p = container_of(w, struct mdr_push, work);
+	unsigned int noio = memalloc_noio_save();
 	struct mdr_conn *c = p->conn;
 	struct mdr_inval_info *inv = &p->inval;
 	struct mdr_tvol *tv = mdr_tv_find(c, inv->volume_id);
@@ -1272,6 +1278,7 @@ static void mdr_push_work(struct work_struct *w)
 	atomic64_inc(&c->stats.invalidations);
 	mdr_inject_delay(MDR_WIN_ACK);
 	mdr_push_ack(c, p);
+	memalloc_noio_restore(noio);
 }
 
 /* A push arrived. Context: softirq. */
@@ -1827,9 +1834,10 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 		       struct mdr_msg *reply, bool notify)
 {
 	struct mdr_open_info *o = &reply->open;
-	struct mdr_inval_ack_info unused;	/* no ack: nothing was pushed */
+	struct mdr_inval_ack_info unused = {};	/* no ack: nothing was pushed */
 	u64 sent = ktime_get_ns();
 	bool moved = false, lapsed;
+	u64 cached;	/* extents the cache may hold: the larger table */
 	unsigned long flags;
 	u32 inc;
 	int ret;
@@ -1862,6 +1870,8 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 				tv->nr_extents != o->table_len /
 				sizeof(struct mdr_wire_entry)))
 		moved = true;
+	cached = max_t(u64, tv->nr_extents,
+		       o->table_len / sizeof(struct mdr_wire_entry));
 	tv->table_addr = o->table_addr;
 	tv->rkey = o->table_rkey;
 	tv->nr_extents = o->table_len / sizeof(struct mdr_wire_entry);
@@ -1884,8 +1894,7 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 		 */
 		mdr_conn_info(c, "volume %llu changed (generation %llu): dropping its cache\n",
 			      tv->volume_id, o->generation);
-		mdr_cb_invalidate(tv, 0, tv->nr_extents, 0, MDR_INVAL_MOVE,
-				  &unused);
+		mdr_cb_invalidate(tv, 0, cached, 0, MDR_INVAL_MOVE, &unused);
 	} else if (lapsed) {
 		/*
 		 * mdnode may have waited this lease out and moved extents
@@ -1894,8 +1903,7 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 		 */
 		mdr_conn_info(c, "volume %llu: reopened after its lease lapsed: dropping its cache\n",
 			      tv->volume_id);
-		mdr_cb_invalidate(tv, 0, tv->nr_extents, 1, MDR_INVAL_MOVE,
-				  &unused);
+		mdr_cb_invalidate(tv, 0, cached, 1, MDR_INVAL_MOVE, &unused);
 	}
 	mdr_lease_granted(tv, sent, o->lease_ms, notify);
 	mdr_kick(c);
@@ -2078,6 +2086,7 @@ static void mdr_lease_work(struct work_struct *w)
 	u64 now = ktime_get_ns();
 	u64 next = now + MDR_LEASE_TICK_MS * NSEC_PER_MSEC;
 	struct mdr_tvol *tv, *tmp;
+	unsigned int noio = memalloc_noio_save();
 	struct mdr_msg *reply;
 	bool live = true;
 	LIST_HEAD(vols);
@@ -2105,6 +2114,7 @@ out:
 	now = ktime_get_ns();
 	queue_delayed_work(mdr_wq, &c->lease_work,
 			   next > now ? nsecs_to_jiffies(next - now) + 1 : 1);
+	memalloc_noio_restore(noio);
 }
 
 /* ---- Reconnect ------------------------------------------------------- */
@@ -2121,6 +2131,7 @@ static void mdr_schedule_reconnect(struct mdr_conn *c)
 static void mdr_err_work(struct work_struct *w)
 {
 	struct mdr_conn *c = container_of(w, struct mdr_conn, err_work);
+	unsigned int noio = memalloc_noio_save();
 	struct mdr_queue *q;
 	unsigned long flags;
 
@@ -2133,12 +2144,14 @@ static void mdr_err_work(struct work_struct *w)
 	if (READ_ONCE(c->state) == MDR_CONN_BROKEN && !c->q)
 		mdr_schedule_reconnect(c);
 	mutex_unlock(&c->mutex);
+	memalloc_noio_restore(noio);
 }
 
 static void mdr_reconnect_work(struct work_struct *w)
 {
 	struct mdr_conn *c = container_of(to_delayed_work(w), struct mdr_conn,
 					  reconnect_work);
+	unsigned int noio = memalloc_noio_save();
 	unsigned long flags;
 	int ret;
 
@@ -2146,8 +2159,7 @@ static void mdr_reconnect_work(struct work_struct *w)
 	spin_lock_irqsave(&c->lock, flags);
 	if (c->state != MDR_CONN_BROKEN || c->q) {
 		spin_unlock_irqrestore(&c->lock, flags);
-		mutex_unlock(&c->mutex);
-		return;
+		goto out_unlock;
 	}
 	c->state = MDR_CONN_CONNECTING;
 	spin_unlock_irqrestore(&c->lock, flags);
@@ -2165,15 +2177,16 @@ static void mdr_reconnect_work(struct work_struct *w)
 		c->attempts++;
 		if (again)
 			mdr_schedule_reconnect(c);
-		mutex_unlock(&c->mutex);
-		return;
+		goto out_unlock;
 	}
 	c->attempts = 0;
 	atomic64_inc(&c->stats.reconnects);
 	mdr_conn_info(c, "reconnected\n");
-	mutex_unlock(&c->mutex);
 	/* reopen every volume on the new queue, then release what waits */
 	mod_delayed_work(mdr_wq, &c->lease_work, 0);
+out_unlock:
+	mutex_unlock(&c->mutex);
+	memalloc_noio_restore(noio);
 }
 
 /* ---- Connections: find, create, shut down ----------------------------- */
