@@ -28,8 +28,29 @@ module_param_named(io_timeout_ms, g_io_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(io_timeout_ms,
 		 "Metadata RPC timeout in ms; 3 retries, then reconnect. Default: 10");
 
+#define MDR_PREFETCH_MAX (MDR_WIRE_READ_MAX / sizeof(struct mdr_wire_entry))
+
+/* Checked at load and at every write through sysfs. */
+static int mdr_prefetch_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int n;
+	int ret = kstrtouint(val, 0, &n);
+
+	if (ret)
+		return ret;
+	if (!n || n > MDR_PREFETCH_MAX)
+		return -EINVAL;
+	WRITE_ONCE(*(unsigned int *)kp->arg, n);
+	return 0;
+}
+
+static const struct kernel_param_ops mdr_prefetch_ops = {
+	.set = mdr_prefetch_set,
+	.get = param_get_uint,
+};
+
 unsigned int g_prefetch = 16;
-module_param_named(prefetch, g_prefetch, uint, 0644);
+module_param_cb(prefetch, &mdr_prefetch_ops, &g_prefetch, 0644);
 MODULE_PARM_DESC(prefetch,
 		 "Entries one lookup reads when misses are sequential (1..128). Default: 16");
 
@@ -56,13 +77,6 @@ MODULE_PARM_DESC(revalidate_reads,
 static int __init mdr_init(void)
 {
 	int ret;
-
-	if (!g_prefetch || g_prefetch > MDR_WIRE_READ_MAX /
-	    sizeof(struct mdr_wire_entry)) {
-		pr_err("prefetch must be 1..%zu\n",
-		       MDR_WIRE_READ_MAX / sizeof(struct mdr_wire_entry));
-		return -EINVAL;
-	}
 
 	ret = mdr_cache_module_init();
 	if (ret)

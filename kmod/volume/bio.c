@@ -170,7 +170,7 @@ static void mdr_park(struct mdr_vol *vol, struct bio *bio, u64 index,
 {
 	struct mdr_wait *spare;
 	enum mdr_park_action act;
-	unsigned int count = 1;
+	unsigned int count = 1, prefetch;
 	int ret;
 
 	spare = kzalloc(sizeof(*spare), GFP_NOWAIT | __GFP_NOWARN);
@@ -196,9 +196,10 @@ static void mdr_park(struct mdr_vol *vol, struct bio *bio, u64 index,
 		 * A run of misses on adjacent extents reads ahead, never
 		 * more than half the cache would hold.
 		 */
-		if (READ_ONCE(vol->last_miss) + 1 == index && g_prefetch > 1)
+		prefetch = READ_ONCE(g_prefetch);
+		if (READ_ONCE(vol->last_miss) + 1 == index && prefetch > 1)
 			count = mdr_read_ahead(vol, index,
-					       min3((u64)g_prefetch,
+					       min3((u64)prefetch,
 						    (u64)vol->cache.max / 2 + 1,
 						    vol->geom.nr_extents -
 						    index));
@@ -442,6 +443,17 @@ void mdr_submit_bio(struct bio *bio)
 	u64 sectors;
 
 	if (unlikely(test_bit(MDR_VOL_F_DYING, &vol->flags))) {
+		bio_io_error(bio);
+		return;
+	}
+	/*
+	 * Read-only: the block layer only warns about writes from kernel
+	 * users (bio_check_ro()); nothing but an empty flush goes on.
+	 */
+	if (unlikely(test_bit(MDR_VOL_F_READONLY, &vol->flags) &&
+		     op_is_write(bio_op(bio)) &&
+		     (bio_sectors(bio) || bio_op(bio) != REQ_OP_WRITE))) {
+		mdr_vol_stat_inc(vol, errors);
 		bio_io_error(bio);
 		return;
 	}
