@@ -400,6 +400,11 @@ static int mdr_parse_open_rep(const void *buf, struct mdr_open_info *o,
 		*why = "open_rep: lease_ms zero";
 		return -EINVAL;
 	}
+	if (o->lease_ms < MDR_WIRE_LEASE_MS_MIN ||
+	    o->lease_ms > MDR_WIRE_LEASE_MS_MAX) {
+		*why = "open_rep: lease_ms out of range";
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -416,6 +421,11 @@ static int mdr_parse_renew_rep(const void *buf, u32 *lease_ms,
 	}
 	if (!*lease_ms) {
 		*why = "renew_rep: lease_ms zero";
+		return -EINVAL;
+	}
+	if (*lease_ms < MDR_WIRE_LEASE_MS_MIN ||
+	    *lease_ms > MDR_WIRE_LEASE_MS_MAX) {
+		*why = "renew_rep: lease_ms out of range";
 		return -EINVAL;
 	}
 	return 0;

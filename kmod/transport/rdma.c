@@ -1797,14 +1797,16 @@ static void mdr_lease_timer(struct timer_list *t)
 	} else {
 		tv->lease_valid = false;
 		atomic64_inc(&tv->conn->stats.lease_expiries);
-		tv->ops->lease(tv->owner, false);
+		tv->ops->lease(tv->owner, false, 0);
 	}
 	spin_unlock_bh(&tv->cb_lock);
 }
 
-/* A lease was granted for @lease_ms from @sent (ns); tell the volume. */
-static void mdr_lease_granted(struct mdr_tvol *tv, u64 sent, u32 lease_ms,
-			      bool notify)
+/*
+ * A lease was granted for @lease_ms from @sent (ns); tell the volume its
+ * new deadline (every grant moves it).
+ */
+static void mdr_lease_granted(struct mdr_tvol *tv, u64 sent, u32 lease_ms)
 {
 	u64 deadline = mdr_lease_deadline(sent, lease_ms);
 	u64 now = ktime_get_ns();
@@ -1814,14 +1816,12 @@ static void mdr_lease_granted(struct mdr_tvol *tv, u64 sent, u32 lease_ms,
 	tv->lease_ms = lease_ms;
 	tv->deadline = deadline;
 	tv->renew_at = mdr_lease_renew_at(sent, lease_ms);
-	if (valid && !tv->lease_valid && !test_bit(MDR_TV_CLOSED, &tv->flags)) {
+	if (valid && !test_bit(MDR_TV_CLOSED, &tv->flags)) {
 		tv->lease_valid = true;
-		if (notify)
-			tv->ops->lease(tv->owner, true);
-	}
-	if (valid && !test_bit(MDR_TV_CLOSED, &tv->flags))
+		tv->ops->lease(tv->owner, true, deadline);
 		mod_timer(&tv->lease_timer, jiffies +
 			  nsecs_to_jiffies(deadline - now) + 1);
+	}
 	spin_unlock_bh(&tv->cb_lock);
 }
 
@@ -1831,7 +1831,7 @@ static void mdr_lease_granted(struct mdr_tvol *tv, u64 sent, u32 lease_ms,
  * Context: process, sleeps (bounded by mdr_rpc()).
  */
 static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
-		       struct mdr_msg *reply, bool notify)
+		       struct mdr_msg *reply)
 {
 	struct mdr_open_info *o = &reply->open;
 	struct mdr_inval_ack_info unused = {};	/* no ack: nothing was pushed */
@@ -1905,7 +1905,7 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 			      tv->volume_id);
 		mdr_cb_invalidate(tv, 0, cached, 1, MDR_INVAL_MOVE, &unused);
 	}
-	mdr_lease_granted(tv, sent, o->lease_ms, notify);
+	mdr_lease_granted(tv, sent, o->lease_ms);
 	mdr_kick(c);
 	return 0;
 }
@@ -1959,7 +1959,7 @@ static void mdr_lease_renew_all(struct mdr_conn *c, struct list_head *vols,
 		opened &= tv->lease_valid && mdr_lease_valid(sent, tv->deadline);
 		spin_unlock_bh(&tv->cb_lock);
 		if (opened)
-			mdr_lease_granted(tv, sent, reply->lease_ms, true);
+			mdr_lease_granted(tv, sent, reply->lease_ms);
 	}
 }
 
@@ -2039,7 +2039,7 @@ static bool mdr_lease_one(struct mdr_conn *c, struct mdr_tvol *tv,
 	spin_unlock_irqrestore(&c->lock, flags);
 	if (!live || reopen) {
 		if (reopen)
-			mdr_tv_open(c, tv, reply, true);
+			mdr_tv_open(c, tv, reply);
 		mutex_unlock(&tv->rpc_mutex);
 		return live;
 	}
@@ -2051,11 +2051,11 @@ static bool mdr_lease_one(struct mdr_conn *c, struct mdr_tvol *tv,
 
 		ret = mdr_rpc(c, tv, MDR_OP_RENEW, reply, NULL);
 		if (!ret) {
-			mdr_lease_granted(tv, sent, reply->lease_ms, true);
+			mdr_lease_granted(tv, sent, reply->lease_ms);
 		} else if (ret == -ESTALE) {
 			/* may already have let a move go ahead */
 			set_bit(MDR_TV_REOPEN, &tv->flags);
-			mdr_tv_open(c, tv, reply, true);
+			mdr_tv_open(c, tv, reply);
 		} else {
 			/* try again soon, before the deadline */
 			*next = min(*next, ktime_get_ns() +
@@ -2458,7 +2458,7 @@ static struct mdr_tvol *mdr_rdma_open(const struct mdr_target *t,
 	do {
 		ret = mdr_conn_wait_live(c, end);
 		if (!ret)
-			ret = mdr_tv_open(c, tv, reply, false);
+			ret = mdr_tv_open(c, tv, reply);
 	} while ((ret == -ENOTCONN || ret == -ETIMEDOUT) &&
 		 time_before(jiffies, end));
 	if (ret) {

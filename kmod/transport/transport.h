@@ -76,8 +76,11 @@ struct mdr_vol_geom {
  *		set @ack (zeroed by the transport) to it. The transport acks
  *		when this returns.
  *		Context: process, may sleep (bounded by in-flight IO).
- * @lease:	the volume's lease became valid (@valid) or expired. While
- *		it is not valid the volume issues no IO.
+ * @lease:	the volume's lease was granted or renewed (@valid: it lasts
+ *		until @deadline_ns, ktime_get_ns() time, margins for drift
+ *		already taken off) or expired. The volume issues no IO while
+ *		it is not valid, nor past @deadline_ns even before the
+ *		expiry is reported (a timer may run late).
  *		Context: any, must not sleep.
  */
 struct mdr_tvol_ops {
@@ -87,7 +90,7 @@ struct mdr_tvol_ops {
 	void (*invalidate)(void *owner, u64 first, u64 count,
 			   u64 generation, u32 reason,
 			   struct mdr_inval_ack_info *ack);
-	void (*lease)(void *owner, bool valid);
+	void (*lease)(void *owner, bool valid, u64 deadline_ns);
 };
 
 struct mdr_tvol;

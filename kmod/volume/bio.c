@@ -244,7 +244,8 @@ void mdr_route(struct mdr_vol *vol, struct bio *bio, struct mdr_route_ctx *ctx)
 		bio_io_error(bio);
 		return;
 	}
-	if (unlikely(!test_bit(MDR_VOL_F_LEASE, &vol->flags))) {
+	if (unlikely(!test_bit(MDR_VOL_F_LEASE, &vol->flags) ||
+		     !time_before(jiffies, READ_ONCE(vol->lease_end)))) {
 		mdr_inflight_exit(&vol->inflight, token);
 		mdr_vol_defer(vol, bio);
 		return;

@@ -425,13 +425,22 @@ static void mdr_vol_invalidate(void *owner, u64 first, u64 count,
 	mdr_vol_kick(vol);
 }
 
-static void mdr_vol_lease(void *owner, bool valid)
+static void mdr_vol_lease(void *owner, bool valid, u64 deadline_ns)
 {
 	struct mdr_vol *vol = owner;
 
 	if (valid) {
+		u64 now = ktime_get_ns();
+
+		/*
+		 * In jiffies, rounded down: jiffies reaches it at or before
+		 * the deadline, and mdr_route() compares with jiffies.
+		 */
+		WRITE_ONCE(vol->lease_end, jiffies +
+			   (deadline_ns > now ?
+			    nsecs_to_jiffies(deadline_ns - now) : 0));
 		set_bit(MDR_VOL_F_LEASE, &vol->flags);
-		mdr_vol_kick(vol);
+		mdr_vol_kick(vol);	/* bios deferred at the old deadline */
 	} else if (test_and_clear_bit(MDR_VOL_F_LEASE, &vol->flags)) {
 		pr_warn("mdr%d: lease of volume %llu expired: IO waits\n",
 			vol->index, vol->geom.volume_id);
@@ -611,6 +620,7 @@ static struct mdr_vol *mdr_vol_alloc(void)
 	atomic64_set(&vol->bad_dev, 0);
 	mdr_reval_init(vol);
 	vol->last_miss = U64_MAX - 1;
+	vol->lease_end = jiffies;	/* no IO before the open's grant */
 	vol->tops = &mdr_rdma_transport;
 
 	/* first: mdr_vol_free() destroys the cache even when this fails */

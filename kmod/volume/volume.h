@@ -84,6 +84,9 @@ enum {
  * @geom:	what the metadata service said at open
  * @target:	where the metadata service is
  * @flags:	MDR_VOL_F_* bits
+ * @lease_end:	jiffies: IO is issued only before it (the lease's deadline,
+ *		checked on the IO path, so a late expiry timer cannot stretch
+ *		the lease)
  * @tops:	transport
  * @tvol:	the transport's handle of this volume
  * @cache:	extent locations
@@ -119,6 +122,7 @@ struct mdr_vol {
 	struct mdr_vol_geom geom;
 	struct mdr_target target;
 	unsigned long flags;
+	unsigned long lease_end;
 	const struct mdr_transport_ops *tops;
 	struct mdr_tvol *tvol;
 	struct mdr_cache cache;

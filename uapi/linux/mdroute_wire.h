@@ -265,11 +265,16 @@ struct mdr_wire_open_req {
  * @table_rkey:	rkey of the table (remote READ only)
  * @extent_shift: log2 of the extent size in bytes
  * @lease_ms:	the lease just granted lasts this long from when the
- *		request was sent; renew well before
+ *		request was sent; renew well before. MDR_WIRE_LEASE_MS_MIN
+ *		to MDR_WIRE_LEASE_MS_MAX: a host refuses any other
  * @flags:	zero
  * @generation:	volume generation: grows on resize
  * @name:	volume name, NUL-padded
  */
+/* Leases mdnode grants, and hosts accept (ms). */
+#define MDR_WIRE_LEASE_MS_MIN	1000
+#define MDR_WIRE_LEASE_MS_MAX	60000
+
 struct mdr_wire_open_rep {
 	struct mdr_wire_hdr hdr;
 	__le64 volume_id;

@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include <linux/mdroute_wire.h>
+
 #include "lib/args.h"
 
 namespace mdnode {
@@ -145,7 +147,8 @@ mdr::Status apply(Config &c, std::vector<DeviceArg> &devices, int opt,
 		c.admin_key_file = std::string(value);
 		return {};
 	case kLeaseMs:
-		if (!parse_uint<uint32_t>(value, c.lease_ms, 1000, 60000))
+		if (!parse_uint<uint32_t>(value, c.lease_ms, MDR_WIRE_LEASE_MS_MIN,
+					  MDR_WIRE_LEASE_MS_MAX))
 			return bad(where, "lease-ms '" + std::string(value) +
 					  "': want 1000..60000");
 		return {};
