@@ -453,7 +453,7 @@ void mdr_submit_bio(struct bio *bio)
 	 */
 	if (unlikely(test_bit(MDR_VOL_F_READONLY, &vol->flags) &&
 		     op_is_write(bio_op(bio)) &&
-		     (bio_sectors(bio) || bio_op(bio) != REQ_OP_WRITE))) {
+		     !((bio->bi_opf & REQ_PREFLUSH) && !bio_sectors(bio)))) {
 		mdr_vol_stat_inc(vol, errors);
 		bio_io_error(bio);
 		return;

@@ -430,13 +430,16 @@ static void mdr_vol_lease(void *owner, bool valid, u64 deadline_ns)
 	struct mdr_vol *vol = owner;
 
 	if (valid) {
+		unsigned long j = jiffies;	/* first: a delay shortens */
 		u64 now = ktime_get_ns();
 
 		/*
-		 * In jiffies, rounded down: jiffies reaches it at or before
-		 * the deadline, and mdr_route() compares with jiffies.
+		 * In jiffies, rounded down, from a jiffies read before the
+		 * clock: mdr_route() compares with jiffies. jiffies may lag
+		 * by a few ticks when the CPU that keeps time stalls; the
+		 * lease's drift margin covers that.
 		 */
-		WRITE_ONCE(vol->lease_end, jiffies +
+		WRITE_ONCE(vol->lease_end, j +
 			   (deadline_ns > now ?
 			    nsecs_to_jiffies(deadline_ns - now) : 0));
 		set_bit(MDR_VOL_F_LEASE, &vol->flags);
@@ -812,8 +815,7 @@ int mdr_vol_attach(struct mdr_ioctl_attach *a, bool readonly)
 		goto out_free;
 	vol->index = index;
 
-	/* the open grants a lease; the transport reports when it lapses */
-	set_bit(MDR_VOL_F_LEASE, &vol->flags);
+	/* the open's grant sets the lease, and its deadline, through ->lease */
 	vol->tvol = vol->tops->open(&vol->target, a->volume_id, vol,
 				    &mdr_vol_tvol_ops, &vol->geom);
 	if (IS_ERR(vol->tvol)) {

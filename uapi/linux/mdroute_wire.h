@@ -256,6 +256,10 @@ struct mdr_wire_open_req {
 	char name[MDR_WIRE_NAME_LEN];
 };
 
+/* Leases mdnode grants, and hosts accept (ms). */
+#define MDR_WIRE_LEASE_MS_MIN	1000
+#define MDR_WIRE_LEASE_MS_MAX	60000
+
 /**
  * struct mdr_wire_open_rep - reply to MDR_OP_OPEN
  * @volume_id:	the volume
@@ -271,10 +275,6 @@ struct mdr_wire_open_req {
  * @generation:	volume generation: grows on resize
  * @name:	volume name, NUL-padded
  */
-/* Leases mdnode grants, and hosts accept (ms). */
-#define MDR_WIRE_LEASE_MS_MIN	1000
-#define MDR_WIRE_LEASE_MS_MAX	60000
-
 struct mdr_wire_open_rep {
 	struct mdr_wire_hdr hdr;
 	__le64 volume_id;
