@@ -31,6 +31,10 @@
  * pools), tvol->cb_lock (spinlock: non-sleeping callbacks vs close).
  * vols_mutex and rpc_mutex are never held together. No callback into the
  * volume runs under conn->lock.
+ *
+ * Far over 800 lines because the transport-neutral core (connections'
+ * life, requests and their retries, leases, pushes) and the RDMA provider
+ * still share it; they part when a second provider (TCP) needs the core.
  */
 #include <linux/bitmap.h>
 #include <linux/debugfs.h>

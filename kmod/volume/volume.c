@@ -2,6 +2,11 @@
 /*
  * volume.c - attach and detach of volumes, and what the transport tells
  * them (entries, failures, invalidations, leases).
+ *
+ * Over 800 lines because it still holds three roles: the device's life
+ * (attach, detach, teardown), parked and deferred bios, and the transport's
+ * callbacks. They go to rooms of their own with the split of kmod/volume/
+ * by role that the IO path's rework asks for (Documentation/volumes.md).
  */
 #include <linux/blkdev.h>
 #include <linux/delay.h>
