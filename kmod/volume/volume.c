@@ -87,6 +87,18 @@ int mdr_vol_fetch(struct mdr_vol *vol, u64 first, unsigned int count,
 	return ret;
 }
 
+static void mdr_bio_list_fail(struct mdr_vol *vol, struct bio_list *list,
+			      blk_status_t status)
+{
+	struct bio *bio;
+
+	while ((bio = bio_list_pop(list))) {
+		mdr_vol_stat_inc(vol, errors);
+		bio->bi_status = status;
+		bio_endio(bio);
+	}
+}
+
 /*
  * Adds @list to the deferred bios, or fails it once the volume is DYING:
  * detach sets DYING, then empties @deferred under @defer_lock, so nothing
@@ -95,15 +107,11 @@ int mdr_vol_fetch(struct mdr_vol *vol, u64 first, unsigned int count,
 static void mdr_vol_defer_list(struct mdr_vol *vol, struct bio_list *list)
 {
 	unsigned long flags;
-	struct bio *bio;
 
 	spin_lock_irqsave(&vol->defer_lock, flags);
 	if (unlikely(test_bit(MDR_VOL_F_DYING, &vol->flags))) {
 		spin_unlock_irqrestore(&vol->defer_lock, flags);
-		while ((bio = bio_list_pop(list))) {
-			mdr_vol_stat_inc(vol, errors);
-			bio_io_error(bio);
-		}
+		mdr_bio_list_fail(vol, list, BLK_STS_IOERR);
 		return;
 	}
 	if (bio_list_empty(&vol->deferred))
@@ -143,18 +151,6 @@ static struct bio_list mdr_vol_take_deferred(struct mdr_vol *vol)
 	bio_list_init(&vol->deferred);
 	spin_unlock_irqrestore(&vol->defer_lock, flags);
 	return list;
-}
-
-static void mdr_bio_list_fail(struct mdr_vol *vol, struct bio_list *list,
-			      blk_status_t status)
-{
-	struct bio *bio;
-
-	while ((bio = bio_list_pop(list))) {
-		mdr_vol_stat_inc(vol, errors);
-		bio->bi_status = status;
-		bio_endio(bio);
-	}
 }
 
 /*
