@@ -118,14 +118,18 @@ mdr_assert_no_splat() {
 
 # mdnode: the storage-node responder, on the storage-node end of the veth.
 # mdr_mdnode_start DATA_DIR [mdnode options...]: started in the background,
-# stopped at exit; waits until its rdma_cm listener is up.
+# stopped at exit; waits until its rdma_cm listener is up. The guest's disks
+# are QEMU's and complete an IO within a second unless a test queues deep:
+# io-hold-ms is 2000 here, not the 30 s a real device's timeout asks for, so
+# that a lapsed lease or a restart does not hold moves up for half a minute
+# in every test. A test that queues deep gives its own (the last one counts).
 mdr_mdnode_start() {
 	local dir=$1
 	shift
 	mdr_require_file "$MDNODE"
 	mkdir -p "$dir"
 	"$MDNODE" --listen "$MDR_NODE_ADDR:$MDR_NODE_PORT" --data-dir "$dir" \
-		"$@" >"$dir/mdnode.log" 2>&1 &
+		--io-hold-ms 2000 "$@" >"$dir/mdnode.log" 2>&1 &
 	MDR_MDNODE_PID=$!
 	mdr_on_exit "mdr_mdnode_stop"
 	mdr_wait_for "rdma resource show cm_id | grep -q 'LISTEN.*$MDR_NODE_ADDR:$MDR_NODE_PORT'" 15

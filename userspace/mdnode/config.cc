@@ -18,7 +18,7 @@ namespace mdnode {
 const char kUsage[] =
 	"Usage: mdnode --listen ADDR[:PORT] --data-dir DIR --device ID=PATH [--device ...]\n"
 	"              [--config FILE] [--admin-key FILE] [--lease-ms N]\n"
-	"              [--max-connections N] [--log-level LEVEL]\n"
+	"              [--io-hold-ms N] [--max-connections N] [--log-level LEVEL]\n"
 	"\n"
 	"The storage-node metadata responder of mdroute: serves the extent tables\n"
 	"of its volumes to hosts over RDMA, and journals every change in DIR.\n"
@@ -30,6 +30,9 @@ const char kUsage[] =
 	"  -c, --config FILE         read settings from FILE first\n"
 	"      --admin-key FILE      key of admin clients (/etc/mdroute/admin.key)\n"
 	"      --lease-ms N          lease granted to hosts, 1000..60000 (5000)\n"
+	"      --io-hold-ms N        longest a host's backing device may hold an IO,\n"
+	"                            0..600000 (30000): data a host whose lease ran\n"
+	"                            out may still write moves only this much later\n"
 	"      --max-connections N   refuse connections beyond N (1024)\n"
 	"      --log-level LEVEL     error, warn, info (default) or debug\n"
 	"      --test-drop-invalidations\n"
@@ -42,7 +45,7 @@ const char kUsage[] =
 namespace {
 
 enum Opt {
-	kListen, kDataDir, kDevice, kConfig, kAdminKey, kLeaseMs, kMaxConn,
+	kListen, kDataDir, kDevice, kConfig, kAdminKey, kLeaseMs, kIoHoldMs, kMaxConn,
 	kLogLevel, kHelp, kVersion, kTestDropInval,
 };
 
@@ -53,6 +56,7 @@ constexpr mdr::OptionSpec kSpecs[] = {
 	{kConfig, "config", 'c', true},
 	{kAdminKey, "admin-key", 0, true},
 	{kLeaseMs, "lease-ms", 0, true},
+	{kIoHoldMs, "io-hold-ms", 0, true},
 	{kMaxConn, "max-connections", 0, true},
 	{kLogLevel, "log-level", 0, true},
 	{kHelp, "help", 'h', false},
@@ -151,6 +155,11 @@ mdr::Status apply(Config &c, std::vector<DeviceArg> &devices, int opt,
 					  MDR_WIRE_LEASE_MS_MAX))
 			return bad(where, "lease-ms '" + std::string(value) +
 					  "': want 1000..60000");
+		return {};
+	case kIoHoldMs:
+		if (!parse_uint<uint32_t>(value, c.io_hold_ms, 0, kIoHoldMsMax))
+			return bad(where, "io-hold-ms '" + std::string(value) +
+					  "': want 0.." + std::to_string(kIoHoldMsMax));
 		return {};
 	case kMaxConn:
 		if (!parse_uint<uint32_t>(value, c.max_connections, 1, 65536))

@@ -31,6 +31,9 @@ struct DeviceArg {
 	std::string path;
 };
 
+// The most --io-hold-ms takes: 10 minutes, far beyond any device's timeout.
+inline constexpr uint32_t kIoHoldMsMax = 600000;
+
 struct Config {
 	std::string listen_address;
 	uint16_t port = 4791;
@@ -38,6 +41,8 @@ struct Config {
 	std::vector<DeviceArg> devices;
 	std::string admin_key_file = "/etc/mdroute/admin.key";
 	uint32_t lease_ms = 5000;
+	// NodeOptions::io_hold_ms.
+	uint32_t io_hold_ms = 30000;
 	uint32_t max_connections = 1024;
 	LogLevel log_level = LogLevel::info;
 	// Test only (--test-drop-invalidations, never from a file): see

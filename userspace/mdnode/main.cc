@@ -195,6 +195,7 @@ int run(const Config &cfg)
 
 	NodeOptions no;
 	no.lease_ms = cfg.lease_ms;
+	no.io_hold_ms = cfg.io_hold_ms;
 	no.boot_id = random_u64();
 	no.test_drop_invalidations = cfg.test_drop_invalidations;
 	if (no.test_drop_invalidations)
@@ -241,9 +242,9 @@ int run(const Config &cfg)
 		return 1;
 	}
 
-	log_info("release %s, node %016" PRIx64 ", listening on %s:%u, lease %u ms",
+	log_info("release %s, node %016" PRIx64 ", listening on %s:%u, lease %u ms, io hold %u ms",
 		 mdr::release().data(), id.value(), cfg.listen_address.c_str(), cfg.port,
-		 cfg.lease_ms);
+		 cfg.lease_ms, cfg.io_hold_ms);
 	sd_notify("READY=1");
 
 	bool stop = false;

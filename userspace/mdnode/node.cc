@@ -43,7 +43,8 @@ std::map<uint32_t, std::string> copier_paths(const NodeOptions &opts, const Stor
 Node::Node(const NodeOptions &opts, Store &store, Journal &journal,
 	   std::function<int64_t()> now_ms)
 	: opts_(opts), store_(store), journal_(journal), now_ms_(std::move(now_ms)),
-	  start_ms_(now_ms_()), copier_(copier_paths(opts, store), opts.copier)
+	  start_ms_(now_ms_()), first_new_volume_(store.next_volume_id()),
+	  copier_(copier_paths(opts, store), opts.copier)
 {
 }
 
@@ -210,6 +211,20 @@ bool Node::lease_valid(uint64_t volume_id, uint64_t host_id) const
 	auto it = leases_.find({volume_id, host_id});
 
 	return it != leases_.end() && it->second.expires_ms > now_ms_();
+}
+
+bool Node::io_possible(const Lease &l, int64_t now) const
+{
+	return now < l.expires_ms + int64_t(opts_.io_hold_ms);
+}
+
+// A fan-out of this reason ends with the old places unused by the host:
+// data moves or places are freed. ALLOC only tells of a new place; TRACK
+// only starts the noting, which a lapse makes moot (every granule is then
+// copied under the freeze).
+static bool waits_for_io(uint32_t reason)
+{
+	return reason != MDR_INVAL_ALLOC && reason != MDR_INVAL_TRACK;
 }
 
 uint32_t Node::open_count(uint64_t volume_id) const
@@ -430,7 +445,10 @@ void Node::fan_out(uint64_t volume_id, uint64_t first, uint64_t count,
 	     it != leases_.end() && it->first.volume_id == volume_id; ++it) {
 		const uint64_t host = it->first.host_id;
 
-		if (host == except_host || it->second.expires_ms <= now)
+		// A lapsed holder too, while its old IO may still land.
+		if (host == except_host ||
+		    (it->second.expires_ms <= now &&
+		     !(waits_for_io(reason) && io_possible(it->second, now))))
 			continue;
 		if (opts_.test_drop_invalidations) {
 			stats_.invalidations_dropped++;
@@ -607,27 +625,35 @@ void Node::settle(uint64_t fan_out_id, uint64_t host_id, const Settled &how)
 void Node::tick()
 {
 	const int64_t now = now_ms_();
-	std::vector<std::pair<uint64_t, uint64_t>> expired;	// (volume, host)
+	std::vector<std::pair<uint64_t, uint64_t>> lapsed, gone;	// (volume, host)
 
 	for (auto it = leases_.begin(); it != leases_.end();) {
-		if (it->second.expires_ms <= now) {
-			expired.emplace_back(it->first.volume_id, it->first.host_id);
-			auto s = sessions_.find(it->second.conn);
+		Lease &l = it->second;
+
+		if (!l.lapsed && l.expires_ms <= now) {
+			l.lapsed = true;
+			lapsed.emplace_back(it->first.volume_id, it->first.host_id);
+			auto s = sessions_.find(l.conn);
 			if (s != sessions_.end())
 				s->second.opened.erase(it->first.volume_id);
 			stats_.lease_expiries++;
 			log_info("lease of host %016llx on volume %llu expired",
 				 (unsigned long long)it->first.host_id,
 				 (unsigned long long)it->first.volume_id);
+		}
+		if (l.lapsed && !io_possible(l, now)) {
+			gone.emplace_back(it->first.volume_id, it->first.host_id);
 			it = leases_.erase(it);
 		} else {
 			++it;
 		}
 	}
-	// A fan-out stops waiting for a host whose lease is gone: that host
-	// sends no more IO to the volume until it opens it again.
+	// A host whose lease ran out sends no more IO to the volume until it
+	// opens it again; what it sent before is waited out io_hold_ms more.
 	maybe_checkpoint();
-	for (auto [volume, host] : expired)
+	for (auto [volume, host] : lapsed)
+		lease_lapsed(volume, host);
+	for (auto [volume, host] : gone)
 		lease_gone(volume, host);
 	// Pushes held back go when they can; overdue ones cut their connection.
 	expire_pushes();
@@ -643,6 +669,19 @@ void Node::tick()
 			ready.push_back(key);
 	for (MoveKey key : ready)
 		move_drained(key);
+}
+
+void Node::lease_lapsed(uint64_t volume_id, uint64_t host_id)
+{
+	std::vector<uint64_t> ids;
+
+	moves_lease_changed(volume_id, host_id, false);
+	for (auto &[id, f] : fan_outs_)
+		if (f.volume_id == volume_id && f.hosts.count(host_id) &&
+		    !waits_for_io(f.inv.reason))
+			ids.push_back(id);
+	for (uint64_t id : ids)
+		settle(id, host_id, Settled{});
 }
 
 void Node::lease_gone(uint64_t volume_id, uint64_t host_id)
@@ -796,9 +835,15 @@ void Node::change_unopened(ConnId conn, uint64_t req_id, uint16_t opcode,
 	if (!v)
 		return reply_error(conn, req_id, opcode, -ENOENT);
 	// Until online delete and resize push the change to hosts, they close
-	// the volume first (or their leases lapse).
-	if (open_count(v->id))
+	// the volume first (or their leases lapse, and their IO is waited out).
+	// Leases from before a start are unknown: waited out as a whole.
+	if (v->id < first_new_volume_ && in_restart_grace())
 		return reply_error(conn, req_id, opcode, -EBUSY);
+	const int64_t now = now_ms_();
+	for (auto it = leases_.lower_bound({v->id, 0});
+	     it != leases_.end() && it->first.volume_id == v->id; ++it)
+		if (io_possible(it->second, now))
+			return reply_error(conn, req_id, opcode, -EBUSY);
 	const uint64_t id = v->id;
 	auto prep = prepare(id);
 	if (!prep.ok())
@@ -952,10 +997,11 @@ void Node::MoveTotals::add(const wire::MovedExtent &x, uint64_t extent_bytes)
 
 // Leases granted before a restart are unknown to this process, but their
 // holders may still have IO in flight to the places they cached: no data
-// moves until every such lease has run out.
+// moves until every such lease has run out and its IO can no longer land.
 bool Node::in_restart_grace() const
 {
-	return now_ms_() < start_ms_ + int64_t(opts_.lease_ms) + int64_t(opts_.drift_margin_ms);
+	return now_ms_() < start_ms_ + int64_t(opts_.lease_ms) + int64_t(opts_.drift_margin_ms) +
+				   int64_t(opts_.io_hold_ms);
 }
 
 namespace {

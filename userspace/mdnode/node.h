@@ -47,6 +47,13 @@ namespace mdnode {
 struct NodeOptions {
 	uint32_t lease_ms = 5000;
 	uint32_t drift_margin_ms = 500;		// added to every lease we hold
+	// The longest a host's backing device may hold an IO: once a lease
+	// has run out, its holder sends no new IO, but what it sent before
+	// may still reach the old places this long. A fan-out whose end lets
+	// data move or places be reused (every reason but ALLOC and TRACK)
+	// waits a lapsed holder out this much longer, and so does the restart
+	// grace. Documentation/volumes.md, "Against lease expiry".
+	uint32_t io_hold_ms = 30000;
 	std::vector<uint8_t> admin_key;		// empty: admin connections refused
 	uint64_t boot_id = 0;
 	uint64_t checkpoint_records = 100000;	// checkpoint after this many
@@ -149,9 +156,13 @@ private:
 		uint64_t volume_id, host_id;
 		auto operator<=>(const LeaseKey &) const = default;
 	};
+	// Valid until expires_ms. Then lapsed (tick()): the host may send no
+	// IO any more, but until expires_ms + io_hold_ms its IO sent before
+	// may still be at its devices, and the lease stays here.
 	struct Lease {
 		int64_t expires_ms;
 		ConnId conn;	// 0 while the host is not connected
+		bool lapsed = false;
 	};
 	// The move of one extent, from the admin's request to the reply.
 	struct MoveOp {
@@ -260,9 +271,15 @@ private:
 	// Cuts the connections with a push waiting for lease_ms + margin, the
 	// longest a lease is held without renewal.
 	void expire_pushes();
-	// host_id's lease on the volume is gone (expired, closed or dropped):
-	// the fan-outs on that volume stop waiting for it.
+	// host_id's lease on the volume ran out: its host sends no new IO,
+	// so the fan-outs that do not wait for IO stop waiting for it.
+	void lease_lapsed(uint64_t volume_id, uint64_t host_id);
+	// host_id's lease on the volume is gone (closed, dropped, or lapsed
+	// for io_hold_ms): no IO of that host is left; no fan-out waits for it.
 	void lease_gone(uint64_t volume_id, uint64_t host_id);
+	// Whether a lease (valid or lapsed) may still have IO of its host at
+	// the devices, as fan-outs of the volume that wait for IO count it.
+	bool io_possible(const Lease &l, int64_t now) const;
 	bool lease_valid(uint64_t volume_id, uint64_t host_id) const;
 	uint32_t open_count(uint64_t volume_id) const;
 	void drop_leases(uint64_t volume_id);
@@ -304,6 +321,9 @@ private:
 	Net *net_ = nullptr;
 	std::function<int64_t()> now_ms_;
 	int64_t start_ms_;
+	// Volumes with smaller ids existed before the start: hosts may hold
+	// leases on them this process never granted (in_restart_grace()).
+	uint64_t first_new_volume_;
 	std::map<ConnId, Session> sessions_;
 	std::map<LeaseKey, Lease> leases_;
 	std::map<uint64_t, FanOut> fan_outs_;	// by id

@@ -321,6 +321,9 @@ public:
 
 	// Committed volumes; pointers are valid until the next change.
 	const Volume *volume(uint64_t id) const;
+	// The id the next volume created gets: ids only grow, across restarts
+	// too, so every volume that exists now has a smaller one.
+	uint64_t next_volume_id() const { return next_id_; }
 	const Volume *volume(std::string_view name) const;
 	// Up to max volumes from id cursor up.
 	VolumePage list_volumes(uint64_t cursor, size_t max) const;

@@ -83,6 +83,7 @@ void test_config_valid_file(void **)
 		   "device = 7=/dev/vda\r\n"
 		   "admin-key = /etc/mdroute/other.key\n"
 		   "lease-ms = 60000\n"
+		   "io-hold-ms = 45000\n"
 		   "max-connections = 8\n"
 		   "log-level = debug\n");
 	Result<Config> r = parse_file(f);
@@ -99,6 +100,7 @@ void test_config_valid_file(void **)
 	assert_string_equal(c.devices[1].path.c_str(), "/dev/vda");
 	assert_string_equal(c.admin_key_file.c_str(), "/etc/mdroute/other.key");
 	assert_int_equal(c.lease_ms, 60000);
+	assert_int_equal(c.io_hold_ms, 45000);
 	assert_int_equal(c.max_connections, 8);
 	assert_int_equal(c.log_level, mdnode::LogLevel::debug);
 	assert_false(c.help);
@@ -114,6 +116,7 @@ void test_config_defaults(void **)
 	assert_int_equal(r.value().port, MDR_WIRE_PORT);
 	assert_string_equal(r.value().admin_key_file.c_str(), "/etc/mdroute/admin.key");
 	assert_int_equal(r.value().lease_ms, 5000);
+	assert_int_equal(r.value().io_hold_ms, 30000);
 	assert_int_equal(r.value().max_connections, 1024);
 	assert_int_equal(r.value().log_level, mdnode::LogLevel::info);
 	assert_false(r.value().test_drop_invalidations);
@@ -271,6 +274,27 @@ void test_config_lease_ms_range(void **)
 	}
 }
 
+void test_config_io_hold_ms_range(void **)
+{
+	for (const char *v : {"600001", "-1", "abc", "", "30s", "4294967296"}) {
+		TempFile f(std::string(kRequired) + "io-hold-ms = " + v + "\n");
+
+		assert_fails(parse_file(f), f.path + ":4: io-hold-ms '" + v +
+						    "': want 0..600000");
+	}
+	for (const char *v : {"0", "600000"}) {
+		Result<Config> r = parse({"-l", "a", "-d", "/d", "-D", "1=/a", "--io-hold-ms", v});
+
+		assert_true(r.ok());
+		assert_int_equal(r.value().io_hold_ms, std::stoul(v));
+	}
+	// Given twice, the last one counts (the VM tests' helper gives one).
+	Result<Config> r = parse({"-l", "a", "-d", "/d", "-D", "1=/a", "--io-hold-ms", "2000",
+				  "--io-hold-ms", "9000"});
+	assert_true(r.ok());
+	assert_int_equal(r.value().io_hold_ms, 9000);
+}
+
 void test_config_other_bad_values(void **)
 {
 	assert_fails(parse({"-l", "a", "-d", "/d", "-D", "1=/a", "--max-connections", "0"}),
@@ -383,6 +407,7 @@ int main()
 		cmocka_unit_test(test_config_file_refuses_flags_and_config),
 		cmocka_unit_test(test_config_line_without_equals),
 		cmocka_unit_test(test_config_lease_ms_range),
+		cmocka_unit_test(test_config_io_hold_ms_range),
 		cmocka_unit_test(test_config_other_bad_values),
 		cmocka_unit_test(test_config_missing_required),
 		cmocka_unit_test(test_config_missing_file),

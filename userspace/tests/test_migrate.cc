@@ -66,6 +66,9 @@ constexpr uint64_t MiB = uint64_t{1} << 20;
 constexpr uint32_t kLeaseMs = 1000;
 constexpr uint32_t kMarginMs = 500;
 constexpr int64_t kHeldMs = kLeaseMs + kMarginMs;
+// A lapsed holder's IO may land this much longer; then data moves.
+constexpr uint32_t kIoHoldMs = 200;
+constexpr int64_t kWaitedOutMs = kHeldMs + kIoHoldMs;
 constexpr uint32_t kShift = 20;		// 1 MiB extents: a few chunks each
 constexpr uint64_t kExtent = uint64_t{1} << kShift;
 constexpr uint64_t kDev1Size = 32 * MiB;
@@ -182,6 +185,7 @@ struct Rig {
 		NodeOptions o;
 		o.lease_ms = kLeaseMs;
 		o.drift_margin_ms = kMarginMs;
+		o.io_hold_ms = kIoHoldMs;
 		o.admin_key.assign(kAdminKey.begin(), kAdminKey.end());
 		o.boot_id = 0xb007 + restarts;
 		o.copier.chunk = 128 << 10;	// 8 chunks an extent
@@ -208,7 +212,7 @@ struct Rig {
 	// Past the grace after a start.
 	void past_grace()
 	{
-		now += kHeldMs;
+		now += kWaitedOutMs;
 		node->tick();
 	}
 
@@ -595,8 +599,33 @@ void test_move_back_and_forth(void **)
 	assert_int_equal(r.node->stats().moves_done, 4);
 }
 
+// A lapsed holder's lease has run out: extent 0 stays frozen until
+// io_hold_ms later, then moves to device 2 with its data, the holder that
+// acked is told, and the admin gets the reply (returned).
+wire::Msg publish_after_the_hold(Rig &r, Setup &s)
+{
+	r.now += kIoHoldMs - 1;
+	r.node->tick();
+	r.copies();
+	assert_int_equal(r.entry(s.vol, 0).state, MDR_EXT_FROZEN);
+	assert_true(r.quiet(s.adm));
+	r.now += 1;
+	r.node->tick();
+	r.copies();
+	const wire::Entry e = r.entry(s.vol, 0);
+	assert_int_equal(e.state, MDR_EXT_MAPPED);
+	assert_int_equal(e.dev_id, 2);
+	assert_true(r.extent_holds(e, 100));
+	const wire::Msg push = r.one(s.host);
+	expect_push(push, s.vol, 0, 4, MDR_INVAL_ALLOC);
+	ack(r, s.host, push);
+	wire::Msg m = r.one(s.adm);
+	assert_int_equal(status_of(m), MDR_ST_OK);
+	return m;
+}
+
 // A holder that never acks (its connection is gone) is waited out: the
-// copy starts only once its lease has run out.
+// copy starts only once its lease has run out, and io_hold_ms more.
 void test_silent_holder_delays_the_copy_until_its_lease_expires(void **)
 {
 	Rig r;
@@ -619,22 +648,46 @@ void test_silent_holder_delays_the_copy_until_its_lease_expires(void **)
 	assert_int_equal(r.entry(s.vol, 0).state, MDR_EXT_FROZEN);
 	assert_true(r.quiet(s.adm));
 
-	// The one that acked renews; the silent one's lease runs out.
+	// The one that acked renews; the silent one's lease runs out, and
+	// what it may have sent before is waited out io_hold_ms longer.
 	r.send(s.host, 9, wire::RenewReq{.volume_id = s.vol});
 	assert_int_equal(status_of(r.one(s.host)), MDR_ST_OK);
 	r.now += 1;
 	r.node->tick();
 	r.copies();
-	const wire::Entry e = r.entry(s.vol, 0);
-	assert_int_equal(e.state, MDR_EXT_MAPPED);
-	assert_int_equal(e.dev_id, 2);
-	assert_true(r.extent_holds(e, 100));
-	push = r.one(s.host);
-	expect_push(push, s.vol, 0, 4, MDR_INVAL_ALLOC);
+	assert_int_equal(r.entry(s.vol, 0).state, MDR_EXT_FROZEN);
+	assert_true(r.quiet(s.adm));
+	const wire::Msg m = publish_after_the_hold(r, s);
+	assert_int_equal(std::get<wire::MoveRep>(m.body).extents[0].stall_us,
+			 kWaitedOutMs * 1000);
+}
+
+// A holder whose lease ran out before the move began may still have IO at
+// its devices: the move freezes, and copies only io_hold_ms after the lapse.
+void test_move_after_a_lapse_waits_out_the_holders_io(void **)
+{
+	Rig r;
+	Setup s(r);
+	const ConnId other = r.host(0x2222);
+
+	r.open(other, s.vol);
+	r.node->on_disconnected(other);
+	r.now += kHeldMs - 1;
+	r.send(s.host, 9, wire::RenewReq{.volume_id = s.vol});
+	assert_int_equal(status_of(r.one(s.host)), MDR_ST_OK);
+	r.now += 1;
+	r.node->tick();	// the other's lease lapses
+	assert_int_equal(r.node->stats().lease_expiries, 1);
+
+	r.send(s.adm, 20, wire::MoveReq{.volume_id = s.vol, .first = 0, .count = 1,
+					.to_dev = 2});
+	r.flush();
+	wire::Msg push = r.one(s.host);
+	expect_push(push, s.vol, 0, 3, MDR_INVAL_MOVE);
 	ack(r, s.host, push);
-	wire::Msg m = r.one(s.adm);
-	assert_int_equal(status_of(m), MDR_ST_OK);
-	assert_int_equal(std::get<wire::MoveRep>(m.body).extents[0].stall_us, kHeldMs * 1000);
+	r.copies();
+	assert_int_equal(r.entry(s.vol, 0).state, MDR_EXT_FROZEN);
+	publish_after_the_hold(r, s);
 }
 
 // A holder that reconnects (its push lost with the old connection) and
@@ -672,8 +725,9 @@ void test_reconnected_holder_gets_the_push_again(void **)
 }
 
 // After a start, leases granted before it are unknown but may still be
-// used: no move starts before lease + margin, even with no holder at all
-// (it is deferred, not frozen: IO would only wait longer).
+// used, and their IO still land: no move starts before lease + margin +
+// io hold, even with no holder at all (it is deferred, not frozen: IO
+// would only wait longer).
 void test_no_copy_within_the_grace_after_a_start(void **)
 {
 	Rig r;
@@ -689,7 +743,7 @@ void test_no_copy_within_the_grace_after_a_start(void **)
 
 	r.send(adm, 20, wire::MoveReq{.volume_id = vol, .first = 0, .count = 1, .to_dev = 2});
 	r.flush();
-	r.now += kHeldMs - 1;
+	r.now += kWaitedOutMs - 1;
 	r.node->tick();
 	r.copies();
 	// Not even frozen yet: IO would only wait longer.
@@ -1108,7 +1162,15 @@ void test_precopy_falls_back_to_a_full_copy(void **)
 			assert_int_equal(status_of(r.one(now_a)), MDR_ST_OK);
 			r.now += 1;
 			r.node->tick();
+			r.now += kIoHoldMs;	// its IO waited out
+			r.node->tick();
 			s.h.pop_back();
+		} else if (c == track_lease_lost) {
+			// The MOVE waits out what the lapsed holder sent before.
+			r.copies();
+			assert_int_equal(r.entry(s.vol, 1).state, MDR_EXT_FROZEN);
+			r.now += kIoHoldMs;
+			r.node->tick();
 		}
 		r.copies();
 		const wire::Entry e = s.finish(r);
@@ -1149,6 +1211,8 @@ void test_precopy_needs_every_holder_on_version_2(void **)
 			r.send(s.h[0], 9, wire::RenewReq{.volume_id = s.vol});
 			assert_int_equal(status_of(r.one(s.h[0])), MDR_ST_OK);
 			r.now += 1;
+			r.node->tick();
+			r.now += kIoHoldMs;	// its IO waited out
 			r.node->tick();
 		}
 		r.copies();
@@ -1482,6 +1546,7 @@ int main()
 		cmocka_unit_test(test_move_freezes_copies_and_publishes),
 		cmocka_unit_test(test_move_back_and_forth),
 		cmocka_unit_test(test_silent_holder_delays_the_copy_until_its_lease_expires),
+		cmocka_unit_test(test_move_after_a_lapse_waits_out_the_holders_io),
 		cmocka_unit_test(test_reconnected_holder_gets_the_push_again),
 		cmocka_unit_test(test_no_copy_within_the_grace_after_a_start),
 		cmocka_unit_test(test_crash_at_each_step),

@@ -62,6 +62,9 @@ constexpr uint32_t kLeaseMs = 1000;
 constexpr uint32_t kMarginMs = 500;
 // What mdnode believes in after an OPEN or a RENEW.
 constexpr int64_t kHeldMs = kLeaseMs + kMarginMs;
+// Then what the host sent before may still land this much longer.
+constexpr uint32_t kIoHoldMs = 300;
+constexpr int64_t kWaitedOutMs = kHeldMs + kIoHoldMs;
 constexpr uint32_t kShift = 16;	// 64 KiB extents: plenty on a small device
 const std::string kAdminKey = "0123456789abcdef-admin-key";
 
@@ -165,6 +168,7 @@ struct Rig {
 		NodeOptions o;
 		o.lease_ms = kLeaseMs;
 		o.drift_margin_ms = kMarginMs;
+		o.io_hold_ms = kIoHoldMs;
 		o.admin_key.assign(kAdminKey.begin(), kAdminKey.end());
 		o.boot_id = 0xb007;
 		return o;
@@ -596,7 +600,7 @@ void test_renew_extends_and_a_lapsed_lease_is_stale(void **)
 
 // Opens belong to the connection, leases to the host: after a reconnect
 // RENEW is STALE until the host opens again, but the old lease still keeps
-// the volume from being deleted until it runs out.
+// the volume from being deleted until it runs out and its IO is waited out.
 void test_a_lease_outlives_its_connection(void **)
 {
 	Rig r;
@@ -617,7 +621,10 @@ void test_a_lease_outlives_its_connection(void **)
 	r.now = t0 + kHeldMs;
 	r.node->tick();
 	assert_int_equal(r.info(adm, "v").vol.open_count, 0);
-	assert_int_equal(r.call(adm, 4, wire::VolDeleteReq{.name = "v"}), MDR_ST_OK);
+	assert_int_equal(r.call(adm, 4, wire::VolDeleteReq{.name = "v"}), MDR_ST_BUSY);
+	r.now = t0 + kWaitedOutMs;
+	r.node->tick();
+	assert_int_equal(r.call(adm, 5, wire::VolDeleteReq{.name = "v"}), MDR_ST_OK);
 }
 
 // CLOSE drops the lease at once: the volume is no longer open (RENEW and
@@ -648,8 +655,8 @@ void test_close_drops_the_lease(void **)
 }
 
 // DELETE and RESIZE are BUSY while any host holds a lease, and leave the
-// volume as it was; once the lease has lapsed they go ahead and the table's
-// registrations are dropped.
+// volume as it was; once the lease has lapsed and the host's IO is waited
+// out they go ahead and the table's registrations are dropped.
 void test_delete_and_resize_are_busy_while_leases_are_held(void **)
 {
 	Rig r;
@@ -668,8 +675,11 @@ void test_delete_and_resize_are_busy_while_leases_are_held(void **)
 	assert_int_equal(r.store->volume(vol)->allocated, 1);
 	assert_true(r.net.forgotten.empty());
 
-	// Expired, not reaped yet: no longer held.
+	// Expired, its IO maybe still at the devices: still busy.
 	r.now = t0 + kHeldMs;
+	assert_int_equal(r.call(adm, 9, wire::VolDeleteReq{.name = "v"}), MDR_ST_BUSY);
+	// Waited out, not reaped yet: no longer held.
+	r.now = t0 + kWaitedOutMs;
 	r.send(adm, 5, wire::VolResizeReq{.size = 8 * MiB, .name = "v"});
 	assert_true(r.quiet(adm));	// durable first
 	r.flush();
@@ -687,6 +697,37 @@ void test_delete_and_resize_are_busy_while_leases_are_held(void **)
 	assert_null(r.store->volume(vol));
 	r.node->tick();
 	assert_int_equal(r.call(h, 7, wire::RenewReq{}), MDR_ST_OK);	// nothing open
+}
+
+// After a start, a host may still hold a lease the previous process
+// granted, and write: a volume from before the start is neither deleted
+// nor resized until lease + margin + io hold have passed. One created since
+// cannot have such a holder.
+void test_delete_waits_out_the_leases_of_before_a_start(void **)
+{
+	Rig r;
+	ConnId adm = r.admin();
+	r.create(adm, "old", 4 * MiB, 1);
+	const int64_t t0 = r.now;
+
+	// The same store, a new process.
+	r.node = std::make_unique<Node>(Rig::options(), *r.store, *r.journal,
+					[&r] { return r.now; });
+	r.node->attach(r.net);
+	adm = r.admin();
+	r.create(adm, "new", 4 * MiB, 1);
+	assert_int_equal(r.call(adm, 2, wire::VolDeleteReq{.name = "old"}), MDR_ST_BUSY);
+	assert_int_equal(r.call(adm, 3, wire::VolResizeReq{.size = 8 * MiB, .name = "old"}),
+			 MDR_ST_BUSY);
+	r.send(adm, 4, wire::VolDeleteReq{.name = "new"});
+	r.flush();
+	assert_true(std::holds_alternative<wire::VolDeleteRep>(r.one(adm).body));
+	r.now = t0 + kWaitedOutMs - 1;
+	assert_int_equal(r.call(adm, 5, wire::VolDeleteReq{.name = "old"}), MDR_ST_BUSY);
+	r.now = t0 + kWaitedOutMs;
+	r.send(adm, 6, wire::VolDeleteReq{.name = "old"});
+	r.flush();
+	assert_true(std::holds_alternative<wire::VolDeleteRep>(r.one(adm).body));
 }
 
 // ---------------------------------------------------------------------------
@@ -922,9 +963,10 @@ void test_close_before_ack_settles_the_fan_out(void **)
 	assert_true(expect_alloc(r, r.one(a), 92, vol, 4) == e);
 }
 
-// Same for leases dropped by a delete: holders whose leases lapsed but were
-// not reaped yet do not hold the volume, and the fan-out waiting for them
-// ends with the delete instead of waiting for a reap that never comes.
+// Same for leases dropped by a delete: holders whose leases lapsed and
+// whose IO is waited out, but were not reaped yet, do not hold the volume,
+// and the fan-out waiting for them ends with the delete instead of waiting
+// for a reap that never comes.
 void test_delete_settles_a_fan_out_on_lapsed_leases(void **)
 {
 	Rig r;
@@ -939,6 +981,8 @@ void test_delete_settles_a_fan_out_on_lapsed_leases(void **)
 	r.flush();
 	assert_true(std::holds_alternative<wire::Invalidate>(r.one(b).body));
 	r.now += kHeldMs;	// both lapse; no tick()
+	assert_int_equal(r.call(adm, 97, wire::VolDeleteReq{.name = "v"}), MDR_ST_BUSY);
+	r.now += kIoHoldMs;
 	assert_int_equal(r.call(adm, 96, wire::VolDeleteReq{.name = "v"}), MDR_ST_OK);
 	const wire::Msg m = r.one(a);
 	assert_int_equal(m.hdr.req_id, 95);
@@ -1417,6 +1461,7 @@ int main()
 		cmocka_unit_test(test_a_lease_outlives_its_connection),
 		cmocka_unit_test(test_close_drops_the_lease),
 		cmocka_unit_test(test_delete_and_resize_are_busy_while_leases_are_held),
+		cmocka_unit_test(test_delete_waits_out_the_leases_of_before_a_start),
 		cmocka_unit_test(test_alloc_is_durable_before_the_reply_and_idempotent),
 		cmocka_unit_test(test_alloc_fan_out_settles_on_ack),
 		cmocka_unit_test(test_alloc_fan_out_settles_on_lease_expiry),
