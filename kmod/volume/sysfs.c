@@ -136,6 +136,14 @@ static ssize_t unbound_device_errors_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(unbound_device_errors);
 
+static ssize_t lease_lapse_io_ms_show(struct device *dev,
+				      struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n",
+			  READ_ONCE(mdr_dev_vol(dev)->lapse_io_ms));
+}
+static DEVICE_ATTR_RO(lease_lapse_io_ms);
+
 #define MDR_REVAL_ATTR(name, field)					\
 static ssize_t name##_show(struct device *dev,				\
 			   struct device_attribute *attr, char *buf)	\
@@ -188,6 +196,7 @@ static struct attribute *mdr_vol_attrs[] = {
 	&dev_attr_flushes.attr,
 	&dev_attr_errors.attr,
 	&dev_attr_unbound_device_errors.attr,
+	&dev_attr_lease_lapse_io_ms.attr,
 	&dev_attr_revalidations.attr,
 	&dev_attr_revalidate_reads.attr,
 	&dev_attr_revalidated_entries.attr,

@@ -426,6 +426,31 @@ static void mdr_vol_invalidate(void *owner, u64 first, u64 count,
 	mdr_vol_kick(vol);
 }
 
+/*
+ * The lease ran out. mdr_route() turns IO away from the deadline on
+ * (@lease_end, after the IO's in-flight count), so the IO counted now is
+ * all of this lease's that may still reach a device: wait for it, and keep
+ * how long after the deadline it took. mdnode waits out a lapsed lease for
+ * io_hold_ms more before it moves data (Documentation/volumes.md, "Against
+ * lease expiry"); lease_lapse_io_ms in sysfs is what to compare with. The
+ * drain may also wait for IO of a lease granted again meanwhile: the
+ * figure is an upper bound. Its own work: a slow device must not hold up
+ * the lease work of every volume on the connection.
+ */
+static void mdr_vol_lapse_work(struct work_struct *work)
+{
+	struct mdr_vol *vol = container_of(work, struct mdr_vol, lapse_work);
+	unsigned long end = READ_ONCE(vol->lease_end);
+	unsigned int late;
+
+	mdr_inflight_drain(&vol->inflight);
+	late = time_after(jiffies, end) ? jiffies_to_msecs(jiffies - end) : 0;
+	if (late > READ_ONCE(vol->lapse_io_ms))
+		WRITE_ONCE(vol->lapse_io_ms, late);
+	pr_info("mdr%d: the IO of the lapsed lease completed %u ms after its deadline\n",
+		vol->index, late);
+}
+
 static void mdr_vol_lease(void *owner, bool valid, u64 deadline_ns)
 {
 	struct mdr_vol *vol = owner;
@@ -448,6 +473,8 @@ static void mdr_vol_lease(void *owner, bool valid, u64 deadline_ns)
 	} else if (test_and_clear_bit(MDR_VOL_F_LEASE, &vol->flags)) {
 		pr_warn("mdr%d: lease of volume %llu expired: IO waits\n",
 			vol->index, vol->geom.volume_id);
+		/* detach flushes it after the close, the last callback */
+		queue_work(mdr_wq, &vol->lapse_work);
 	}
 }
 
@@ -614,6 +641,7 @@ static struct mdr_vol *mdr_vol_alloc(void)
 	INIT_HLIST_HEAD(&vol->refetch);
 	INIT_WORK(&vol->resubmit_work, mdr_vol_resubmit_work);
 	INIT_DELAYED_WORK(&vol->expire_work, mdr_vol_expire_work);
+	INIT_WORK(&vol->lapse_work, mdr_vol_lapse_work);
 	spin_lock_init(&vol->flush_lock);
 	bio_list_init(&vol->flush_slow);
 	bio_list_init(&vol->flush_data);
@@ -755,13 +783,21 @@ static void mdr_vol_stop(struct mdr_vol *vol)
 {
 	mdr_reval_stop(vol);
 	mdr_vol_flush_works(vol);
+	/*
+	 * IO at the backing devices completes before the node hears of the
+	 * close: CLOSE ends the lease at once, and the node may then move the
+	 * extents or reuse their places. DYING, set by the caller, turns new
+	 * IO away in mdr_route(), after its in-flight count (barriers A/B of
+	 * inflight.c): what got past it before is what this drain waits for,
+	 * and nothing reaches a device after it.
+	 */
+	mdr_inflight_drain(&vol->inflight);
 	vol->tops->close(vol->tvol);
 	mdr_inject_delay(MDR_WIN_TEARDOWN);
 	mdr_vol_flush_works(vol);
+	flush_work(&vol->lapse_work);
 	mdr_vol_fail_all(vol, BLK_STS_IOERR);
 
-	/* IO at the backing devices always completes */
-	mdr_inflight_drain(&vol->inflight);
 	while (atomic_read(&vol->flushing))
 		msleep(20);
 	flush_work(&vol->flush_work);

@@ -110,6 +110,8 @@ enum {
  * @refetch:	struct mdr_wait whose answer an invalidation overtook
  * @resubmit_work: routes @deferred again
  * @expire_work: fails @deferred after fast_io_fail_tmo without a lease
+ * @lapse_work:	waits for the IO of a lease that ran out (mdr_vol_lease())
+ * @lapse_io_ms: the longest the IO of a lease outlived it, in ms
  * @last_miss:	extent of the last miss: sequential misses prefetch
  * @stats:	per-CPU counters
  * @bad_dev:	IO to extents on devices not bound here
@@ -146,6 +148,8 @@ struct mdr_vol {
 	struct hlist_head refetch;
 	struct work_struct resubmit_work;
 	struct delayed_work expire_work;
+	struct work_struct lapse_work;
+	u32 lapse_io_ms;
 	u64 last_miss;
 	struct mdr_vol_stats __percpu *stats;
 	atomic64_t bad_dev;
