@@ -77,8 +77,10 @@ static void mdr_clone_endio(struct bio *clone)
 	if (unlikely(clone->bi_status)) {
 		orig->bi_status = clone->bi_status;
 		mdr_vol_stat_inc(vol, errors);
+		atomic64_inc(&io->b->errors);
 	}
-	bio_end_io_acct(orig, io->start);
+	if (io->start)
+		bio_end_io_acct(orig, io->start);
 	bio_put(clone);
 	bio_endio(orig);
 	/* last: once the count drops, detach may free @vol */
@@ -122,9 +124,13 @@ static void mdr_remap(struct mdr_vol *vol, struct bio *bio, u64 index,
 		goto out_fail;
 	io = container_of(clone, struct mdr_io, clone);
 	io->vol = vol;
+	io->b = b;
 	io->orig = bio;
 	io->token = token;
-	io->start = bio_start_io_acct(bio);
+	/* /sys/block/mdrN/queue/iostats; a start at jiffies 0 counts from 1 */
+	io->start = 0;
+	if (blk_queue_io_stat(vol->disk->queue))
+		io->start = bio_start_io_acct(bio) ?: 1;
 	clone->bi_iter.bi_sector =
 		mdr_ext_remap(bio->bi_iter.bi_sector, loc->pstart, shift);
 	clone->bi_end_io = mdr_clone_endio;

@@ -713,6 +713,8 @@ static int mdr_vol_add_disk(struct mdr_vol *vol)
 	/* devices bound later may cache writes: always pass flush and FUA */
 	blk_queue_write_cache(q, true, true);
 	blk_queue_flag_set(QUEUE_FLAG_NONROT, q);
+	/* accounted, as blk-mq disks are; queue/iostats turns it off */
+	blk_queue_flag_set(QUEUE_FLAG_IO_STAT, q);
 
 	disk->major = mdr_major;
 	disk->first_minor = vol->index * MDR_MINORS;

@@ -159,13 +159,15 @@ struct mdr_vol {
 /**
  * struct mdr_io - a bio on its way to a backing device
  * @vol:	its volume
+ * @b:		the device (@vol holds it until detach, after every IO)
  * @orig:	the volume's bio it carries
- * @start:	jiffies, for IO accounting
+ * @start:	jiffies, for IO accounting; 0: not accounted (iostats off)
  * @token:	in-flight accounting
  * @clone:	sent to the device; must be last (bioset front_pad)
  */
 struct mdr_io {
 	struct mdr_vol *vol;
+	struct mdr_backing *b;
 	struct bio *orig;
 	unsigned long start;
 	mdr_inflight_token_t token;
