@@ -464,10 +464,11 @@ void mdr_submit_bio(struct bio *bio)
 		bio_io_error(bio);
 		return;
 	}
-	bio = bio_split_to_limits(bio);
-	if (!bio)
-		return;
-
+	/*
+	 * The flush before any split: a split keeps REQ_PREFLUSH in both
+	 * halves, which would flush every device once per piece. The data
+	 * comes back here without the flag once the flush is done.
+	 */
 	if (bio->bi_opf & REQ_PREFLUSH) {
 		if (!xa_empty(&vol->devs)) {
 			mdr_flush(vol, bio);	/* the data follows the flush */
@@ -481,6 +482,9 @@ void mdr_submit_bio(struct bio *bio)
 			return;
 		}
 	}
+	bio = bio_split_to_limits(bio);
+	if (!bio)
+		return;
 
 	/*
 	 * One extent per bio: split off what lies in the first extent and
