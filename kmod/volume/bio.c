@@ -181,8 +181,8 @@ static void mdr_park(struct mdr_vol *vol, struct bio *bio, u64 index,
 
 	spare = kzalloc(sizeof(*spare), GFP_NOWAIT | __GFP_NOWARN);
 	if (unlikely(!spare)) {
-		bio->bi_status = BLK_STS_RESOURCE;
-		bio_endio(bio);
+		/* not ENOMEM to the file system: routed again within 1 s */
+		mdr_vol_defer(vol, bio);
 		return;
 	}
 	act = mdr_waitlist_park(&vol->wait, index, bio, alloc, &spare, jiffies);

@@ -336,7 +336,10 @@ static void mdr_vol_entries(void *owner, u64 first,
  * @owner:	the volume
  * @first:	first extent
  * @n:		extents
- * @err:	-errno; -EAGAIN retries later, anything else fails the bios
+ * @err:	-errno; -EAGAIN (the node said try again) and -ENOMEM (no
+ *		memory for the request here, which submit_bio context cannot
+ *		wait for) retry with the deferred bios, within a second;
+ *		anything else fails the bios
  *
  * Context: any.
  */
@@ -355,7 +358,7 @@ void mdr_vol_failed(void *owner, u64 first, unsigned int n, int err)
 		if (!mdr_waitlist_take(&vol->wait, first + i, &list, &wflags) ||
 		    bio_list_empty(&list))
 			continue;
-		if (err == -EAGAIN) {
+		if (err == -EAGAIN || err == -ENOMEM) {
 			while ((bio = bio_list_pop(&list)))
 				mdr_vol_defer(vol, bio);
 			continue;
