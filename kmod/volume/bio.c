@@ -146,6 +146,62 @@ out_fail:
 	bio_io_error(bio);
 }
 
+static void mdr_held_endio(struct bio *bio)
+{
+	struct mdr_held *h = container_of(bio, struct mdr_held, bio);
+	struct bio *orig = h->orig;
+
+	if (unlikely(bio->bi_status))
+		orig->bi_status = bio->bi_status;
+	bio_put(bio);
+	bio_endio(orig);
+}
+
+/*
+ * @bio must wait for the node: a lookup, an allocation, a lease, the end
+ * of a move or of a drain. The first time, it is wrapped in a struct
+ * mdr_held that remembers when; once held for fast_io_fail_tmo, it fails
+ * instead of waiting again, so no answer of the node (stale entries, an
+ * extent FROZEN for ever, AGAIN after AGAIN) keeps IO waiting without end.
+ * Only bios that wait pay for it.
+ * Context: process (mdr_route()); sleeps only for the bio mempool.
+ * Return: the bio to park or defer, or NULL if @bio was failed.
+ */
+static struct bio *mdr_hold(struct mdr_vol *vol, struct bio *bio)
+{
+	struct mdr_held *h;
+	struct bio *held;
+
+	if (bio->bi_pool == &vol->held_bs) {
+		h = container_of(bio, struct mdr_held, bio);
+		if (likely(time_before(jiffies,
+				       h->since + g_fast_io_fail_tmo * HZ)))
+			return bio;
+		pr_warn_ratelimited("mdr%d: IO at sector %llu waited %us for the metadata service: failing it\n",
+				    vol->index, (u64)bio->bi_iter.bi_sector,
+				    g_fast_io_fail_tmo);
+		mdr_vol_stat_inc(vol, errors);
+		bio_io_error(bio);
+		return NULL;
+	}
+	held = bio_alloc_clone(bio->bi_bdev, bio, GFP_NOIO, &vol->held_bs);
+	if (unlikely(!held))
+		return bio;	/* only an integrity payload fails: unbounded */
+	h = container_of(held, struct mdr_held, bio);
+	h->orig = bio;
+	h->since = jiffies;
+	held->bi_end_io = mdr_held_endio;
+	return held;
+}
+
+/* mdr_route(): @bio waits on the deferred list, from its first wait on */
+static void mdr_route_defer(struct mdr_vol *vol, struct bio *bio)
+{
+	bio = mdr_hold(vol, bio);
+	if (bio)
+		mdr_vol_defer(vol, bio);
+}
+
 /*
  * Registers extents @index + 1 .. @index + @count - 1 as being fetched,
  * up to the first that already is (or memory runs out): answers are
@@ -179,6 +235,9 @@ static void mdr_park(struct mdr_vol *vol, struct bio *bio, u64 index,
 	unsigned int count = 1, prefetch;
 	int ret;
 
+	bio = mdr_hold(vol, bio);
+	if (!bio)
+		return;
 	spare = kzalloc(sizeof(*spare), GFP_NOWAIT | __GFP_NOWARN);
 	if (unlikely(!spare)) {
 		/* not ENOMEM to the file system: routed again within 1 s */
@@ -242,7 +301,8 @@ void mdr_route(struct mdr_vol *vol, struct bio *bio, struct mdr_route_ctx *ctx)
 	struct mdr_loc loc;
 
 	if (mdr_inflight_enter(&vol->inflight, index, &token)) {
-		mdr_vol_defer(vol, bio);	/* an invalidation drains it */
+		/* a drain here, not the node: no clock */
+		mdr_vol_defer(vol, bio);
 		return;
 	}
 	if (unlikely(test_bit(MDR_VOL_F_DYING, &vol->flags))) {
@@ -253,7 +313,7 @@ void mdr_route(struct mdr_vol *vol, struct bio *bio, struct mdr_route_ctx *ctx)
 	if (unlikely(!test_bit(MDR_VOL_F_LEASE, &vol->flags) ||
 		     !time_before(jiffies, READ_ONCE(vol->lease_end)))) {
 		mdr_inflight_exit(&vol->inflight, token);
-		mdr_vol_defer(vol, bio);
+		mdr_route_defer(vol, bio);
 		return;
 	}
 	if (mdr_cache_lookup(&vol->cache, index, &loc) == MDR_CACHE_MISS) {
@@ -296,7 +356,7 @@ void mdr_route(struct mdr_vol *vol, struct bio *bio, struct mdr_route_ctx *ctx)
 	 * lose it); without one, expire_work routes them again every second.
 	 */
 	mdr_cache_drop(&vol->cache, index, 1, loc.generation);
-	mdr_vol_defer(vol, bio);
+	mdr_route_defer(vol, bio);
 }
 
 /*

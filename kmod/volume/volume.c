@@ -621,6 +621,7 @@ static void mdr_vol_free(struct mdr_vol *vol)
 	xa_destroy(&vol->devs);
 	mdr_cache_destroy(&vol->cache);
 	mdr_inflight_destroy(&vol->inflight);
+	bioset_exit(&vol->held_bs);
 	bioset_exit(&vol->flush_bs);
 	bioset_exit(&vol->clone_bs);
 	bioset_exit(&vol->split_bs);
@@ -677,6 +678,9 @@ static struct mdr_vol *mdr_vol_alloc(void)
 			offsetof(struct mdr_io, clone), BIOSET_NEED_RESCUER))
 		goto out_free;
 	if (bioset_init(&vol->flush_bs, BIO_POOL_SIZE, 0, 0))
+		goto out_free;
+	if (bioset_init(&vol->held_bs, BIO_POOL_SIZE,
+			offsetof(struct mdr_held, bio), BIOSET_NEED_RESCUER))
 		goto out_free;
 	return vol;
 

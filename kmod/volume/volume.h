@@ -94,6 +94,7 @@ enum {
  * @wait:	bios parked on an extent being fetched or allocated
  * @split_bs:	bios split at extent boundaries
  * @clone_bs:	clones sent to backing devices (front: struct mdr_io)
+ * @held_bs:	bios that wait for the node (front: struct mdr_held)
  * @flush_bs:	empty flushes fanned out to the backing devices
  * @flush_lock:	protects @flush_slow and @flush_data
  * @flush_slow:	flushes waiting for memory to fan out
@@ -133,6 +134,7 @@ struct mdr_vol {
 	struct mdr_waitlist wait;
 	struct bio_set split_bs;
 	struct bio_set clone_bs;
+	struct bio_set held_bs;
 	struct bio_set flush_bs;
 	spinlock_t flush_lock;
 	struct bio_list flush_slow;
@@ -154,6 +156,20 @@ struct mdr_vol {
 	struct mdr_vol_stats __percpu *stats;
 	atomic64_t bad_dev;
 	struct mdr_reval reval;
+};
+
+/**
+ * struct mdr_held - a bio that had to wait for the node, and since when
+ * @orig:	the bio it stands for, ended when this one ends
+ * @since:	jiffies of its first wait: every later wait (parked for a
+ *		lookup again, deferred while the extent is FROZEN or the node
+ *		says AGAIN) counts from it, and it fails fast_io_fail_tmo after
+ * @bio:	what is parked, deferred and routed; must be last (front_pad)
+ */
+struct mdr_held {
+	struct bio *orig;
+	unsigned long since;
+	struct bio bio;
 };
 
 /**

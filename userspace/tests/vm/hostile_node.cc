@@ -41,6 +41,13 @@
 //                   that answers 8 MiB extents (and 128 MiB, so the table
 //                   keeps its length). An OPEN sent again before it (a
 //                   host that timed the first out) still gets 4 MiB.
+//   frozen          entry 5 is FROZEN, for ever (not 0: the partition scan
+//                   of attach reads there)
+//   stale           entry 5 is mapped at generation 2; after the third
+//                   RENEW (the host has read it by then), an INVALIDATE
+//                   (MOVE) of extent 5 at generation 100: every answer from
+//                   then on is older than the push
+//   alloc-again     every ALLOC is answered MDR_ST_AGAIN
 // Connections are served one at a time; a new one replaces the old, so a
 // host that reconnects meets the same scenario again. Prints one line per
 // event and runs until killed.
@@ -76,6 +83,9 @@ constexpr uint32_t kSend = 64;		// send buffers, used round robin
 constexpr uint64_t kVolSize = 64ull << 20;
 constexpr uint32_t kShift = 22;
 constexpr uint64_t kEntries = kVolSize >> kShift;
+
+// The extent of the "frozen" and "stale" scenarios.
+constexpr uint64_t kStuck = 5;
 
 // Entries 1-7 of the "entries" scenario, in index order.
 const char *const kEntryKinds[] = {
@@ -113,6 +123,7 @@ struct Server {
 	uint64_t volume_id = 0;
 	uint64_t push_id = 1;
 	bool pushed = false;
+	unsigned renews = 0;
 	bool cut = false;		// reopen-shift: disconnected once
 
 	bool is(std::string_view s) const { return scenario == s; }
@@ -229,6 +240,12 @@ void Server::fill_table(uint64_t vol)
 			case 7: e = {.generation = 0}; break;
 			}
 		}
+		if (is("frozen") && i == kStuck)
+			e = {.generation = 2, .pstart = 8192 * i, .dev_id = 1,
+			     .state = MDR_EXT_FROZEN};
+		if (is("stale") && i == kStuck)
+			e = {.generation = 2, .pstart = 8192 * i, .dev_id = 1,
+			     .state = MDR_EXT_MAPPED};
 		if (is("entries-foreign")) {
 			e = {.generation = 2, .pstart = 8192 * i, .dev_id = 1,
 			     .state = MDR_EXT_MAPPED};
@@ -428,6 +445,7 @@ void Server::on_message(const std::byte *b, uint32_t len)
 		break;
 	}
 	case MDR_OP_RENEW:
+		renews++;
 		size = sizeof(out.renew);
 		header(out.renew.hdr, op, size);
 		store(out.renew.lease_ms, lease_ms);
@@ -436,6 +454,11 @@ void Server::on_message(const std::byte *b, uint32_t len)
 		header(out.hdr, op, size);
 		break;
 	case MDR_OP_ALLOC: {
+		if (is("alloc-again")) {
+			header(out.hdr, op, size);
+			store(out.hdr.status, MDR_ST_AGAIN);
+			break;
+		}
 		if (is("alloc-stall")) {
 			if (!cut) {
 				cut = true;
@@ -476,8 +499,11 @@ void Server::on_message(const std::byte *b, uint32_t len)
 		rdma_disconnect(id);
 		printf("disconnected\n");
 	}
-	if (op == MDR_OP_RENEW && (is("push-reason") || is("push-track-v1")) && !pushed) {
-		const uint32_t reason = is("push-reason") ? 9 : MDR_INVAL_TRACK;
+	if (op == MDR_OP_RENEW && (is("push-reason") || is("push-track-v1") ||
+				   (is("stale") && renews >= 3)) && !pushed) {
+		const uint32_t reason = is("push-reason") ? 9
+				      : is("stale")	  ? MDR_INVAL_MOVE
+							  : MDR_INVAL_TRACK;
 
 		pushed = true;
 		mdr_wire_inval p{};
@@ -486,9 +512,9 @@ void Server::on_message(const std::byte *b, uint32_t len)
 		store(p.hdr.length, uint32_t(sizeof(p)));
 		store(p.hdr.req_id, push_id++);
 		store(p.volume_id, volume_id);
-		store(p.first, 0);
+		store(p.first, is("stale") ? kStuck : 0);
 		store(p.count, 1);
-		store(p.generation, 5);
+		store(p.generation, is("stale") ? 100 : 5);
 		store(p.reason, reason);
 		send(&p, sizeof(p));
 		printf("sent: INVALIDATE push with reason %u\n", reason);
