@@ -1846,16 +1846,24 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 	u32 inc;
 	int ret;
 
-	/* a reopen after the lease ran out, here or on mdnode (STALE) */
-	spin_lock_bh(&tv->cb_lock);
-	lapsed = tv->opened_once &&
-		 (!tv->lease_valid || !mdr_lease_valid(sent, tv->deadline) ||
-		  test_bit(MDR_TV_REOPEN, &tv->flags));
-	spin_unlock_bh(&tv->cb_lock);
-
 	ret = mdr_rpc(c, tv, MDR_OP_OPEN, reply, &inc);
 	if (ret)
 		return ret;
+	/*
+	 * A reopen after the lease ran out, here or on mdnode (STALE). Judged
+	 * when the answer is in, not when the OPEN left: mdnode granted the
+	 * new lease at some time before now, and only if the old one was
+	 * still valid here now was it valid there then (mdnode holds a lease
+	 * longer than the host). An OPEN that a slow node took up after the
+	 * old lease had run out there may come after moves that did not wait
+	 * for this host: the cache is dropped.
+	 */
+	spin_lock_bh(&tv->cb_lock);
+	lapsed = tv->opened_once &&
+		 (!tv->lease_valid ||
+		  !mdr_lease_valid(ktime_get_ns(), tv->deadline) ||
+		  test_bit(MDR_TV_REOPEN, &tv->flags));
+	spin_unlock_bh(&tv->cb_lock);
 	/*
 	 * The volume was attached with this extent size and no change of
 	 * the volume alters it: a table cut otherwise would send IO where
