@@ -120,9 +120,8 @@ mdr_assert_no_splat() {
 # mdr_mdnode_start DATA_DIR [mdnode options...]: started in the background,
 # stopped at exit; waits until its rdma_cm listener is up. The guest's disks
 # are QEMU's and complete an IO within a second unless a test queues deep:
-# io-hold-ms is 2000 here, not the 30 s a real device's timeout asks for, so
-# that a lapsed lease or a restart does not hold moves up for half a minute
-# in every test. A test that queues deep gives its own (the last one counts).
+# io-hold-ms is 2000 here, not the 20 s of mdnode's default, so that a
+# lapsed lease or a restart does not hold moves up for 25 s in every test. A test that queues deep gives its own (the last one counts).
 mdr_mdnode_start() {
 	local dir=$1
 	shift

@@ -31,7 +31,7 @@ const char kUsage[] =
 	"      --admin-key FILE      key of admin clients (/etc/mdroute/admin.key)\n"
 	"      --lease-ms N          lease granted to hosts, 1000..60000 (5000)\n"
 	"      --io-hold-ms N        longest a host's backing device may hold an IO,\n"
-	"                            0..600000 (30000): data a host whose lease ran\n"
+	"                            0..600000 (20000): data a host whose lease ran\n"
 	"                            out may still write moves only this much later\n"
 	"      --max-connections N   refuse connections beyond N (1024)\n"
 	"      --log-level LEVEL     error, warn, info (default) or debug\n"

@@ -42,7 +42,7 @@ struct Config {
 	std::string admin_key_file = "/etc/mdroute/admin.key";
 	uint32_t lease_ms = 5000;
 	// NodeOptions::io_hold_ms.
-	uint32_t io_hold_ms = 30000;
+	uint32_t io_hold_ms = 20000;
 	uint32_t max_connections = 1024;
 	LogLevel log_level = LogLevel::info;
 	// Test only (--test-drop-invalidations, never from a file): see

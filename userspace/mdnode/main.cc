@@ -196,6 +196,13 @@ int run(const Config &cfg)
 	NodeOptions no;
 	no.lease_ms = cfg.lease_ms;
 	no.io_hold_ms = cfg.io_hold_ms;
+	// A silent host keeps an extent frozen this long; hosts fail IO that
+	// waited their fast_io_fail_tmo (30 s unless raised) for the node.
+	if (const uint64_t frozen = uint64_t(no.lease_ms) + no.drift_margin_ms + no.io_hold_ms;
+	    frozen >= 30000)
+		log_warn("a silent host may keep an extent frozen for %" PRIu64 " ms (lease, "
+			 "margin and io hold): hosts with the default fast_io_fail_tmo of 30 s "
+			 "fail their IO to it first", frozen);
 	no.boot_id = random_u64();
 	no.test_drop_invalidations = cfg.test_drop_invalidations;
 	if (no.test_drop_invalidations)

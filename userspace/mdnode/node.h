@@ -53,7 +53,7 @@ struct NodeOptions {
 	// data move or places be reused (every reason but ALLOC and TRACK)
 	// waits a lapsed holder out this much longer, and so does the restart
 	// grace. Documentation/volumes.md, "Against lease expiry".
-	uint32_t io_hold_ms = 30000;
+	uint32_t io_hold_ms = 20000;
 	std::vector<uint8_t> admin_key;		// empty: admin connections refused
 	uint64_t boot_id = 0;
 	uint64_t checkpoint_records = 100000;	// checkpoint after this many

@@ -116,7 +116,7 @@ void test_config_defaults(void **)
 	assert_int_equal(r.value().port, MDR_WIRE_PORT);
 	assert_string_equal(r.value().admin_key_file.c_str(), "/etc/mdroute/admin.key");
 	assert_int_equal(r.value().lease_ms, 5000);
-	assert_int_equal(r.value().io_hold_ms, 30000);
+	assert_int_equal(r.value().io_hold_ms, 20000);
 	assert_int_equal(r.value().max_connections, 1024);
 	assert_int_equal(r.value().log_level, mdnode::LogLevel::info);
 	assert_false(r.value().test_drop_invalidations);
