@@ -164,7 +164,7 @@ static void mdr_held_endio(struct bio *bio)
  * instead of waiting again, so no answer of the node (stale entries, an
  * extent FROZEN for ever, AGAIN after AGAIN) keeps IO waiting without end.
  * Only bios that wait pay for it.
- * Context: process (mdr_route()); sleeps only for the bio mempool.
+ * Context: process (mdr_route()); does not sleep.
  * Return: the bio to park or defer, or NULL if @bio was failed.
  */
 static struct bio *mdr_hold(struct mdr_vol *vol, struct bio *bio)
@@ -184,9 +184,16 @@ static struct bio *mdr_hold(struct mdr_vol *vol, struct bio *bio)
 		bio_io_error(bio);
 		return NULL;
 	}
-	held = bio_alloc_clone(bio->bi_bdev, bio, GFP_NOIO, &vol->held_bs);
+	/*
+	 * Without reclaim: the resubmit work routes bios too, and a mempool
+	 * wait there could wait for held bios that only that work routes.
+	 * Past the pool's reserve, under memory pressure, @bio waits as it
+	 * is: without the bound, never without progress.
+	 */
+	held = bio_alloc_clone(bio->bi_bdev, bio, GFP_NOWAIT | __GFP_NOWARN,
+			       &vol->held_bs);
 	if (unlikely(!held))
-		return bio;	/* only an integrity payload fails: unbounded */
+		return bio;
 	h = container_of(held, struct mdr_held, bio);
 	h->orig = bio;
 	h->since = jiffies;

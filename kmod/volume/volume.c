@@ -679,8 +679,9 @@ static struct mdr_vol *mdr_vol_alloc(void)
 		goto out_free;
 	if (bioset_init(&vol->flush_bs, BIO_POOL_SIZE, 0, 0))
 		goto out_free;
+	/* no rescuer: mdr_hold() never waits for the pool */
 	if (bioset_init(&vol->held_bs, BIO_POOL_SIZE,
-			offsetof(struct mdr_held, bio), BIOSET_NEED_RESCUER))
+			offsetof(struct mdr_held, bio), 0))
 		goto out_free;
 	return vol;
 
