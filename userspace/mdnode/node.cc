@@ -297,7 +297,14 @@ void Node::do_open(Session &s, uint64_t req_id, const wire::OpenReq &r)
 
 void Node::do_close(Session &s, uint64_t req_id, const wire::CloseReq &r)
 {
-	if (s.peer.role != MDR_ROLE_HOST || !s.opened.erase(r.volume_id))
+	if (s.peer.role != MDR_ROLE_HOST)
+		return reply_error(s.peer.id, req_id, MDR_OP_CLOSE, -ENOENT);
+	// A lease that lapsed here (tick() took the volume off the session)
+	// is closed too on the connection that held it: a host drains its IO
+	// to the volume before it sends CLOSE, so nothing is left to wait out.
+	auto l = leases_.find({r.volume_id, s.peer.host_id});
+	const bool lapsed = l != leases_.end() && l->second.lapsed && l->second.conn == s.peer.id;
+	if (!s.opened.erase(r.volume_id) && !lapsed)
 		return reply_error(s.peer.id, req_id, MDR_OP_CLOSE, -ENOENT);
 	leases_.erase({r.volume_id, s.peer.host_id});
 	reply(s.peer.id, req_id, wire::CloseRep{});
@@ -578,13 +585,21 @@ void Node::expire_pushes()
 
 		// Only pushes a fan-out still waits for: a sent one it stopped
 		// waiting for holds a credit, and what waits behind it is
-		// overdue in its turn.
+		// overdue in its turn. And only to a host that holds its lease:
+		// one whose lease lapsed may be slow to ack because its devices
+		// still hold its IO, which io_hold_ms waits out; cutting it off
+		// would cost every volume on the connection its pushes.
+		auto overdue_for = [&](const Push &p) {
+			return push_wanted(p) &&
+			       lease_valid(fan_outs_.at(p.fan_out_id).volume_id, p.host_id);
+		};
 		int64_t oldest = now;
 		for (uint64_t id : s.pushes)
-			if (const Push &p = pushes_.at(id); push_wanted(p))
+			if (const Push &p = pushes_.at(id); overdue_for(p))
 				oldest = std::min(oldest, p.since_ms);
 		for (uint64_t id : s.queued)
-			oldest = std::min(oldest, pushes_.at(id).since_ms);
+			if (const Push &p = pushes_.at(id); overdue_for(p))
+				oldest = std::min(oldest, p.since_ms);
 		if (now - oldest < overdue)
 			continue;
 		stats_.push_timeouts++;

@@ -130,7 +130,8 @@ void stamp(std::vector<uint8_t> &buf, uint64_t seed)
 }
 
 struct Rig {
-	explicit Rig(bool bad_dev2_path = false)
+	explicit Rig(bool bad_dev2_path = false, uint32_t hold_ms = kIoHoldMs)
+		: io_hold_ms(hold_ms)
 	{
 		jdir = dir.path + "/journal";
 		fs::create_directory(jdir);
@@ -185,7 +186,7 @@ struct Rig {
 		NodeOptions o;
 		o.lease_ms = kLeaseMs;
 		o.drift_margin_ms = kMarginMs;
-		o.io_hold_ms = kIoHoldMs;
+		o.io_hold_ms = io_hold_ms;
 		o.admin_key.assign(kAdminKey.begin(), kAdminKey.end());
 		o.boot_id = 0xb007 + restarts;
 		o.copier.chunk = 128 << 10;	// 8 chunks an extent
@@ -212,7 +213,7 @@ struct Rig {
 	// Past the grace after a start.
 	void past_grace()
 	{
-		now += kWaitedOutMs;
+		now += kHeldMs + io_hold_ms;
 		node->tick();
 	}
 
@@ -404,6 +405,7 @@ struct Rig {
 		return 0;
 	}
 
+	uint32_t io_hold_ms;	// NodeOptions::io_hold_ms of every start
 	TempDir dir;
 	std::string jdir;
 	std::map<uint32_t, std::string> dev_path;
@@ -688,6 +690,51 @@ void test_move_after_a_lapse_waits_out_the_holders_io(void **)
 	r.copies();
 	assert_int_equal(r.entry(s.vol, 0).state, MDR_EXT_FROZEN);
 	publish_after_the_hold(r, s);
+}
+
+// A holder whose lease lapsed while it stayed connected still gets the MOVE
+// push (its devices may still hold its IO). A slow ack from it is waited
+// out by io_hold_ms: it is not cut off as an overdue push, which would cost
+// every volume on its connection its pushes.
+void test_lapsed_holder_is_not_cut_off_for_a_slow_ack(void **)
+{
+	constexpr uint32_t hold = 3 * kHeldMs;	// longer than a push may be overdue
+	Rig r(false, hold);
+	Setup s(r);
+	const ConnId other = r.host(0x2222);
+	uint64_t req = 9;
+
+	r.open(other, s.vol);
+	r.now += kHeldMs - 1;
+	assert_int_equal(r.call(s.host, req++, wire::RenewReq{.volume_id = s.vol}), MDR_ST_OK);
+	r.now += 1;
+	r.node->tick();	// the other's lease lapses; it stays connected
+	r.send(s.adm, 20, wire::MoveReq{.volume_id = s.vol, .first = 0, .count = 1,
+					.to_dev = 2});
+	r.flush();
+	wire::Msg push = r.one(s.host);
+	expect_push(push, s.vol, 0, 3, MDR_INVAL_MOVE);
+	ack(r, s.host, push);
+	expect_push(r.one(other), s.vol, 0, 3, MDR_INVAL_MOVE);	// never acked
+	for (int64_t waited = 0; waited < hold; waited += kLeaseMs / 2) {
+		r.copies();
+		assert_int_equal(r.entry(s.vol, 0).state, MDR_EXT_FROZEN);
+		r.now += kLeaseMs / 2;
+		assert_int_equal(r.call(s.host, req++, wire::RenewReq{.volume_id = s.vol}),
+				 MDR_ST_OK);
+		r.node->tick();
+	}
+	r.copies();
+	assert_int_equal(r.node->stats().push_timeouts, 0);
+	assert_true(r.net.disconnects.empty());
+	const wire::Entry e = r.entry(s.vol, 0);
+	assert_int_equal(e.state, MDR_EXT_MAPPED);
+	assert_int_equal(e.dev_id, 2);
+	assert_true(r.extent_holds(e, 100));
+	push = r.one(s.host);
+	expect_push(push, s.vol, 0, 4, MDR_INVAL_ALLOC);
+	ack(r, s.host, push);
+	assert_int_equal(status_of(r.one(s.adm)), MDR_ST_OK);
 }
 
 // A holder that reconnects (its push lost with the old connection) and
@@ -1547,6 +1594,7 @@ int main()
 		cmocka_unit_test(test_move_back_and_forth),
 		cmocka_unit_test(test_silent_holder_delays_the_copy_until_its_lease_expires),
 		cmocka_unit_test(test_move_after_a_lapse_waits_out_the_holders_io),
+		cmocka_unit_test(test_lapsed_holder_is_not_cut_off_for_a_slow_ack),
 		cmocka_unit_test(test_reconnected_holder_gets_the_push_again),
 		cmocka_unit_test(test_no_copy_within_the_grace_after_a_start),
 		cmocka_unit_test(test_crash_at_each_step),

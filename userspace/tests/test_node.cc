@@ -654,6 +654,30 @@ void test_close_drops_the_lease(void **)
 	assert_int_equal(r.node->stats().lease_expiries, 0);
 }
 
+// A lease that lapsed here may still be closed on its connection: the host
+// drains its IO before CLOSE, so the volume need not wait io_hold_ms.
+void test_close_ends_a_lapsed_lease(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "v", 4 * MiB, 1);
+	const ConnId h = r.host(1, 0x1);
+	const ConnId other = r.host(1, 0x1);
+
+	r.open(h, vol);
+	r.now += kHeldMs;
+	r.node->tick();
+	assert_int_equal(r.call(adm, 2, wire::VolDeleteReq{.name = "v"}), MDR_ST_BUSY);
+	// Not on another connection of the same host.
+	assert_int_equal(r.call(other, 3, wire::CloseReq{.volume_id = vol}), MDR_ST_NOENT);
+	r.send(h, 4, wire::CloseReq{.volume_id = vol});
+	assert_true(std::holds_alternative<wire::CloseRep>(r.one(h).body));
+	assert_int_equal(r.call(h, 5, wire::CloseReq{.volume_id = vol}), MDR_ST_NOENT);
+	r.send(adm, 6, wire::VolDeleteReq{.name = "v"});
+	r.flush();
+	assert_true(std::holds_alternative<wire::VolDeleteRep>(r.one(adm).body));
+}
+
 // DELETE and RESIZE are BUSY while any host holds a lease, and leave the
 // volume as it was; once the lease has lapsed and the host's IO is waited
 // out they go ahead and the table's registrations are dropped.
@@ -1462,6 +1486,7 @@ int main()
 		cmocka_unit_test(test_close_drops_the_lease),
 		cmocka_unit_test(test_delete_and_resize_are_busy_while_leases_are_held),
 		cmocka_unit_test(test_delete_waits_out_the_leases_of_before_a_start),
+		cmocka_unit_test(test_close_ends_a_lapsed_lease),
 		cmocka_unit_test(test_alloc_is_durable_before_the_reply_and_idempotent),
 		cmocka_unit_test(test_alloc_fan_out_settles_on_ack),
 		cmocka_unit_test(test_alloc_fan_out_settles_on_lease_expiry),
