@@ -167,23 +167,33 @@ static void mdr_held_endio(struct bio *bio)
  * Context: process (mdr_route()); does not sleep.
  * Return: the bio to park or defer, or NULL if @bio was failed.
  */
+/* A held @bio whose first wait was fast_io_fail_tmo ago is failed. */
+static bool mdr_held_expired(struct mdr_vol *vol, struct bio *bio)
+{
+	struct mdr_held *h;
+
+	if (bio->bi_pool != &vol->held_bs)
+		return false;
+	h = container_of(bio, struct mdr_held, bio);
+	if (likely(time_before(jiffies, h->since + g_fast_io_fail_tmo * HZ)))
+		return false;
+	pr_warn_ratelimited("mdr%d: IO at sector %llu waited %us for the metadata service: failing it\n",
+			    vol->index, (u64)bio->bi_iter.bi_sector,
+			    g_fast_io_fail_tmo);
+	mdr_vol_stat_inc(vol, errors);
+	bio_io_error(bio);
+	return true;
+}
+
 static struct bio *mdr_hold(struct mdr_vol *vol, struct bio *bio)
 {
 	struct mdr_held *h;
 	struct bio *held;
 
-	if (bio->bi_pool == &vol->held_bs) {
-		h = container_of(bio, struct mdr_held, bio);
-		if (likely(time_before(jiffies,
-				       h->since + g_fast_io_fail_tmo * HZ)))
-			return bio;
-		pr_warn_ratelimited("mdr%d: IO at sector %llu waited %us for the metadata service: failing it\n",
-				    vol->index, (u64)bio->bi_iter.bi_sector,
-				    g_fast_io_fail_tmo);
-		mdr_vol_stat_inc(vol, errors);
-		bio_io_error(bio);
+	if (mdr_held_expired(vol, bio))
 		return NULL;
-	}
+	if (bio->bi_pool == &vol->held_bs)
+		return bio;
 	/*
 	 * Without reclaim: the resubmit work routes bios too, and a mempool
 	 * wait there could wait for held bios that only that work routes.
@@ -308,8 +318,13 @@ void mdr_route(struct mdr_vol *vol, struct bio *bio, struct mdr_route_ctx *ctx)
 	struct mdr_loc loc;
 
 	if (mdr_inflight_enter(&vol->inflight, index, &token)) {
-		/* a drain here, not the node: no clock */
-		mdr_vol_defer(vol, bio);
+		/*
+		 * A drain here, not the node: no clock starts. One that
+		 * already runs still counts (a drain stuck on a device must
+		 * not keep a bio that waited for the node waiting on).
+		 */
+		if (!mdr_held_expired(vol, bio))
+			mdr_vol_defer(vol, bio);
 		return;
 	}
 	if (unlikely(test_bit(MDR_VOL_F_DYING, &vol->flags))) {

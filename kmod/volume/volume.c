@@ -286,7 +286,7 @@ static void mdr_vol_entries(void *owner, u64 first,
 			.state = e[i].state,
 		};
 		struct mdr_wait *w;
-		bool stale;
+		bool stale, refused = false;
 
 		/*
 		 * Trusted only if asked for and not invalidated since: a
@@ -311,7 +311,7 @@ static void mdr_vol_entries(void *owner, u64 first,
 			if (test_bit(MDR_WAIT_REVAL, &w->flags) &&
 			    !test_bit(MDR_WAIT_ALLOC, &w->flags))
 				mdr_reval_answer(vol, index, &loc);
-			mdr_cache_insert(&vol->cache, index, &loc);
+			refused = mdr_cache_insert(&vol->cache, index, &loc);
 		}
 		spin_unlock_bh(&vol->map_lock);
 		if (stale) {
@@ -323,7 +323,12 @@ static void mdr_vol_entries(void *owner, u64 first,
 		}
 		if (!bio_list_empty(&w->bios)) {
 			mdr_vol_defer_list(vol, &w->bios);
-			kick = true;
+			/*
+			 * An answer the cache refused (older than a push said,
+			 * or no memory) would be fetched again at once: its
+			 * bios wait for the expiry work's pass instead (1 s).
+			 */
+			kick |= !refused;
 		}
 		kfree(w);
 	}
@@ -337,8 +342,9 @@ static void mdr_vol_entries(void *owner, u64 first,
  * @first:	first extent
  * @n:		extents
  * @err:	-errno; -EAGAIN (the node said try again) and -ENOMEM (no
- *		memory for the request here, which submit_bio context cannot
- *		wait for) retry with the deferred bios, within a second;
+ *		memory for the request, here, which submit_bio context cannot
+ *		wait for, or at the node) retry with the deferred bios, within
+ *		a second, until fast_io_fail_tmo from their first wait;
  *		anything else fails the bios
  *
  * Context: any.
@@ -434,16 +440,17 @@ static void mdr_vol_invalidate(void *owner, u64 first, u64 count,
  * (@lease_end, after the IO's in-flight count), so the IO counted now is
  * all of this lease's that may still reach a device: wait for it, and keep
  * how long after the deadline it took. mdnode waits out a lapsed lease for
- * io_hold_ms more before it moves data (Documentation/volumes.md, "Against
- * lease expiry"); lease_lapse_io_ms in sysfs is what to compare with. The
- * drain may also wait for IO of a lease granted again meanwhile: the
- * figure is an upper bound. Its own work: a slow device must not hold up
+ * io_hold_ms more before it moves data (Documentation/volumes.md, "The IO
+ * path against lease expiry"); lease_lapse_io_ms in sysfs is what to
+ * compare with. The deadline is the one that ran out (@lapse_end, kept when
+ * the lease did), and the drain may also wait for IO of a lease granted
+ * again meanwhile: the figure is an upper bound. Its own work: a slow device must not hold up
  * the lease work of every volume on the connection.
  */
 static void mdr_vol_lapse_work(struct work_struct *work)
 {
 	struct mdr_vol *vol = container_of(work, struct mdr_vol, lapse_work);
-	unsigned long end = READ_ONCE(vol->lease_end);
+	unsigned long end = READ_ONCE(vol->lapse_end);
 	unsigned int late;
 
 	mdr_inflight_drain(&vol->inflight);
@@ -476,6 +483,7 @@ static void mdr_vol_lease(void *owner, bool valid, u64 deadline_ns)
 	} else if (test_and_clear_bit(MDR_VOL_F_LEASE, &vol->flags)) {
 		pr_warn("mdr%d: lease of volume %llu expired: IO waits\n",
 			vol->index, vol->geom.volume_id);
+		WRITE_ONCE(vol->lapse_end, READ_ONCE(vol->lease_end));
 		/* detach flushes it after the close, the last callback */
 		queue_work(mdr_wq, &vol->lapse_work);
 	}

@@ -112,6 +112,7 @@ enum {
  * @resubmit_work: routes @deferred again
  * @expire_work: fails @deferred after fast_io_fail_tmo without a lease
  * @lapse_work:	waits for the IO of a lease that ran out (mdr_vol_lease())
+ * @lapse_end:	jiffies: the deadline of the lease that ran out last
  * @lapse_io_ms: the longest the IO of a lease outlived it, in ms
  * @last_miss:	extent of the last miss: sequential misses prefetch
  * @stats:	per-CPU counters
@@ -151,6 +152,7 @@ struct mdr_vol {
 	struct work_struct resubmit_work;
 	struct delayed_work expire_work;
 	struct work_struct lapse_work;
+	unsigned long lapse_end;
 	u32 lapse_io_ms;
 	u64 last_miss;
 	struct mdr_vol_stats __percpu *stats;
