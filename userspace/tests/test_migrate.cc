@@ -601,19 +601,22 @@ void test_move_back_and_forth(void **)
 	assert_int_equal(r.node->stats().moves_done, 4);
 }
 
-// A lapsed holder's lease has run out: extent 0 stays frozen until
-// io_hold_ms later, then moves to device 2 with its data, the holder that
-// acked is told, and the admin gets the reply (returned).
-wire::Msg publish_after_the_hold(Rig &r, Setup &s)
+// The admin moves extent 0 to device 2: it freezes, and the Setup's holder
+// is told and acks.
+void move_acked(Rig &r, Setup &s)
 {
-	r.now += kIoHoldMs - 1;
-	r.node->tick();
-	r.copies();
-	assert_int_equal(r.entry(s.vol, 0).state, MDR_EXT_FROZEN);
-	assert_true(r.quiet(s.adm));
-	r.now += 1;
-	r.node->tick();
-	r.copies();
+	r.send(s.adm, 20, wire::MoveReq{.volume_id = s.vol, .first = 0, .count = 1,
+					.to_dev = 2});
+	r.flush();
+	const wire::Msg push = r.one(s.host);
+	expect_push(push, s.vol, 0, 3, MDR_INVAL_MOVE);
+	ack(r, s.host, push);
+}
+
+// Extent 0 is on device 2 with its data, the Setup's holder is told, and
+// the admin gets the reply (returned).
+wire::Msg expect_published(Rig &r, Setup &s)
+{
 	const wire::Entry e = r.entry(s.vol, 0);
 	assert_int_equal(e.state, MDR_EXT_MAPPED);
 	assert_int_equal(e.dev_id, 2);
@@ -624,6 +627,21 @@ wire::Msg publish_after_the_hold(Rig &r, Setup &s)
 	wire::Msg m = r.one(s.adm);
 	assert_int_equal(status_of(m), MDR_ST_OK);
 	return m;
+}
+
+// A lapsed holder's lease has run out: extent 0 stays frozen until
+// io_hold_ms later, then is published.
+wire::Msg publish_after_the_hold(Rig &r, Setup &s)
+{
+	r.now += kIoHoldMs - 1;
+	r.node->tick();
+	r.copies();
+	assert_int_equal(r.entry(s.vol, 0).state, MDR_EXT_FROZEN);
+	assert_true(r.quiet(s.adm));
+	r.now += 1;
+	r.node->tick();
+	r.copies();
+	return expect_published(r, s);
 }
 
 // A holder that never acks (its connection is gone) is waited out: the
@@ -681,12 +699,7 @@ void test_move_after_a_lapse_waits_out_the_holders_io(void **)
 	r.node->tick();	// the other's lease lapses
 	assert_int_equal(r.node->stats().lease_expiries, 1);
 
-	r.send(s.adm, 20, wire::MoveReq{.volume_id = s.vol, .first = 0, .count = 1,
-					.to_dev = 2});
-	r.flush();
-	wire::Msg push = r.one(s.host);
-	expect_push(push, s.vol, 0, 3, MDR_INVAL_MOVE);
-	ack(r, s.host, push);
+	move_acked(r, s);
 	r.copies();
 	assert_int_equal(r.entry(s.vol, 0).state, MDR_EXT_FROZEN);
 	publish_after_the_hold(r, s);
@@ -709,12 +722,7 @@ void test_lapsed_holder_is_not_cut_off_for_a_slow_ack(void **)
 	assert_int_equal(r.call(s.host, req++, wire::RenewReq{.volume_id = s.vol}), MDR_ST_OK);
 	r.now += 1;
 	r.node->tick();	// the other's lease lapses; it stays connected
-	r.send(s.adm, 20, wire::MoveReq{.volume_id = s.vol, .first = 0, .count = 1,
-					.to_dev = 2});
-	r.flush();
-	wire::Msg push = r.one(s.host);
-	expect_push(push, s.vol, 0, 3, MDR_INVAL_MOVE);
-	ack(r, s.host, push);
+	move_acked(r, s);
 	expect_push(r.one(other), s.vol, 0, 3, MDR_INVAL_MOVE);	// never acked
 	for (int64_t waited = 0; waited < hold; waited += kLeaseMs / 2) {
 		r.copies();
@@ -727,14 +735,7 @@ void test_lapsed_holder_is_not_cut_off_for_a_slow_ack(void **)
 	r.copies();
 	assert_int_equal(r.node->stats().push_timeouts, 0);
 	assert_true(r.net.disconnects.empty());
-	const wire::Entry e = r.entry(s.vol, 0);
-	assert_int_equal(e.state, MDR_EXT_MAPPED);
-	assert_int_equal(e.dev_id, 2);
-	assert_true(r.extent_holds(e, 100));
-	push = r.one(s.host);
-	expect_push(push, s.vol, 0, 4, MDR_INVAL_ALLOC);
-	ack(r, s.host, push);
-	assert_int_equal(status_of(r.one(s.adm)), MDR_ST_OK);
+	expect_published(r, s);
 }
 
 // A holder that reconnects (its push lost with the old connection) and
