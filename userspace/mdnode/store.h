@@ -321,6 +321,11 @@ public:
 
 	// Committed volumes; pointers are valid until the next change.
 	const Volume *volume(uint64_t id) const;
+	// A delete or resize of the volume is reserved, not yet committed.
+	bool changing(uint64_t volume_id) const
+	{
+		return pending_.contains({volume_id, kWholeVolume});
+	}
 	// The id the next volume created gets: ids only grow, across restarts
 	// too, so every volume that exists now has a smaller one.
 	uint64_t next_volume_id() const { return next_id_; }
