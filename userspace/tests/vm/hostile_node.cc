@@ -43,10 +43,11 @@
 //                   host that timed the first out) still gets 4 MiB.
 //   frozen          entry 5 is FROZEN, for ever (not 0: the partition scan
 //                   of attach reads there)
-//   stale           entry 5 is mapped at generation 2; after the third
-//                   RENEW (the host has read it by then), an INVALIDATE
-//                   (MOVE) of extent 5 at generation 100: every answer from
-//                   then on is older than the push
+//   stale           entry 5 is mapped at generation 2; with the answer to
+//                   the first RENEW after a SIGUSR1 (sent once the host has
+//                   read it), an INVALIDATE (MOVE) of extent 5 at
+//                   generation 100: every answer from then on is older
+//                   than the push
 //   alloc-again     every ALLOC is answered MDR_ST_AGAIN
 // Connections are served one at a time; a new one replaces the old, so a
 // host that reconnects meets the same scenario again. Prints one line per
@@ -103,6 +104,10 @@ volatile sig_atomic_t g_stop;
 
 void on_signal(int) { g_stop = 1; }
 
+// "stale": the test says when the host has cached the extent (SIGUSR1).
+volatile sig_atomic_t g_push_now = 0;
+void on_push_signal(int) { g_push_now = 1; }
+
 struct Server {
 	std::string scenario;
 	uint32_t lease_ms = 30000;
@@ -123,7 +128,6 @@ struct Server {
 	uint64_t volume_id = 0;
 	uint64_t push_id = 1;
 	bool pushed = false;
-	unsigned renews = 0;
 	bool cut = false;		// reopen-shift: disconnected once
 
 	bool is(std::string_view s) const { return scenario == s; }
@@ -445,7 +449,6 @@ void Server::on_message(const std::byte *b, uint32_t len)
 		break;
 	}
 	case MDR_OP_RENEW:
-		renews++;
 		size = sizeof(out.renew);
 		header(out.renew.hdr, op, size);
 		store(out.renew.lease_ms, lease_ms);
@@ -500,7 +503,7 @@ void Server::on_message(const std::byte *b, uint32_t len)
 		printf("disconnected\n");
 	}
 	if (op == MDR_OP_RENEW && (is("push-reason") || is("push-track-v1") ||
-				   (is("stale") && renews >= 3)) && !pushed) {
+				   (is("stale") && g_push_now)) && !pushed) {
 		const uint32_t reason = is("push-reason") ? 9
 				      : is("stale")	  ? MDR_INVAL_MOVE
 							  : MDR_INVAL_TRACK;
@@ -620,6 +623,7 @@ int main(int argc, char **argv)
 	s.scenario = argv[i];
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
+	signal(SIGUSR1, on_push_signal);
 	if (!s.listen(addr.c_str(), uint16_t(port)))
 		return 1;
 	return s.run();
