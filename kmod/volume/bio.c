@@ -157,16 +157,6 @@ static void mdr_held_endio(struct bio *bio)
 	bio_endio(orig);
 }
 
-/*
- * @bio must wait for the node: a lookup, an allocation, a lease, the end
- * of a move or of a drain. The first time, it is wrapped in a struct
- * mdr_held that remembers when; once held for fast_io_fail_tmo, it fails
- * instead of waiting again, so no answer of the node (stale entries, an
- * extent FROZEN for ever, AGAIN after AGAIN) keeps IO waiting without end.
- * Only bios that wait pay for it.
- * Context: process (mdr_route()); does not sleep.
- * Return: the bio to park or defer, or NULL if @bio was failed.
- */
 /* A held @bio whose first wait was fast_io_fail_tmo ago is failed. */
 static bool mdr_held_expired(struct mdr_vol *vol, struct bio *bio)
 {
@@ -185,6 +175,16 @@ static bool mdr_held_expired(struct mdr_vol *vol, struct bio *bio)
 	return true;
 }
 
+/*
+ * @bio must wait for the node: a lookup, an allocation, a lease, the end
+ * of a move. The first time, it is wrapped in a struct mdr_held that
+ * remembers when; once held for fast_io_fail_tmo, it fails instead of
+ * waiting again, so no answer of the node (stale entries, an extent FROZEN
+ * for ever, AGAIN after AGAIN) keeps IO waiting without end.
+ * Only bios that wait pay for it.
+ * Context: process (mdr_route()); does not sleep.
+ * Return: the bio to park or defer, or NULL if @bio was failed.
+ */
 static struct bio *mdr_hold(struct mdr_vol *vol, struct bio *bio)
 {
 	struct mdr_held *h;

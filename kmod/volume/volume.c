@@ -311,7 +311,7 @@ static void mdr_vol_entries(void *owner, u64 first,
 			if (test_bit(MDR_WAIT_REVAL, &w->flags) &&
 			    !test_bit(MDR_WAIT_ALLOC, &w->flags))
 				mdr_reval_answer(vol, index, &loc);
-			refused = mdr_cache_insert(&vol->cache, index, &loc);
+			refused = mdr_cache_insert(&vol->cache, index, &loc) != 0;
 		}
 		spin_unlock_bh(&vol->map_lock);
 		if (stale) {
@@ -444,8 +444,8 @@ static void mdr_vol_invalidate(void *owner, u64 first, u64 count,
  * path against lease expiry"); lease_lapse_io_ms in sysfs is what to
  * compare with. The deadline is the one that ran out (@lapse_end, kept when
  * the lease did), and the drain may also wait for IO of a lease granted
- * again meanwhile: the figure is an upper bound. Its own work: a slow device must not hold up
- * the lease work of every volume on the connection.
+ * again meanwhile: the figure is an upper bound. Its own work: a slow
+ * device must not hold up the lease work of every volume on the connection.
  */
 static void mdr_vol_lapse_work(struct work_struct *work)
 {
