@@ -1912,11 +1912,13 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 		 * mdnode may have waited this lease out and moved extents
 		 * this host still caches, and no push will say which: drop
 		 * every entry (each one's generation stays as its floor).
-		 * Without a drain (ALLOC's kind of drop): past the deadline
-		 * no bio gets from the lease check to a lookup, what was
-		 * sent before is what mdnode's io_hold_ms waits out, and a
-		 * drain here would hold the lease work of every volume on
-		 * the connection for as long as a slow device takes.
+		 * Without a drain (ALLOC's kind of drop): a bio that looked
+		 * an entry up before the drop passed its lease check under
+		 * the old lease, and what was sent under it is what mdnode
+		 * waits out (io_hold_ms after the lapse, or the grace after
+		 * its start when STALE came from a restart); a drain here
+		 * would hold the lease work of every volume on the
+		 * connection for as long as a slow device takes.
 		 */
 		mdr_conn_info(c, "volume %llu: reopened after its lease lapsed: dropping its cache\n",
 			      tv->volume_id);
