@@ -210,6 +210,62 @@ static void mdr_waitlist_test_repark_keeps_age(struct kunit *test)
 	kfree(b);
 }
 
+/* due(): a bio is "late" when its bi_private says so */
+static bool test_due(struct bio *bio, unsigned long since, void *arg)
+{
+	unsigned long *seen = arg;
+
+	*seen = since;
+	return bio->bi_private == arg;
+}
+
+static void mdr_waitlist_test_expire_keeps_the_wait(struct kunit *test)
+{
+	struct bio *a = test_bio(test), *b = test_bio(test), *c = test_bio(test);
+	struct bio_list out = BIO_EMPTY_LIST;
+	struct mdr_wait *s = spare(test);
+	struct mdr_waitlist wl;
+	unsigned long flags, seen = 0;
+
+	mdr_waitlist_init(&wl);
+	/* nothing parked: nothing taken, nothing left */
+	KUNIT_EXPECT_EQ(test, mdr_waitlist_expire(&wl, test_due, &seen, &out),
+			0U);
+	KUNIT_EXPECT_TRUE(test, bio_list_empty(&out));
+
+	mdr_waitlist_park(&wl, 4, a, true, &s, 100);
+	s = spare(test);
+	mdr_waitlist_park(&wl, 4, b, true, &s, 200);
+	kfree(s);
+	s = spare(test);
+	mdr_waitlist_park(&wl, 4, c, true, &s, 300);
+	kfree(s);
+	a->bi_private = &seen;
+	c->bi_private = &seen;
+	KUNIT_EXPECT_EQ(test, mdr_waitlist_expire(&wl, test_due, &seen, &out),
+			1U);
+	KUNIT_EXPECT_EQ(test, seen, 100UL);	/* the extent's first park */
+	KUNIT_EXPECT_PTR_EQ(test, bio_list_pop(&out), a);
+	KUNIT_EXPECT_PTR_EQ(test, bio_list_pop(&out), c);
+	KUNIT_EXPECT_TRUE(test, bio_list_empty(&out));
+
+	/* the allocation in flight still serves the extent: no second one */
+	s = spare(test);
+	KUNIT_EXPECT_EQ(test, mdr_waitlist_park(&wl, 4, a, true, &s, 400),
+			MDR_PARK_JOINED);
+	kfree(s);
+	KUNIT_EXPECT_EQ(test, mdr_waitlist_count(&wl), 1U);
+	/* and its answer takes back what stayed, in order */
+	KUNIT_ASSERT_TRUE(test, mdr_waitlist_take(&wl, 4, &out, &flags));
+	KUNIT_EXPECT_TRUE(test, test_bit(MDR_WAIT_ALLOC, &flags));
+	KUNIT_EXPECT_PTR_EQ(test, bio_list_pop(&out), b);
+	KUNIT_EXPECT_PTR_EQ(test, bio_list_pop(&out), a);
+	KUNIT_EXPECT_TRUE(test, bio_list_empty(&out));
+	kfree(a);
+	kfree(b);
+	kfree(c);
+}
+
 static struct kunit_case mdr_waitlist_test_cases[] = {
 	KUNIT_CASE(mdr_waitlist_test_first_fetches_others_join),
 	KUNIT_CASE(mdr_waitlist_test_alloc_asked_once),
@@ -217,6 +273,7 @@ static struct kunit_case mdr_waitlist_test_cases[] = {
 	KUNIT_CASE(mdr_waitlist_test_pop_any_empties),
 	KUNIT_CASE(mdr_waitlist_test_expect_read_ahead),
 	KUNIT_CASE(mdr_waitlist_test_repark_keeps_age),
+	KUNIT_CASE(mdr_waitlist_test_expire_keeps_the_wait),
 	{}
 };
 

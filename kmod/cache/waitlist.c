@@ -253,6 +253,51 @@ void mdr_waitlist_mark_stale(struct mdr_waitlist *wl, u64 first, u64 count)
 	spin_unlock_irqrestore(&wl->lock, flags);
 }
 
+/**
+ * mdr_waitlist_expire() - take out the bios that waited too long
+ * @wl:		the wait list
+ * @due:	whether a bio, parked on a wait first parked on at @since
+ *		(jiffies), must stop waiting
+ * @arg:	for @due
+ * @out:	the bios @due chose are appended here, in the order they
+ *		parked
+ *
+ * Every extent keeps its wait, flags and all: the request in flight for
+ * it still answers, into the cache, and serves the bios that stay or
+ * park meanwhile.
+ *
+ * Context: any; @due runs under the list's lock, with interrupts off.
+ * Return: how many bios still wait.
+ */
+unsigned int mdr_waitlist_expire(struct mdr_waitlist *wl,
+				 bool (*due)(struct bio *bio,
+					     unsigned long since, void *arg),
+				 void *arg, struct bio_list *out)
+{
+	unsigned int bkt, left = 0;
+	struct mdr_wait *w;
+	unsigned long flags;
+
+	spin_lock_irqsave(&wl->lock, flags);
+	hash_for_each(wl->table, bkt, w, node) {
+		struct bio_list keep;
+		struct bio *bio;
+
+		bio_list_init(&keep);
+		while ((bio = bio_list_pop(&w->bios))) {
+			if (due(bio, w->since, arg)) {
+				bio_list_add(out, bio);
+			} else {
+				bio_list_add(&keep, bio);
+				left++;
+			}
+		}
+		w->bios = keep;
+	}
+	spin_unlock_irqrestore(&wl->lock, flags);
+	return left;
+}
+
 unsigned int mdr_waitlist_count(struct mdr_waitlist *wl)
 {
 	return READ_ONCE(wl->nr);

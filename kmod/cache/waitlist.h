@@ -75,6 +75,10 @@ enum mdr_park_action mdr_waitlist_repark(struct mdr_waitlist *wl,
 					 struct mdr_wait *w);
 void mdr_waitlist_mark_stale(struct mdr_waitlist *wl, u64 first, u64 count);
 struct mdr_wait *mdr_waitlist_pop_any(struct mdr_waitlist *wl);
+unsigned int mdr_waitlist_expire(struct mdr_waitlist *wl,
+				 bool (*due)(struct bio *bio,
+					     unsigned long since, void *arg),
+				 void *arg, struct bio_list *out);
 unsigned int mdr_waitlist_count(struct mdr_waitlist *wl);
 
 #endif /* MDR_WAITLIST_H */

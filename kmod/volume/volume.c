@@ -121,6 +121,22 @@ static void mdr_vol_defer_list(struct mdr_vol *vol, struct bio_list *list)
 	queue_delayed_work(mdr_wq, &vol->expire_work, HZ);
 }
 
+/*
+ * Runs expire_work within a second, unless the volume is DYING: the check
+ * is under @defer_lock, as in mdr_vol_defer_list(), and the works are
+ * cancelled until neither runs (mdr_vol_flush_works()) once DYING is set.
+ * Context: any.
+ */
+void mdr_vol_arm_expiry(struct mdr_vol *vol)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&vol->defer_lock, flags);
+	if (likely(!test_bit(MDR_VOL_F_DYING, &vol->flags)))
+		queue_delayed_work(mdr_wq, &vol->expire_work, HZ);
+	spin_unlock_irqrestore(&vol->defer_lock, flags);
+}
+
 /**
  * mdr_vol_defer() - hold @bio until the lease is valid or a drain ends
  * @vol:	the volume
@@ -240,10 +256,17 @@ static void mdr_vol_resubmit_work(struct work_struct *work)
 	mdr_vol_resubmit(vol, &ctx);
 }
 
+/*
+ * Once a second while bios wait: the parked ones that waited
+ * fast_io_fail_tmo fail (mdr_park_expire()); the deferred ones look again
+ * when there is a lease (an extent may have stopped moving), or fail when
+ * there was none for fast_io_fail_tmo.
+ */
 static void mdr_vol_expire_work(struct work_struct *work)
 {
 	struct mdr_vol *vol = container_of(to_delayed_work(work),
 					   struct mdr_vol, expire_work);
+	bool again = mdr_park_expire(vol) > 0;
 	unsigned long deadline, flags;
 	struct bio_list list;
 	bool empty;
@@ -252,20 +275,23 @@ static void mdr_vol_expire_work(struct work_struct *work)
 	empty = bio_list_empty(&vol->deferred);
 	deadline = vol->deferred_since + g_fast_io_fail_tmo * HZ;
 	spin_unlock_irqrestore(&vol->defer_lock, flags);
-	if (empty)
-		return;
 
-	if (test_bit(MDR_VOL_F_LEASE, &vol->flags)) {
+	if (empty) {
+		/* nothing deferred */
+	} else if (test_bit(MDR_VOL_F_LEASE, &vol->flags)) {
 		/* waiting for a moving extent: look again */
 		mdr_vol_kick(vol);
+		again = true;
 	} else if (time_after_eq(jiffies, deadline)) {
 		list = mdr_vol_take_deferred(vol);
 		pr_warn_ratelimited("mdr%d: no lease for %us: failing IO\n",
 				    vol->index, g_fast_io_fail_tmo);
 		mdr_bio_list_fail(vol, &list, BLK_STS_IOERR);
-		return;
+	} else {
+		again = true;
 	}
-	queue_delayed_work(mdr_wq, &vol->expire_work, HZ);
+	if (again)
+		mdr_vol_arm_expiry(vol);
 }
 
 /* Entries arrived: cache them and route what waited for them. */

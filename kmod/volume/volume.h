@@ -218,6 +218,7 @@ int mdr_vol_list(void *out, u32 start, u32 count, u32 *total);
 int mdr_vol_status(struct mdr_ioctl_vol_info *info);
 unsigned int mdr_vol_count(void);
 void mdr_vol_defer(struct mdr_vol *vol, struct bio *bio);
+void mdr_vol_arm_expiry(struct mdr_vol *vol);
 int mdr_vol_fetch(struct mdr_vol *vol, u64 first, unsigned int count,
 		  struct mdr_route_ctx *ctx);
 void mdr_vol_resubmit(struct mdr_vol *vol, struct mdr_route_ctx *ctx);
@@ -231,6 +232,7 @@ void mdr_submit_bio(struct bio *bio);
 void mdr_flush_work(struct work_struct *work);
 void mdr_route(struct mdr_vol *vol, struct bio *bio,
 	       struct mdr_route_ctx *ctx);
+unsigned int mdr_park_expire(struct mdr_vol *vol);
 struct mdr_backing *mdr_vol_backing(struct mdr_vol *vol, u32 dev_id);
 
 /* revalidate.c */
