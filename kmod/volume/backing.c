@@ -3,7 +3,7 @@
  * backing.c - bound backing devices.
  *
  * Binding and unbinding are rare and serialised by mdr_backing_mutex; the
- * IO path finds a device through its volume (volume.c) and only comes
+ * IO path finds a device through its volume (io.c) and only comes
  * here, under mdr_backing_lock, the first time a volume uses a device.
  */
 #include <linux/blkdev.h>

@@ -210,30 +210,46 @@ struct mdr_route_ctx {
 	bool drain;
 };
 
-/* volume.c */
+/* device.c */
 extern struct workqueue_struct *mdr_wq;
 int mdr_vol_attach(struct mdr_ioctl_attach *a, bool readonly);
 int mdr_vol_detach(u32 index, u64 volume_id, bool force);
 int mdr_vol_list(void *out, u32 start, u32 count, u32 *total);
 int mdr_vol_status(struct mdr_ioctl_vol_info *info);
 unsigned int mdr_vol_count(void);
-void mdr_vol_defer(struct mdr_vol *vol, struct bio *bio);
-void mdr_vol_arm_expiry(struct mdr_vol *vol);
-int mdr_vol_fetch(struct mdr_vol *vol, u64 first, unsigned int count,
-		  struct mdr_route_ctx *ctx);
-void mdr_vol_resubmit(struct mdr_vol *vol, struct mdr_route_ctx *ctx);
-void mdr_vol_failed(void *owner, u64 first, unsigned int n, int err);
 int mdr_vol_init(void);
 void mdr_vol_exit(void);
-extern const struct mdr_tvol_ops mdr_vol_tvol_ops;
 
-/* bio.c */
+/* io.c */
 void mdr_submit_bio(struct bio *bio);
 void mdr_flush_work(struct work_struct *work);
 void mdr_route(struct mdr_vol *vol, struct bio *bio,
 	       struct mdr_route_ctx *ctx);
-unsigned int mdr_park_expire(struct mdr_vol *vol);
 struct mdr_backing *mdr_vol_backing(struct mdr_vol *vol, u32 dev_id);
+
+/* wait.c */
+void mdr_vol_kick(struct mdr_vol *vol);
+int mdr_vol_fetch(struct mdr_vol *vol, u64 first, unsigned int count,
+		  struct mdr_route_ctx *ctx);
+void mdr_bio_list_fail(struct mdr_vol *vol, struct bio_list *list,
+		       blk_status_t status);
+void mdr_vol_defer_list(struct mdr_vol *vol, struct bio_list *list);
+void mdr_vol_arm_expiry(struct mdr_vol *vol);
+void mdr_vol_defer(struct mdr_vol *vol, struct bio *bio);
+void mdr_vol_resubmit(struct mdr_vol *vol, struct mdr_route_ctx *ctx);
+void mdr_vol_resubmit_work(struct work_struct *work);
+void mdr_vol_expire_work(struct work_struct *work);
+bool mdr_held_expired(struct mdr_vol *vol, struct bio *bio);
+unsigned int mdr_park_expire(struct mdr_vol *vol);
+void mdr_route_defer(struct mdr_vol *vol, struct bio *bio);
+void mdr_park(struct mdr_vol *vol, struct bio *bio, u64 index, bool alloc,
+	      struct mdr_route_ctx *ctx);
+void mdr_vol_fail_all(struct mdr_vol *vol, blk_status_t status);
+
+/* callbacks.c */
+void mdr_vol_failed(void *owner, u64 first, unsigned int n, int err);
+void mdr_vol_lapse_work(struct work_struct *work);
+extern const struct mdr_tvol_ops mdr_vol_tvol_ops;
 
 /* revalidate.c */
 void mdr_reval_init(struct mdr_vol *vol);

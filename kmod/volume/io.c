@@ -1,17 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * bio.c - the IO path of a volume: split at extent boundaries, look the
- * extent up, remap to the backing device or park until the location is
- * known. Never waits for the network: a miss parks the bio and returns.
+ * io.c - the IO path of a volume: split at extent boundaries, flush the
+ * backing devices, look the extent up, remap to the backing device.
+ * Never waits for the network: a bio that must wait for the node goes to
+ * wait.c, which parks or defers it and returns.
  */
 #include <linux/bio.h>
 #include <linux/blkdev.h>
 #include <linux/jiffies.h>
-#include <linux/slab.h>
 #include <linux/mdroute_wire.h>
 
 #include "core/inject.h"
-#include "core/params.h"
 #include "volume/backing.h"
 #include "volume/extent.h"
 #include "volume/volume.h"
@@ -144,199 +143,6 @@ out_fail:
 	mdr_inflight_exit(&vol->inflight, token);
 	mdr_vol_stat_inc(vol, errors);
 	bio_io_error(bio);
-}
-
-static void mdr_held_endio(struct bio *bio)
-{
-	struct mdr_held *h = container_of(bio, struct mdr_held, bio);
-	struct bio *orig = h->orig;
-
-	if (unlikely(bio->bi_status))
-		orig->bi_status = bio->bi_status;
-	bio_put(bio);
-	bio_endio(orig);
-}
-
-/* A held @bio whose first wait was fast_io_fail_tmo ago is failed. */
-static bool mdr_held_expired(struct mdr_vol *vol, struct bio *bio)
-{
-	struct mdr_held *h;
-
-	if (bio->bi_pool != &vol->held_bs)
-		return false;
-	h = container_of(bio, struct mdr_held, bio);
-	if (likely(time_before(jiffies, h->since + g_fast_io_fail_tmo * HZ)))
-		return false;
-	pr_warn_ratelimited("mdr%d: IO at sector %llu waited %us for the metadata service: failing it\n",
-			    vol->index, (u64)bio->bi_iter.bi_sector,
-			    g_fast_io_fail_tmo);
-	mdr_vol_stat_inc(vol, errors);
-	bio_io_error(bio);
-	return true;
-}
-
-/*
- * @bio must wait for the node: a lookup, an allocation, a lease, the end
- * of a move. The first time, it is wrapped in a struct mdr_held that
- * remembers when; once held for fast_io_fail_tmo, it fails instead of
- * waiting again, so no answer of the node (stale entries, an extent FROZEN
- * for ever, AGAIN after AGAIN) keeps IO waiting without end.
- * Only bios that wait pay for it.
- * Context: process (mdr_route()); does not sleep.
- * Return: the bio to park or defer, or NULL if @bio was failed.
- */
-static struct bio *mdr_hold(struct mdr_vol *vol, struct bio *bio)
-{
-	struct mdr_held *h;
-	struct bio *held;
-
-	if (mdr_held_expired(vol, bio))
-		return NULL;
-	if (bio->bi_pool == &vol->held_bs)
-		return bio;
-	/*
-	 * Without reclaim: the resubmit work routes bios too, and a mempool
-	 * wait there could wait for held bios that only that work routes.
-	 * Past the pool's reserve, under memory pressure, @bio waits as it
-	 * is: without the bound, never without progress.
-	 */
-	held = bio_alloc_clone(bio->bi_bdev, bio, GFP_NOWAIT | __GFP_NOWARN,
-			       &vol->held_bs);
-	if (unlikely(!held))
-		return bio;
-	h = container_of(held, struct mdr_held, bio);
-	h->orig = bio;
-	h->since = jiffies;
-	held->bi_end_io = mdr_held_endio;
-	return held;
-}
-
-/*
- * mdr_waitlist_expire(): @bio, parked for an answer, has waited
- * fast_io_fail_tmo since its first wait for the node, or, if it could not
- * be held, since the first park on its extent.
- */
-static bool mdr_park_due(struct bio *bio, unsigned long since, void *arg)
-{
-	struct mdr_vol *vol = arg;
-
-	if (bio->bi_pool == &vol->held_bs)
-		since = container_of(bio, struct mdr_held, bio)->since;
-	return !time_before(jiffies, since + g_fast_io_fail_tmo * HZ);
-}
-
-/**
- * mdr_park_expire() - fail the parked bios that waited too long
- * @vol:	the volume
- *
- * A request in flight is bounded by its own retries and the connection's
- * teardown, which together can outlast fast_io_fail_tmo by much (an
- * ALLOC's slot waits a lease per attempt): the bios do not wait for it.
- * Its answer, when it comes, still fills the cache.
- *
- * Context: process (expire_work).
- * Return: how many bios still wait for an answer.
- */
-unsigned int mdr_park_expire(struct mdr_vol *vol)
-{
-	struct bio_list late;
-	unsigned int left;
-	struct bio *bio;
-
-	bio_list_init(&late);
-	left = mdr_waitlist_expire(&vol->wait, mdr_park_due, vol, &late);
-	if (!bio_list_empty(&late))
-		pr_warn_ratelimited("mdr%d: IO waited %us for an answer of the metadata service: failing it\n",
-				    vol->index, g_fast_io_fail_tmo);
-	while ((bio = bio_list_pop(&late))) {
-		mdr_vol_stat_inc(vol, errors);
-		bio_io_error(bio);
-	}
-	return left;
-}
-
-/* mdr_route(): @bio waits on the deferred list, from its first wait on */
-static void mdr_route_defer(struct mdr_vol *vol, struct bio *bio)
-{
-	bio = mdr_hold(vol, bio);
-	if (bio)
-		mdr_vol_defer(vol, bio);
-}
-
-/*
- * Registers extents @index + 1 .. @index + @count - 1 as being fetched,
- * up to the first that already is (or memory runs out): answers are
- * cached only for extents asked for.
- * Return: how many extents to fetch from @index.
- */
-static unsigned int mdr_read_ahead(struct mdr_vol *vol, u64 index,
-				   unsigned int count)
-{
-	unsigned int i;
-
-	for (i = 1; i < count; i++) {
-		struct mdr_wait *spare = kzalloc(sizeof(*spare),
-						 GFP_NOWAIT | __GFP_NOWARN);
-		bool ok = spare && mdr_waitlist_expect(&vol->wait, index + i,
-						       &spare, jiffies);
-
-		kfree(spare);	/* NULL when the list took it */
-		if (!ok)
-			break;
-	}
-	return i;
-}
-
-/* Park @bio on extent @index and start what it needs. */
-static void mdr_park(struct mdr_vol *vol, struct bio *bio, u64 index,
-		     bool alloc, struct mdr_route_ctx *ctx)
-{
-	struct mdr_wait *spare;
-	enum mdr_park_action act;
-	unsigned int count = 1, prefetch;
-	int ret;
-
-	bio = mdr_hold(vol, bio);
-	if (!bio)
-		return;
-	spare = kzalloc(sizeof(*spare), GFP_NOWAIT | __GFP_NOWARN);
-	if (unlikely(!spare)) {
-		/* not ENOMEM to the file system: routed again within 1 s */
-		mdr_vol_defer(vol, bio);
-		return;
-	}
-	act = mdr_waitlist_park(&vol->wait, index, bio, alloc, &spare, jiffies);
-	kfree(spare);
-	mdr_vol_arm_expiry(vol);	/* its bound: mdr_park_expire() */
-
-	switch (act) {
-	case MDR_PARK_JOINED:
-		return;
-	case MDR_PARK_ALLOC:
-		mdr_vol_stat_inc(vol, allocs);
-		trace_mdr_miss(vol->index, index, true);
-		ret = vol->tops->alloc(vol->tvol, index);
-		break;
-	case MDR_PARK_FETCH:
-	default:
-		/*
-		 * A run of misses on adjacent extents reads ahead, never
-		 * more than half the cache would hold.
-		 */
-		prefetch = READ_ONCE(g_prefetch);
-		if (READ_ONCE(vol->last_miss) + 1 == index && prefetch > 1)
-			count = mdr_read_ahead(vol, index,
-					       min3((u64)prefetch,
-						    (u64)vol->cache.max / 2 + 1,
-						    vol->geom.nr_extents -
-						    index));
-		WRITE_ONCE(vol->last_miss, index);
-		trace_mdr_miss(vol->index, index, false);
-		ret = mdr_vol_fetch(vol, index, count, ctx);
-		break;
-	}
-	if (ret)	/* nothing will answer: fail what waits */
-		mdr_vol_failed(vol, index, count, ret);
 }
 
 /**
