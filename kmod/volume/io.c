@@ -41,7 +41,7 @@ static enum mdr_vol_stat_op mdr_stat_op(const struct bio *bio)
  * Context: any.
  * Return: the device, or NULL if it is not bound on this host.
  */
-struct mdr_backing *mdr_vol_backing(struct mdr_vol *vol, u32 dev_id)
+static struct mdr_backing *mdr_vol_backing(struct mdr_vol *vol, u32 dev_id)
 {
 	struct mdr_backing *b, *old;
 	unsigned long flags;

@@ -225,7 +225,6 @@ void mdr_submit_bio(struct bio *bio);
 void mdr_flush_work(struct work_struct *work);
 void mdr_route(struct mdr_vol *vol, struct bio *bio,
 	       struct mdr_route_ctx *ctx);
-struct mdr_backing *mdr_vol_backing(struct mdr_vol *vol, u32 dev_id);
 
 /* wait.c */
 void mdr_vol_kick(struct mdr_vol *vol);
@@ -240,7 +239,6 @@ void mdr_vol_resubmit(struct mdr_vol *vol, struct mdr_route_ctx *ctx);
 void mdr_vol_resubmit_work(struct work_struct *work);
 void mdr_vol_expire_work(struct work_struct *work);
 bool mdr_held_expired(struct mdr_vol *vol, struct bio *bio);
-unsigned int mdr_park_expire(struct mdr_vol *vol);
 void mdr_route_defer(struct mdr_vol *vol, struct bio *bio);
 void mdr_park(struct mdr_vol *vol, struct bio *bio, u64 index, bool alloc,
 	      struct mdr_route_ctx *ctx);

@@ -238,6 +238,50 @@ void mdr_vol_resubmit_work(struct work_struct *work)
 }
 
 /*
+ * mdr_waitlist_expire(): @bio, parked for an answer, has waited
+ * fast_io_fail_tmo since its first wait for the node, or, if it could not
+ * be held, since the first park on its extent.
+ */
+static bool mdr_park_due(struct bio *bio, unsigned long since, void *arg)
+{
+	struct mdr_vol *vol = arg;
+
+	if (bio->bi_pool == &vol->held_bs)
+		since = container_of(bio, struct mdr_held, bio)->since;
+	return !time_before(jiffies, since + g_fast_io_fail_tmo * HZ);
+}
+
+/**
+ * mdr_park_expire() - fail the parked bios that waited too long
+ * @vol:	the volume
+ *
+ * A request in flight is bounded by its own retries and the connection's
+ * teardown, which together can outlast fast_io_fail_tmo by much (an
+ * ALLOC's slot waits a lease per attempt): the bios do not wait for it.
+ * Its answer, when it comes, still fills the cache.
+ *
+ * Context: process (expire_work).
+ * Return: how many bios still wait for an answer.
+ */
+static unsigned int mdr_park_expire(struct mdr_vol *vol)
+{
+	struct bio_list late;
+	unsigned int left;
+	struct bio *bio;
+
+	bio_list_init(&late);
+	left = mdr_waitlist_expire(&vol->wait, mdr_park_due, vol, &late);
+	if (!bio_list_empty(&late))
+		pr_warn_ratelimited("mdr%d: IO waited %us for an answer of the metadata service: failing it\n",
+				    vol->index, g_fast_io_fail_tmo);
+	while ((bio = bio_list_pop(&late))) {
+		mdr_vol_stat_inc(vol, errors);
+		bio_io_error(bio);
+	}
+	return left;
+}
+
+/*
  * Once a second while bios wait: the parked ones that waited
  * fast_io_fail_tmo fail (mdr_park_expire()); the deferred ones look again
  * when there is a lease (an extent may have stopped moving), or fail when
@@ -338,50 +382,6 @@ static struct bio *mdr_hold(struct mdr_vol *vol, struct bio *bio)
 	h->since = jiffies;
 	held->bi_end_io = mdr_held_endio;
 	return held;
-}
-
-/*
- * mdr_waitlist_expire(): @bio, parked for an answer, has waited
- * fast_io_fail_tmo since its first wait for the node, or, if it could not
- * be held, since the first park on its extent.
- */
-static bool mdr_park_due(struct bio *bio, unsigned long since, void *arg)
-{
-	struct mdr_vol *vol = arg;
-
-	if (bio->bi_pool == &vol->held_bs)
-		since = container_of(bio, struct mdr_held, bio)->since;
-	return !time_before(jiffies, since + g_fast_io_fail_tmo * HZ);
-}
-
-/**
- * mdr_park_expire() - fail the parked bios that waited too long
- * @vol:	the volume
- *
- * A request in flight is bounded by its own retries and the connection's
- * teardown, which together can outlast fast_io_fail_tmo by much (an
- * ALLOC's slot waits a lease per attempt): the bios do not wait for it.
- * Its answer, when it comes, still fills the cache.
- *
- * Context: process (expire_work).
- * Return: how many bios still wait for an answer.
- */
-unsigned int mdr_park_expire(struct mdr_vol *vol)
-{
-	struct bio_list late;
-	unsigned int left;
-	struct bio *bio;
-
-	bio_list_init(&late);
-	left = mdr_waitlist_expire(&vol->wait, mdr_park_due, vol, &late);
-	if (!bio_list_empty(&late))
-		pr_warn_ratelimited("mdr%d: IO waited %us for an answer of the metadata service: failing it\n",
-				    vol->index, g_fast_io_fail_tmo);
-	while ((bio = bio_list_pop(&late))) {
-		mdr_vol_stat_inc(vol, errors);
-		bio_io_error(bio);
-	}
-	return left;
 }
 
 /* mdr_route(): @bio waits on the deferred list, from its first wait on */
