@@ -6,7 +6,8 @@
  * Pure: generic headers only (bio lists are chained through bi_next);
  * KUnit-tested. The first bio parked on an extent tells the caller to
  * start the fetch (or allocation); later ones join it; the answer takes
- * them all back. An invalidation that arrives while a fetch is in flight
+ * back those that did not wait too long meanwhile (mdr_waitlist_expire()
+ * takes the others out). An invalidation that arrives while a fetch is in flight
  * marks it stale, so its answer is not trusted into the cache. Extents
  * read ahead are registered too, without bios: an answer is trusted only
  * for an extent that was asked for and not invalidated since.

@@ -110,7 +110,9 @@ enum {
  * @deferred_since: jiffies when @deferred became non-empty
  * @refetch:	struct mdr_wait whose answer an invalidation overtook
  * @resubmit_work: routes @deferred again
- * @expire_work: fails @deferred after fast_io_fail_tmo without a lease
+ * @expire_work: once a second while bios wait: fails the parked ones that
+ *		waited fast_io_fail_tmo, and @deferred after as long without
+ *		a lease
  * @lapse_work:	waits for the IO of a lease that ran out (mdr_vol_lease())
  * @lapse_end:	jiffies: the deadline of the lease that ran out last
  * @lapse_io_ms: the longest the IO of a lease outlived it, in ms

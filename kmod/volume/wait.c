@@ -106,12 +106,20 @@ void mdr_vol_defer_list(struct mdr_vol *vol, struct bio_list *list)
  * Runs expire_work within a second, unless the volume is DYING: the check
  * is under @defer_lock, as in mdr_vol_defer_list(), and the works are
  * cancelled until neither runs (mdr_vol_flush_works()) once DYING is set.
+ *
+ * Pending already: nothing to do, without the lock, on every miss. A work
+ * seen pending has not started, and starts after its pending bit is
+ * cleared (a full barrier in the workqueue); what the caller parked under
+ * the wait list's lock before this check is then seen by its
+ * mdr_park_expire(), which takes that lock after.
  * Context: any.
  */
 void mdr_vol_arm_expiry(struct mdr_vol *vol)
 {
 	unsigned long flags;
 
+	if (delayed_work_pending(&vol->expire_work))
+		return;
 	spin_lock_irqsave(&vol->defer_lock, flags);
 	if (likely(!test_bit(MDR_VOL_F_DYING, &vol->flags)))
 		queue_delayed_work(mdr_wq, &vol->expire_work, HZ);
