@@ -42,7 +42,9 @@ static void mdr_cache_test_miss_then_hit(struct kunit *test)
 {
 	struct mdr_cache *c = test->priv;
 	struct mdr_loc in = loc(3, 7, 0x800), out = {};
+	int handle;
 
+	in.dev = &handle;
 	KUNIT_EXPECT_EQ(test, mdr_cache_lookup(c, 5, &out), MDR_CACHE_MISS);
 	KUNIT_EXPECT_EQ(test, mdr_cache_insert(c, 5, &in), 0);
 	KUNIT_ASSERT_EQ(test, mdr_cache_lookup(c, 5, &out), MDR_CACHE_HIT);
@@ -50,6 +52,7 @@ static void mdr_cache_test_miss_then_hit(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, out.dev_id, 7U);
 	KUNIT_EXPECT_EQ(test, out.pstart, 0x800ULL);
 	KUNIT_EXPECT_EQ(test, out.state, (u8)MDR_EXT_MAPPED);
+	KUNIT_EXPECT_PTR_EQ(test, out.dev, (void *)&handle);
 	KUNIT_EXPECT_EQ(test, mdr_cache_lookup(c, 4, &out), MDR_CACHE_MISS);
 	KUNIT_EXPECT_EQ(test, mdr_cache_count(c), 1U);
 }

@@ -10,7 +10,7 @@
  * immutable location (replaced as a whole, freed after an RCU grace
  * period, so a lookup copies a consistent one), or to a value entry, the
  * tombstone an invalidation leaves: it holds the lowest generation the
- * cache may accept for that extent. 40 bytes per entry plus about 9 bytes
+ * cache may accept for that extent. 48 bytes per entry plus about 9 bytes
  * of XArray node (576 bytes per 64 slots) per densely used index.
  */
 #include <linux/errno.h>
@@ -24,12 +24,13 @@
 
 /**
  * struct mdr_cent - a cached location (struct mdr_loc, flattened so the
- * CLOCK bit fits in its padding: 40 bytes)
+ * CLOCK bit fits in its padding: 48 bytes)
  * @generation:	entry generation
  * @pstart:	first 512-byte sector on the device
  * @dev_id:	backing device id
  * @state:	enum mdr_extent_state
  * @referenced:	CLOCK bit: set by lookups, cleared by the eviction sweep
+ * @dev:	the caller's handle of @dev_id
  * @rcu:	deferred free
  */
 struct mdr_cent {
@@ -38,10 +39,11 @@ struct mdr_cent {
 	u32 dev_id;
 	u8 state;
 	u8 referenced;
+	void *dev;
 	struct rcu_head rcu;
 };
 
-static_assert(sizeof(struct mdr_cent) == 40);
+static_assert(sizeof(struct mdr_cent) == 48);
 
 static struct kmem_cache *mdr_cent_cache;
 
@@ -207,6 +209,7 @@ static bool mdr_cache_read(struct mdr_cache *c, u64 index, struct mdr_loc *loc,
 		loc->pstart = e->pstart;
 		loc->dev_id = e->dev_id;
 		loc->state = e->state;
+		loc->dev = e->dev;
 		/* read-mostly line: write the bit only when it changes */
 		if (touch && !READ_ONCE(e->referenced))
 			WRITE_ONCE(e->referenced, 1);
@@ -302,6 +305,7 @@ int mdr_cache_insert(struct mdr_cache *c, u64 index, const struct mdr_loc *loc)
 	n->pstart = loc->pstart;
 	n->dev_id = loc->dev_id;
 	n->state = loc->state;
+	n->dev = loc->dev;
 	n->referenced = 1;
 
 	xa_lock_irqsave(&c->xa, flags);

@@ -29,12 +29,16 @@
  * @pstart:	first 512-byte sector on the device
  * @dev_id:	backing device id (0 when unallocated)
  * @state:	enum mdr_extent_state
+ * @dev:	the caller's handle of @dev_id, resolved and checked before
+ *		the insert so that the IO path need not look it up again;
+ *		opaque here, and NULL when the caller had none
  */
 struct mdr_loc {
 	u64 generation;
 	u64 pstart;
 	u32 dev_id;
 	u8 state;
+	void *dev;
 };
 
 /**

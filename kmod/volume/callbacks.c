@@ -35,6 +35,12 @@ static void mdr_vol_entries(void *owner, u64 first,
 		struct mdr_wait *w;
 		bool stale, refused = false;
 
+		/* once here, so the IO path uses the device without a lookup */
+		if (loc.state == MDR_EXT_MAPPED) {
+			struct mdr_backing *b = mdr_vol_resolve(vol, &loc);
+
+			loc.dev = IS_ERR(b) ? NULL : b;
+		}
 		/*
 		 * Trusted only if asked for and not invalidated since: a
 		 * slot without an entry keeps no generation floor, so an

@@ -30,16 +30,10 @@ static enum mdr_vol_stat_op mdr_stat_op(const struct bio *bio)
 	}
 }
 
-/**
- * mdr_vol_backing() - the backing device for @dev_id, as this volume uses it
- * @vol:	the volume
- * @dev_id:	cluster-wide device id from an entry
- *
- * The first use makes the volume a user of the device, so it cannot be
- * unbound while the volume is attached.
- *
- * Context: any.
- * Return: the device, or NULL if it is not bound on this host.
+/*
+ * The backing device for @dev_id, as this volume uses it. The first use
+ * makes the volume a user of the device, so it cannot be unbound while the
+ * volume is attached: a pointer to it stays good until detach.
  */
 static struct mdr_backing *mdr_vol_backing(struct mdr_vol *vol, u32 dev_id)
 {
@@ -63,6 +57,36 @@ static struct mdr_backing *mdr_vol_backing(struct mdr_vol *vol, u32 dev_id)
 		mdr_backing_put_user(b);
 		return IS_ERR(old) ? NULL : old;
 	}
+	return b;
+}
+
+/**
+ * mdr_vol_resolve() - the backing device a MAPPED extent lives on
+ * @vol:	the volume
+ * @loc:	the extent's location, validated as an entry
+ *
+ * Done once when an entry is cached (mdr_vol_entries() stores the result
+ * in the entry), so the IO path neither looks the device up again nor
+ * checks the extent against its size; done again on the IO path only for
+ * an entry that had no device then.
+ *
+ * Context: any; does not sleep.
+ * Return: the device, whose pointer stays good while @vol is attached;
+ * ERR_PTR(-ENODEV) if it is not bound here, ERR_PTR(-ERANGE) if the extent
+ * does not lie within it.
+ */
+struct mdr_backing *mdr_vol_resolve(struct mdr_vol *vol,
+				    const struct mdr_loc *loc)
+{
+	u64 ext_sectors = 1ULL << mdr_ext_sector_shift(vol->geom.extent_shift);
+	struct mdr_backing *b;
+
+	b = mdr_vol_backing(vol, loc->dev_id);
+	if (!b)
+		return ERR_PTR(-ENODEV);
+	if (loc->pstart + ext_sectors < loc->pstart ||
+	    loc->pstart + ext_sectors > bdev_nr_sectors(b->bdev))
+		return ERR_PTR(-ERANGE);
 	return b;
 }
 
@@ -94,23 +118,25 @@ static void mdr_remap(struct mdr_vol *vol, struct bio *bio, u64 index,
 		      const struct mdr_loc *loc, mdr_inflight_token_t token)
 {
 	unsigned int shift = vol->geom.extent_shift;
-	u64 ext_sectors = 1ULL << mdr_ext_sector_shift(shift);
-	struct mdr_backing *b;
+	struct mdr_backing *b = loc->dev;
 	struct bio *clone;
 	struct mdr_io *io;
 
-	b = mdr_vol_backing(vol, loc->dev_id);
+	/* resolved and checked when cached, unless it failed then */
 	if (unlikely(!b)) {
-		atomic64_inc(&vol->bad_dev);
-		pr_warn_ratelimited("mdr%d: extent %llu is on device %u, which is not bound here\n",
-				    vol->index, index, loc->dev_id);
-		goto out_fail;
-	}
-	if (unlikely(loc->pstart + ext_sectors < loc->pstart ||
-		     loc->pstart + ext_sectors > bdev_nr_sectors(b->bdev))) {
-		pr_warn_ratelimited("mdr%d: extent %llu at sector %llu lies beyond device %u\n",
-				    vol->index, index, loc->pstart, loc->dev_id);
-		goto out_fail;
+		b = mdr_vol_resolve(vol, loc);
+		if (IS_ERR(b)) {
+			if (PTR_ERR(b) == -ENODEV) {
+				atomic64_inc(&vol->bad_dev);
+				pr_warn_ratelimited("mdr%d: extent %llu is on device %u, which is not bound here\n",
+						    vol->index, index, loc->dev_id);
+			} else {
+				pr_warn_ratelimited("mdr%d: extent %llu at sector %llu lies beyond device %u\n",
+						    vol->index, index, loc->pstart,
+						    loc->dev_id);
+			}
+			goto out_fail;
+		}
 	}
 	/* counted first: a move's pre-copy learns of it either way */
 	if (op_is_write(bio_op(bio)))
@@ -415,9 +441,18 @@ void mdr_submit_bio(struct bio *bio)
 			return;
 		}
 	}
-	bio = bio_split_to_limits(bio);
-	if (!bio)
-		return;
+	/*
+	 * Reads and writes are split only where extents end: the backing
+	 * queue splits a clone for its own limits, as under dm-linear. The
+	 * other operations (discards, write-zeroes) keep what this queue's
+	 * limits say of them (dm splits its "abnormal" IO the same way).
+	 */
+	if (unlikely(bio_op(bio) != REQ_OP_READ &&
+		     bio_op(bio) != REQ_OP_WRITE)) {
+		bio = bio_split_to_limits(bio);
+		if (!bio)
+			return;
+	}
 
 	/*
 	 * One extent per bio: split off what lies in the first extent and

@@ -18,6 +18,7 @@
 #include "cache/waitlist.h"
 #include "transport/transport.h"
 
+struct mdr_backing;
 struct mdr_ioctl_attach;
 struct mdr_ioctl_vol_info;
 
@@ -227,6 +228,8 @@ void mdr_submit_bio(struct bio *bio);
 void mdr_flush_work(struct work_struct *work);
 void mdr_route(struct mdr_vol *vol, struct bio *bio,
 	       struct mdr_route_ctx *ctx);
+struct mdr_backing *mdr_vol_resolve(struct mdr_vol *vol,
+				    const struct mdr_loc *loc);
 
 /* wait.c */
 void mdr_vol_kick(struct mdr_vol *vol);
