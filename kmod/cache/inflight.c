@@ -7,14 +7,19 @@
  * The ordering, in SRCU's terms (the barriers are named A-D below):
  *
  *   IO (mdr_inflight_enter)              drain (caller, then drain())
- *   enter[p]++ on this CPU               publish the block or the flag
- *   smp_mb()                      (B)    smp_mb()                    (A)
+ *   enter[p]++ on this CPU (atomic)      publish the block or the flag
+ *   smp_mb__after_atomic()        (B)    smp_mb()                    (A)
  *   read the block, then the flag,       wait: phase p^1 balances
  *   then the extent's location           flip: phase = p^1
  *   ... backing IO ...                   smp_mb()
- *   smp_mb()                      (C)    wait: phase p balances
- *   exit[p]++                            (exits summed, smp_mb() (D),
- *                                         then entries)
+ *   smp_mb__before_atomic()       (C)    wait: phase p balances
+ *   exit[p]++ (atomic)                   (exits summed, smp_mb() (D),
+ *   smp_mb__after_atomic()               then entries)
+ *   read @draining, wake
+ *
+ * Each increment is one atomic RMW whose barriers make it a full one, as
+ * smp_mb() beside a plain increment would (on x86 the locked instruction
+ * is the barrier: one per entry and one per exit instead of three).
  *
  * A and B make the classic store-buffer pair: either the IO sees the block
  * (and is refused) or the drain sees the IO's entry (and waits for its
@@ -30,6 +35,7 @@
  * read-side section; once a drain has returned, synchronize_rcu() makes
  * every exit it waited for done with @f.
  */
+#include <linux/atomic.h>
 #include <linux/bits.h>
 #include <linux/errno.h>
 #include <linux/rcupdate.h>
@@ -97,8 +103,8 @@ int __mdr_inflight_enter(struct mdr_inflight *f, unsigned int phase, u64 index,
 			 mdr_inflight_token_t *token)
 {
 	phase &= 1;
-	this_cpu_inc(f->cpu->enter[phase]);
-	smp_mb();	/* B: pairs with A in mdr_inflight_drain() */
+	atomic_long_inc(raw_cpu_ptr(&f->cpu->enter[phase]));
+	smp_mb__after_atomic();	/* B: pairs with A in mdr_inflight_drain() */
 	if (mdr_inflight_blocked(f, index)) {
 		mdr_inflight_exit(f, phase);
 		return -EAGAIN;
@@ -117,12 +123,12 @@ int __mdr_inflight_enter(struct mdr_inflight *f, unsigned int phase, u64 index,
 void mdr_inflight_exit(struct mdr_inflight *f, mdr_inflight_token_t token)
 {
 	rcu_read_lock();	/* the last touch of @f: see the top of the file */
-	smp_mb();	/* C: the IO's work before its exit */
-	this_cpu_inc(f->cpu->exit[token & 1]);
+	smp_mb__before_atomic();	/* C: the IO's work before its exit */
+	atomic_long_inc(raw_cpu_ptr(&f->cpu->exit[token & 1]));
+	smp_mb__after_atomic();	/* the exit before @draining, the wait queue */
 	mdr_inject_delay(MDR_WIN_COMPLETE);
-	smp_mb();	/* the exit before @draining and the wait queue */
 	/*
-	 * waitqueue_active() after smp_mb() pairs with A: a drain stores
+	 * waitqueue_active() after that barrier pairs with A: a drain stores
 	 * @draining and queues itself (with barriers) before it sums. Nobody
 	 * waits most of the time: no wait-queue lock then.
 	 */
@@ -197,12 +203,12 @@ static unsigned long mdr_pending(struct mdr_inflight *f, unsigned int mask)
 	for_each_possible_cpu(cpu)
 		for (p = 0; p < 2; p++)
 			if (mask & BIT(p))
-				out += READ_ONCE(per_cpu_ptr(f->cpu, cpu)->exit[p]);
+				out += atomic_long_read(&per_cpu_ptr(f->cpu, cpu)->exit[p]);
 	smp_mb();	/* D: exits before entries */
 	for_each_possible_cpu(cpu)
 		for (p = 0; p < 2; p++)
 			if (mask & BIT(p))
-				in += READ_ONCE(per_cpu_ptr(f->cpu, cpu)->enter[p]);
+				in += atomic_long_read(&per_cpu_ptr(f->cpu, cpu)->enter[p]);
 	return in - out;
 }
 

@@ -16,6 +16,7 @@
 #ifndef MDR_INFLIGHT_H
 #define MDR_INFLIGHT_H
 
+#include <linux/atomic.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
 #include <linux/spinlock.h>
@@ -24,10 +25,15 @@
 
 #define MDR_INFLIGHT_BLOCKS	8	/* ranges blocked at once */
 
-/* One CPU's counts, per phase. Entries and exits may be on other CPUs. */
+/*
+ * One CPU's counts, per phase; an IO's exit may be on another CPU than its
+ * entry. Atomic, so that one locked increment is both the count and its
+ * full barrier (smp_mb__{before,after}_atomic()), and so that a task that
+ * migrates between choosing the CPU and counting is still counted once.
+ */
 struct mdr_inflight_cpu {
-	unsigned long enter[2];
-	unsigned long exit[2];
+	atomic_long_t enter[2];
+	atomic_long_t exit[2];
 };
 
 /**

@@ -460,6 +460,21 @@ static void mdr_cb_invalidate(struct mdr_tvol *tv, u64 first, u64 count,
 			     ktime_to_ns(ktime_sub(ktime_get(), start)));
 }
 
+/*
+ * A reopen's drop. Not under @cb_mutex, which a push's drain of this
+ * volume holds for as long as a slow device takes: the lease work of every
+ * volume on the connection would wait for it. Close cannot interleave: it
+ * sets UNLISTED under @rpc_mutex, which the caller holds, before it sets
+ * CLOSED.
+ * Context: process; does not sleep.
+ */
+static void mdr_cb_drop(struct mdr_tvol *tv, u64 count, u64 generation)
+{
+	lockdep_assert_held(&tv->rpc_mutex);
+	if (!test_bit(MDR_TV_CLOSED, &tv->flags))
+		tv->ops->drop(tv->owner, 0, count, generation);
+}
+
 /* ---- Requests -------------------------------------------------------- */
 
 static struct mdr_req *mdr_req_get(struct mdr_conn *c, struct mdr_tvol *tv,
@@ -1838,7 +1853,6 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 		       struct mdr_msg *reply)
 {
 	struct mdr_open_info *o = &reply->open;
-	struct mdr_inval_ack_info unused = {};	/* no ack: nothing was pushed */
 	u64 sent = ktime_get_ns();
 	bool moved = false, lapsed;
 	u64 cached;	/* extents the cache may hold: the larger table */
@@ -1897,7 +1911,13 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 	/*
 	 * Both drops come before the lease lets IO go again: a bio routed
 	 * between the grant and a later drop would use a location the
-	 * reopen just declared unknown.
+	 * reopen just declared unknown. Neither drains (mdr_cb_drop()): IO
+	 * sent before the drop went out under a lease that mdnode honoured
+	 * (every move it made was acked by this host, after the ack's own
+	 * drain) or waited out (io_hold_ms after the lapse, or the grace
+	 * after its start when STALE came from a restart). A drain here
+	 * would hold the lease work of every volume on the connection for
+	 * as long as a slow device takes.
 	 */
 	if (moved) {
 		/*
@@ -1906,23 +1926,16 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 		 */
 		mdr_conn_info(c, "volume %llu changed (generation %llu): dropping its cache\n",
 			      tv->volume_id, o->generation);
-		mdr_cb_invalidate(tv, 0, cached, 0, MDR_INVAL_MOVE, &unused);
+		mdr_cb_drop(tv, cached, 0);
 	} else if (lapsed) {
 		/*
 		 * mdnode may have waited this lease out and moved extents
 		 * this host still caches, and no push will say which: drop
 		 * every entry (each one's generation stays as its floor).
-		 * Without a drain (ALLOC's kind of drop): a bio that looked
-		 * an entry up before the drop passed its lease check under
-		 * the old lease, and what was sent under it is what mdnode
-		 * waits out (io_hold_ms after the lapse, or the grace after
-		 * its start when STALE came from a restart); a drain here
-		 * would hold the lease work of every volume on the
-		 * connection for as long as a slow device takes.
 		 */
 		mdr_conn_info(c, "volume %llu: reopened after its lease lapsed: dropping its cache\n",
 			      tv->volume_id);
-		mdr_cb_invalidate(tv, 0, cached, 1, MDR_INVAL_ALLOC, &unused);
+		mdr_cb_drop(tv, cached, 1);
 	}
 	mdr_lease_granted(tv, sent, o->lease_ms);
 	mdr_kick(c);

@@ -76,6 +76,13 @@ struct mdr_vol_geom {
  *		set @ack (zeroed by the transport) to it. The transport acks
  *		when this returns.
  *		Context: process, may sleep (bounded by in-flight IO).
+ * @drop:	the transport learnt on its own (a reopen) that what the
+ *		volume caches of [@first, @first + @count) may be out of
+ *		date: forget it as @invalidate does, but without a drain
+ *		(the IO already sent was sent under a lease that mdnode
+ *		waits out before it moves data). Context: process, must
+ *		not sleep: it runs in the lease work, which a drain on one
+ *		slow device must not hold up for every volume.
  * @lease:	the volume's lease was granted or renewed (@valid: it lasts
  *		until @deadline_ns, ktime_get_ns() time, margins for drift
  *		already taken off) or expired. The volume issues no IO while
@@ -90,6 +97,7 @@ struct mdr_tvol_ops {
 	void (*invalidate)(void *owner, u64 first, u64 count,
 			   u64 generation, u32 reason,
 			   struct mdr_inval_ack_info *ack);
+	void (*drop)(void *owner, u64 first, u64 count, u64 generation);
 	void (*lease)(void *owner, bool valid, u64 deadline_ns);
 };
 

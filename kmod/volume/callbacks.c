@@ -113,9 +113,14 @@ void mdr_vol_failed(void *owner, u64 first, unsigned int n, int err)
 
 	for (i = 0; i < n; i++) {
 		bio_list_init(&list);
-		/* extents only read ahead have nothing to fail */
-		if (!mdr_waitlist_take(&vol->wait, first + i, &list, &wflags) ||
-		    bio_list_empty(&list))
+		if (!mdr_waitlist_take(&vol->wait, first + i, &list, &wflags))
+			continue;
+		/*
+		 * Extents only read ahead have nothing to fail; an allocation
+		 * whose bios all expired meanwhile is still worth the log.
+		 */
+		if (bio_list_empty(&list) &&
+		    !test_bit(MDR_WAIT_ALLOC, &wflags))
 			continue;
 		if (err == -EAGAIN || err == -ENOMEM) {
 			while ((bio = bio_list_pop(&list)))
@@ -147,6 +152,24 @@ static void mdr_vol_track(struct mdr_vol *vol, u64 index)
 }
 
 /*
+ * Forget what is known of [first, first + count): the answers on their way
+ * and the cached entries (tombstones of at least @generation; none when it
+ * is 0, for a volume that changed: what we saw of it bounds nothing).
+ */
+static void mdr_vol_unmap(struct mdr_vol *vol, u64 first, u64 count,
+			  u64 generation)
+{
+	/* one step against an answer's check and insert: mdr_vol_entries() */
+	spin_lock_bh(&vol->map_lock);
+	mdr_waitlist_mark_stale(&vol->wait, first, count);
+	spin_unlock_bh(&vol->map_lock);
+	if (generation)
+		mdr_cache_drop(&vol->cache, first, count, generation);
+	else
+		mdr_cache_forget(&vol->cache, first, count);
+}
+
+/*
  * mdnode changed entries [first, first + count): block new IO to them,
  * forget them, wait for IO already at the devices when the data moves.
  */
@@ -166,14 +189,7 @@ static void mdr_vol_invalidate(void *owner, u64 first, u64 count,
 		while (mdr_inflight_block(&vol->inflight, first, count))
 			usleep_range(100, 1000);
 	}
-	/* one step against an answer's check and insert: mdr_vol_entries() */
-	spin_lock_bh(&vol->map_lock);
-	mdr_waitlist_mark_stale(&vol->wait, first, count);
-	spin_unlock_bh(&vol->map_lock);
-	if (generation)
-		mdr_cache_drop(&vol->cache, first, count, generation);
-	else	/* the volume changed: what we saw of it bounds nothing */
-		mdr_cache_forget(&vol->cache, first, count);
+	mdr_vol_unmap(vol, first, count, generation);
 	if (drain) {
 		/* IO that read the old place before the block completes */
 		mdr_inflight_drain(&vol->inflight);
@@ -184,6 +200,16 @@ static void mdr_vol_invalidate(void *owner, u64 first, u64 count,
 		mdr_inflight_unblock(&vol->inflight, first, count);
 	}
 	/* any other change ends the noting: the move it was for is over */
+	mdr_track_drop(&vol->track, first, count);
+	mdr_vol_kick(vol);
+}
+
+/* A reopen found the cache may be out of date: see &mdr_tvol_ops.drop. */
+static void mdr_vol_drop(void *owner, u64 first, u64 count, u64 generation)
+{
+	struct mdr_vol *vol = owner;
+
+	mdr_vol_unmap(vol, first, count, generation);
 	mdr_track_drop(&vol->track, first, count);
 	mdr_vol_kick(vol);
 }
@@ -246,5 +272,6 @@ const struct mdr_tvol_ops mdr_vol_tvol_ops = {
 	.entries	= mdr_vol_entries,
 	.failed		= mdr_vol_failed,
 	.invalidate	= mdr_vol_invalidate,
+	.drop		= mdr_vol_drop,
 	.lease		= mdr_vol_lease,
 };

@@ -206,6 +206,7 @@ void mdr_route(struct mdr_vol *vol, struct bio *bio, struct mdr_route_ctx *ctx)
 	}
 	if (unlikely(test_bit(MDR_VOL_F_DYING, &vol->flags))) {
 		mdr_inflight_exit(&vol->inflight, token);
+		mdr_vol_stat_inc(vol, errors);
 		bio_io_error(bio);
 		return;
 	}
@@ -409,6 +410,7 @@ void mdr_submit_bio(struct bio *bio)
 	u64 sectors;
 
 	if (unlikely(test_bit(MDR_VOL_F_DYING, &vol->flags))) {
+		mdr_vol_stat_inc(vol, errors);
 		bio_io_error(bio);
 		return;
 	}
