@@ -10,10 +10,11 @@
 
 MDR_RELEASE := 0.1.0
 
-# The Debian kernel to build against: newest /lib/modules/<ver>/build with a
-# /boot/vmlinuz-<ver>, never `uname -r`. Override with KVER=.
-KVER ?= $(shell bash -c '. tools/lib.sh && mdr_kver')
-KDIR ?= /lib/modules/$(KVER)/build
+# The Debian kernel to build against (tools/lib.sh, mdr_kver): the one
+# linux-image-amd64 stands for, never `uname -r`. KVER= names another, or
+# a series (KVER=6.12: the newest 6.12.* installed).
+MDR_KVER := $(shell KVER='$(KVER)' bash -c '. tools/lib.sh && mdr_kver')
+KDIR ?= /lib/modules/$(MDR_KVER)/build
 BUILD ?= build
 CMAKE_FLAGS := -DMDR_RELEASE=$(MDR_RELEASE) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 JOBS ?= $(shell nproc)
@@ -24,7 +25,7 @@ JOBS ?= $(shell nproc)
 all: module userspace
 
 module:
-	@test -n "$(KVER)" || { echo "no Debian kernel found: run tools/install-deps" >&2; exit 1; }
+	@test -n "$(MDR_KVER)" || { echo "no Debian kernel found: run tools/install-deps" >&2; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(CURDIR) MDR_RELEASE=$(MDR_RELEASE) modules
 
 userspace: userspace-release userspace-asan

@@ -20,27 +20,42 @@ mdr_die() {
 	exit 1
 }
 
-# mdr_kver: the Debian kernel to build against and boot. The newest
-# /lib/modules/<ver>/build that has a /boot/vmlinuz-<ver>; KVER overrides.
-# Never `uname -r`: the build machine may run some other kernel.
+# mdr_kver: the Debian kernel to build against and boot: one with both
+# /lib/modules/<ver>/build and /boot/vmlinuz-<ver>. KVER names it, or a
+# series of them (KVER=6.12: the newest 6.12.*); without KVER, the one
+# Debian's linux-image-amd64 stands for (what Debian 12 boots by default),
+# else the newest. Never `uname -r`: the build machine may run some other
+# kernel.
+mdr_kver_usable() {
+	[ -e "/lib/modules/$1/build" ] && [ -e "/boot/vmlinuz-$1" ]
+}
+
 mdr_kver() {
-	local v best=
-	if [ -n "${KVER:-}" ]; then
-		[ -e "/lib/modules/$KVER/build" ] ||
-			mdr_die "KVER=$KVER: /lib/modules/$KVER/build not found"
-		echo "$KVER"
+	local v best= want=${KVER:-}
+	if [ -n "$want" ] && [ -e "/lib/modules/$want/build" ]; then
+		echo "$want"
 		return
+	fi
+	if [ -z "$want" ]; then
+		v=$(dpkg-query -W -f='${Depends}' linux-image-amd64 2>/dev/null |
+			sed -n 's/.*linux-image-\([^ ,]*\).*/\1/p')
+		if [ -n "$v" ] && mdr_kver_usable "$v"; then
+			echo "$v"
+			return
+		fi
 	fi
 	for v in /lib/modules/*/build; do
 		[ -e "$v" ] || continue
 		v=${v#/lib/modules/}
 		v=${v%/build}
-		[ -e "/boot/vmlinuz-$v" ] || continue
+		mdr_kver_usable "$v" || continue
+		case $v in "$want" | "$want".* | "$want"-*) ;; *) continue ;; esac
 		best=$(printf '%s\n%s\n' "$best" "$v" | sed '/^$/d' | sort -V | tail -n 1)
 	done
-	[ -n "$best" ] ||
-		mdr_die "no kernel with both /lib/modules/<ver>/build and /boot/vmlinuz-<ver>; run tools/install-deps"
-	echo "$best"
+	[ -n "$best" ] && { echo "$best"; return; }
+	[ -n "$want" ] &&
+		mdr_die "KVER=$want: no kernel $want or $want.* with /lib/modules/<ver>/build and /boot/vmlinuz-<ver>; run tools/install-deps"
+	mdr_die "no kernel with both /lib/modules/<ver>/build and /boot/vmlinuz-<ver>; run tools/install-deps"
 }
 
 # mdr_kernel_tree: make sure Debian's linux-source-6.1 is extracted in
