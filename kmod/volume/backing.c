@@ -13,14 +13,13 @@
 #include <linux/xarray.h>
 #include <linux/mdroute.h>
 
+#include "compat/compat.h"
 #include "volume/backing.h"
 
 static DEFINE_MUTEX(mdr_backing_mutex);	/* bind, unbind, list */
 static DEFINE_SPINLOCK(mdr_backing_lock);	/* users, dead */
 static DEFINE_XARRAY(mdr_backings);		/* dev_id -> mdr_backing */
 static char mdr_backing_holder;		/* exclusive-open holder */
-
-#define MDR_BDEV_MODE	(FMODE_READ | FMODE_WRITE | FMODE_EXCL)
 
 /**
  * mdr_backing_bind() - open @devt exclusively as device @dev_id
@@ -36,6 +35,7 @@ static char mdr_backing_holder;		/* exclusive-open holder */
  */
 int mdr_backing_bind(u32 dev_id, dev_t devt, u64 *size, u32 *lbs)
 {
+	struct mdr_bdev_handle handle;
 	struct block_device *bdev;
 	struct mdr_backing *b;
 	unsigned long i;
@@ -56,7 +56,7 @@ int mdr_backing_bind(u32 dev_id, dev_t devt, u64 *size, u32 *lbs)
 		}
 	}
 
-	bdev = blkdev_get_by_dev(devt, MDR_BDEV_MODE, &mdr_backing_holder);
+	bdev = mdr_bdev_open_excl(devt, &mdr_backing_holder, &handle);
 	if (IS_ERR(bdev)) {
 		ret = PTR_ERR(bdev);
 		goto out_unlock;
@@ -68,6 +68,7 @@ int mdr_backing_bind(u32 dev_id, dev_t devt, u64 *size, u32 *lbs)
 	}
 	b->dev_id = dev_id;
 	b->bdev = bdev;
+	b->handle = handle;
 	atomic64_set(&b->errors, 0);
 	ret = xa_err(xa_store(&mdr_backings, dev_id, b, GFP_KERNEL));
 	if (ret)
@@ -82,7 +83,7 @@ int mdr_backing_bind(u32 dev_id, dev_t devt, u64 *size, u32 *lbs)
 out_free:
 	kfree(b);
 out_put_bdev:
-	blkdev_put(bdev, MDR_BDEV_MODE);
+	mdr_bdev_close(&handle);
 out_unlock:
 	mutex_unlock(&mdr_backing_mutex);
 	return ret;
@@ -122,7 +123,7 @@ int mdr_backing_unbind(u32 dev_id, dev_t *devt)
 	synchronize_rcu();	/* lookups in mdr_backing_get_user() */
 	*devt = b->bdev->bd_dev;
 	pr_info("device %u unbound from %pg\n", dev_id, b->bdev);
-	blkdev_put(b->bdev, MDR_BDEV_MODE);
+	mdr_bdev_close(&b->handle);
 	kfree(b);
 	return 0;
 }

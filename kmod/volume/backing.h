@@ -17,12 +17,15 @@
 #include <linux/rcupdate.h>
 #include <linux/types.h>
 
+#include "compat/compat.h"
+
 struct mdr_ioctl_dev_info;
 
 /**
  * struct mdr_backing - one bound device
  * @dev_id:	cluster-wide id
  * @bdev:	opened exclusively while bound
+ * @handle:	what closes it
  * @users:	volumes routing IO here (under mdr_backing_lock)
  * @dead:	unbound: takes no new users (under mdr_backing_lock)
  * @errors:	IOs the device failed
@@ -31,6 +34,7 @@ struct mdr_ioctl_dev_info;
 struct mdr_backing {
 	u32 dev_id;
 	struct block_device *bdev;
+	struct mdr_bdev_handle handle;
 	unsigned int users;
 	bool dead;
 	atomic64_t errors;

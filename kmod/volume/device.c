@@ -19,6 +19,7 @@
 #include <linux/mdroute.h>
 #include <linux/mdroute_wire.h>
 
+#include "compat/compat.h"
 #include "core/inject.h"
 #include "core/params.h"
 #include "volume/backing.h"
@@ -33,25 +34,32 @@ static DEFINE_XARRAY_ALLOC(mdr_vols);	/* index -> mdr_vol */
 static int mdr_major;
 struct workqueue_struct *mdr_wq;	/* resubmission, expiry, flushes */
 
-static int mdr_bdev_open(struct block_device *bdev, fmode_t mode)
+static int mdr_disk_open(struct gendisk *disk)
 {
-	struct mdr_vol *vol = bdev->bd_disk->private_data;
+	struct mdr_vol *vol = disk->private_data;
 
-	/* bd_disk->open_mutex is held: detach checks openers under it */
+	/* disk->open_mutex is held: detach checks openers under it */
 	if (test_bit(MDR_VOL_F_DYING, &vol->flags))
 		return -ENXIO;
 	return 0;
 }
 
-static void mdr_bdev_release(struct gendisk *disk, fmode_t mode)
+#ifdef MDR_HAVE_OPEN_GENDISK
+static int mdr_bdev_open(struct gendisk *disk, blk_mode_t mode)
 {
+	return mdr_disk_open(disk);
 }
+#else
+static int mdr_bdev_open(struct block_device *bdev, fmode_t mode)
+{
+	return mdr_disk_open(bdev->bd_disk);
+}
+#endif
 
 static const struct block_device_operations mdr_bdev_ops = {
 	.owner		= THIS_MODULE,
 	.submit_bio	= mdr_submit_bio,
 	.open		= mdr_bdev_open,
-	.release	= mdr_bdev_release,
 };
 
 static int mdr_target_from_ioctl(const struct mdr_ioctl_target *in,
@@ -239,35 +247,27 @@ static int mdr_vol_add_disk(struct mdr_vol *vol)
 {
 	u32 ext_sectors = 1U << mdr_ext_sector_shift(vol->geom.extent_shift);
 	struct queue_limits lim;
-	struct request_queue *q;
 	struct gendisk *disk;
 	int ret;
-
-	disk = blk_alloc_disk(NUMA_NO_NODE);
-	if (!disk)
-		return -ENOMEM;
-	q = disk->queue;
 
 	/* the strictest limits of every device the volume may use */
 	blk_set_stacking_limits(&lim);
 	mdr_backing_limits(&lim);
-	blk_queue_logical_block_size(q, max(lim.logical_block_size, 512U));
-	blk_queue_physical_block_size(q, max(lim.physical_block_size, 512U));
-	blk_queue_io_min(q, lim.io_min);
-	blk_queue_max_hw_sectors(q, min(lim.max_hw_sectors, ext_sectors));
-	blk_queue_chunk_sectors(q, ext_sectors);	/* split per extent */
-	blk_queue_max_discard_sectors(q, min(lim.max_discard_sectors,
-					     ext_sectors));
-	if (lim.max_discard_sectors)
-		q->limits.discard_granularity =
-			max(lim.discard_granularity, lim.logical_block_size);
-	blk_queue_max_write_zeroes_sectors(q, min(lim.max_write_zeroes_sectors,
-						  ext_sectors));
-	/* devices bound later may cache writes: always pass flush and FUA */
-	blk_queue_write_cache(q, true, true);
-	blk_queue_flag_set(QUEUE_FLAG_NONROT, q);
-	/* accounted, as blk-mq disks are; queue/iostats turns it off */
-	blk_queue_flag_set(QUEUE_FLAG_IO_STAT, q);
+	lim.logical_block_size = max(lim.logical_block_size, 512U);
+	lim.physical_block_size = max(lim.physical_block_size, 512U);
+	lim.max_hw_sectors = min(lim.max_hw_sectors, ext_sectors);
+	lim.chunk_sectors = ext_sectors;	/* split per extent */
+	lim.max_hw_discard_sectors = min(lim.max_hw_discard_sectors,
+					 ext_sectors);
+	if (lim.max_hw_discard_sectors)
+		lim.discard_granularity = max(lim.discard_granularity,
+					      lim.logical_block_size);
+	lim.max_write_zeroes_sectors = min(lim.max_write_zeroes_sectors,
+					   ext_sectors);
+	/* caching writes, not rotational, accounted: compat/compat.h */
+	disk = mdr_alloc_disk(&lim);
+	if (IS_ERR(disk))
+		return PTR_ERR(disk);
 
 	disk->major = mdr_major;
 	disk->first_minor = vol->index * MDR_MINORS;
