@@ -5,6 +5,7 @@
 #   make check    all test layers (unit, KUnit, VM), ending "N passed, N failed"
 #   make demo     the main job: boot a guest and show mdroute at work
 #   make bench    the performance report (tools/bench/report) in build/bench/report
+#                 (KVER=6.12: on that kernel; the report names the kernel)
 #   make style    checkpatch on kmod/ and ktests/; make sparse: sparse on kmod/
 # Kernel objects are described in Kbuild.
 
