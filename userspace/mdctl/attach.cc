@@ -124,11 +124,12 @@ bool bind_devices(const Env &env, std::string_view command, mdr::Control &contro
 	return true;
 }
 
+namespace {
 
-std::optional<int> plan_bindings(const Env &env, std::string_view command,
-				 const std::vector<mdr::wire::Device> &devs,
-				 const std::vector<BindSpec> &overrides,
-				 const mdr::Target &target, BindPlan &plan)
+std::optional<int> plan_devices(const Env &env, std::string_view command,
+				const std::vector<mdr::wire::Device> &devs,
+				const std::vector<BindSpec> &overrides, const mdr::Target &target,
+				BindPlan &plan)
 {
 	std::set<uint32_t> overridden;
 
@@ -159,6 +160,18 @@ std::optional<int> plan_bindings(const Env &env, std::string_view command,
 		plan.binds.push_back({d.dev_id, disk->second.path, disk->second.dev});
 	}
 	return std::nullopt;
+}
+
+} // namespace
+
+std::optional<int> plan_bindings(const Env &env, NodeSession &node, const AttachArgs &a,
+				 const NodeSettings &ns, BindPlan &plan)
+{
+	auto devs = list_devices(node);
+
+	if (!devs.ok())
+		return rpc_failure(env, "attach", devs, "device list", ns.target);
+	return plan_devices(env, "attach", devs.value(), a.binds, ns.target, plan);
 }
 
 // A volume whose extents are on a device this host cannot reach would
@@ -344,14 +357,9 @@ void print_attached(const Env &env, Format format, const mdr::VolumeInfo &v,
 		return;
 	}
 	mdr::JsonWriter json;
-	json.begin_object()
-		.key("device").value(device_path(v.index))
-		.key("index").value(v.index)
-		.key("volume_id").value(v.volume_id)
-		.key("name").value(v.name)
-		.key("size").value(v.size)
-		.key("extent_size").value(uint64_t{1} << v.extent_shift)
-		.key("read_only").value((v.flags & MDR_VOL_READONLY) != 0)
+	json.begin_object();
+	attached_volume_json(json, v);
+	json.key("read_only").value((v.flags & MDR_VOL_READONLY) != 0)
 		.key("host_id").value(v.target.host_id)
 		.key("bound").begin_array();
 	for (uint32_t id : bound)
@@ -443,11 +451,8 @@ int cmd_attach(Args args, const Env &env)
 			       "volume '" + vol.name + "' is of tenant " + std::to_string(vol.tenant) +
 				       ", not " + std::to_string(*a.tenant),
 			       "leave --tenant out: the volume's own is used");
-	auto devs = list_devices(*node);
-	if (!devs.ok())
-		return rpc_failure(env, "attach", devs, "device list", ns.target);
 	BindPlan plan;
-	if (auto done = plan_bindings(env, "attach", devs.value(), a.binds, ns.target, plan))
+	if (auto done = plan_bindings(env, *node, a, ns, plan))
 		return *done;
 	if (auto done = check_reachable(env, "attach", info.value(), plan))
 		return *done;

@@ -57,12 +57,11 @@ void unbind_all(const Env &env, mdr::Control &control, const std::vector<uint32_
 bool bind_devices(const Env &env, std::string_view command, mdr::Control &control,
 		  const std::vector<Binding> &binds, std::vector<uint32_t> &bound);
 
-// The --bind overrides, then the local disk of every other device of the
-// node by its serial or WWID; an exit status if an override is wrong.
-std::optional<int> plan_bindings(const Env &env, std::string_view command,
-				 const std::vector<mdr::wire::Device> &devs,
-				 const std::vector<BindSpec> &overrides,
-				 const mdr::Target &target, BindPlan &plan);
+// The devices of the node and where each is on this host: the --bind
+// overrides, then the local disk of the same serial or WWID. An exit
+// status if the node cannot list them or an override is wrong.
+std::optional<int> plan_bindings(const Env &env, NodeSession &node, const AttachArgs &a,
+				 const NodeSettings &ns, BindPlan &plan);
 
 // An exit status if the volume has extents on a device of no local disk.
 std::optional<int> check_reachable(const Env &env, std::string_view command,

@@ -66,11 +66,8 @@ int attach_all_of(const Env &env, const Common &c, const AttachArgs &a, const No
 	const double connect_s = since(t0);
 
 	t0 = clock::now();
-	auto devs = list_devices(*node);
-	if (!devs.ok())
-		return rpc_failure(env, "attach", devs, "device list", ns.target);
 	BindPlan plan;
-	if (auto done = plan_bindings(env, "attach", devs.value(), a.binds, ns.target, plan))
+	if (auto done = plan_bindings(env, *node, a, ns, plan))
 		return *done;
 	const double plan_s = since(t0);
 

@@ -48,15 +48,11 @@ constexpr std::string_view kBindUsage =
 
 int cmd_bind(Args args, const Env &env)
 {
-	static constexpr mdr::OptionSpec specs[] = {kOutputOption, kHelpOption};
 	Common c;
 
-	if (auto done = parse_common(args, specs, kBindUsage, env, c))
+	if (auto done = parse_exactly(args, kOutputOptions, kBindUsage, env, c, 1,
+				      "bind needs ID=/dev/X"))
 		return *done;
-	if (c.operands.empty())
-		return usage_error(env, "bind needs ID=/dev/X");
-	if (c.operands.size() > 1)
-		return unexpected_argument(env, c.operands[1]);
 	std::optional<BindSpec> spec = parse_bind_spec(c.operands[0]);
 	if (!spec)
 		return bad_binding(env, c.operands[0]);
@@ -110,12 +106,9 @@ int cmd_unbind(Args args, const Env &env)
 	static constexpr mdr::OptionSpec specs[] = {kHelpOption};
 	Common c;
 
-	if (auto done = parse_common(args, specs, kUnbindUsage, env, c))
+	if (auto done =
+		    parse_exactly(args, specs, kUnbindUsage, env, c, 1, "unbind needs a device id"))
 		return *done;
-	if (c.operands.empty())
-		return usage_error(env, "unbind needs a device id");
-	if (c.operands.size() > 1)
-		return unexpected_argument(env, c.operands[1]);
 	std::optional<uint32_t> id = parse_id<uint32_t>(c.operands[0]);
 	if (!id)
 		return usage_error(env, "bad device id '" + std::string(c.operands[0]) + "'");
@@ -150,13 +143,10 @@ constexpr std::string_view kDevicesUsage =
 
 int cmd_devices(Args args, const Env &env)
 {
-	static constexpr mdr::OptionSpec specs[] = {kOutputOption, kHelpOption};
 	Common c;
 
-	if (auto done = parse_common(args, specs, kDevicesUsage, env, c))
+	if (auto done = parse_exactly(args, kOutputOptions, kDevicesUsage, env, c, 0))
 		return *done;
-	if (!c.operands.empty())
-		return unexpected_argument(env, c.operands[0]);
 
 	auto control = open_control(env, "devices");
 	if (!control)

@@ -81,12 +81,28 @@ std::optional<int> operands(const Env &env, const Common &c, size_t n, std::stri
 	return std::nullopt;
 }
 
+std::optional<int> parse_exactly(Args args, std::span<const mdr::OptionSpec> specs,
+				 std::string_view usage, const Env &env, Common &c, size_t n,
+				 std::string_view missing)
+{
+	if (auto done = parse_common(args, specs, usage, env, c))
+		return done;
+	return operands(env, c, n, missing);
+}
+
 std::optional<int> check_volume_name(const Env &env, std::string_view name)
 {
 	if (mdr::wire::valid_volume_name(name))
 		return std::nullopt;
 	return usage_error(env, "bad volume name '" + std::string(name) +
 				"': use 1 to 63 of A-Z a-z 0-9 . _ -");
+}
+
+std::optional<int> volume_operand(const Env &env, const Common &c, std::string_view missing)
+{
+	if (auto done = operands(env, c, 1, missing))
+		return done;
+	return check_volume_name(env, c.operands[0]);
 }
 
 namespace {

@@ -51,6 +51,9 @@ inline constexpr mdr::OptionSpec kOutputOption = {kOptOutput, "output", 'o', tru
 inline constexpr mdr::OptionSpec kNodeOption = {kOptNode, "node", 'n', true};
 inline constexpr mdr::OptionSpec kKeyFileOption = {kOptKeyFile, "key-file", 'k', true};
 
+// The options of a command that has none of its own.
+inline constexpr mdr::OptionSpec kOutputOptions[] = {kOutputOption, kHelpOption};
+
 // A command line after parse_common().
 struct Common {
 	Format format = Format::table;
@@ -69,8 +72,16 @@ std::optional<int> parse_common(Args args, std::span<const mdr::OptionSpec> spec
 // Exactly @n operands, else a usage error (@missing when too few).
 std::optional<int> operands(const Env &env, const Common &c, size_t n, std::string_view missing);
 
+// parse_common(), then exactly @n operands.
+std::optional<int> parse_exactly(Args args, std::span<const mdr::OptionSpec> specs,
+				 std::string_view usage, const Env &env, Common &c, size_t n,
+				 std::string_view missing = {});
+
 // A usage error unless @name is a valid volume name.
 std::optional<int> check_volume_name(const Env &env, std::string_view name);
+
+// Exactly one operand, a valid volume name (@missing when there is none).
+std::optional<int> volume_operand(const Env &env, const Common &c, std::string_view missing);
 
 inline uint64_t extent_bytes(uint32_t shift)
 {

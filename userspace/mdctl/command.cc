@@ -65,6 +65,13 @@ const Command *find_command(std::string_view group_name, std::string_view name)
 	return nullptr;
 }
 
+void print_commands(std::ostream &out, std::string_view group_name)
+{
+	for (const Command *c : commands_of(group_name))
+		out << "  " << c->name << std::string(kNameColumn - c->name.size(), ' ')
+		    << c->summary << '\n';
+}
+
 int run_group(std::string_view group_name, Args args, const Env &env)
 {
 	const std::vector<const Command *> subs = commands_of(group_name);
@@ -77,9 +84,7 @@ int run_group(std::string_view group_name, Args args, const Env &env)
 	if (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 		env.out << "Usage: mdctl " << group_name
 			<< " <subcommand> [options]\n\nSubcommands:\n";
-		for (const Command *sub : subs)
-			env.out << "  " << sub->name << std::string(kNameColumn - sub->name.size(), ' ')
-				<< sub->summary << '\n';
+		print_commands(env.out, group_name);
 		env.out << "\nRun 'mdctl " << group_name
 			<< " <subcommand> --help' for its options.\n";
 		return kExitOk;

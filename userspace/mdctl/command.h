@@ -18,6 +18,7 @@
 #define MDCTL_COMMAND_H
 
 #include <cstddef>
+#include <ostream>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -86,6 +87,10 @@ public:
 std::vector<const Command *> commands_of(std::string_view group_name);
 
 const Command *find_command(std::string_view group_name, std::string_view name);
+
+// The lines of a help that list the commands of @group_name, in their
+// order: "  NAME      SUMMARY".
+void print_commands(std::ostream &out, std::string_view group_name);
 
 // Runs "mdctl GROUP ARGS...": the subcommand ARGS[0] with the rest, or the
 // group's help; a missing or unknown subcommand is a usage error.

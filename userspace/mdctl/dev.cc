@@ -29,14 +29,12 @@ constexpr std::string_view kDevListUsage =
 
 int cmd_dev_list(Args args, const Env &env)
 {
-	static constexpr mdr::OptionSpec specs[] = {kNodeOption, kKeyFileOption, kOutputOption,
-						   kHelpOption};
 	Common c;
 	NodeSettings ns;
 	std::unique_ptr<NodeSession> node;
 
-	if (auto done = node_command(args, specs, kDevListUsage, "dev list", env, c, ns, node,
-				     [&] { return operands(env, c, 0, {}); }))
+	if (auto done = node_command(args, kNodeCommandOptions, kDevListUsage, "dev list", env, c,
+				     ns, node))
 		return *done;
 	auto devs = list_devices(*node);
 	if (!devs.ok())

@@ -78,13 +78,10 @@ std::string format_hit_rate(const CacheCounters &cc)
 
 int cmd_list(Args args, const Env &env)
 {
-	static constexpr mdr::OptionSpec specs[] = {kOutputOption, kHelpOption};
 	Common c;
 
-	if (auto done = parse_common(args, specs, kListUsage, env, c))
+	if (auto done = parse_exactly(args, kOutputOptions, kListUsage, env, c, 0))
 		return *done;
-	if (!c.operands.empty())
-		return unexpected_argument(env, c.operands[0]);
 
 	auto control = open_control(env, "list");
 	if (!control)
@@ -98,14 +95,9 @@ int cmd_list(Args args, const Env &env)
 		json.begin_object().key("volumes").begin_array();
 		for (const mdr::VolumeInfo &v : volumes.value()) {
 			CacheCounters cc = cache_counters(env, v.index);
-			json.begin_object()
-				.key("device").value(device_path(v.index))
-				.key("index").value(v.index)
-				.key("volume_id").value(v.volume_id)
-				.key("name").value(v.name)
-				.key("size").value(v.size)
-				.key("extent_size").value(uint64_t{1} << v.extent_shift)
-				.key("node_address").value(node_address(v.target))
+			json.begin_object();
+			attached_volume_json(json, v);
+			json.key("node_address").value(node_address(v.target))
 				.key("node_port").value(node_port(v.target))
 				.key("tenant").value(v.target.tenant)
 				.key("host_id").value(v.target.host_id)
@@ -156,15 +148,11 @@ constexpr std::string_view kStatsUsage =
 
 int cmd_stats(Args args, const Env &env)
 {
-	static constexpr mdr::OptionSpec specs[] = {kOutputOption, kHelpOption};
 	Common c;
 
-	if (auto done = parse_common(args, specs, kStatsUsage, env, c))
+	if (auto done = parse_exactly(args, kOutputOptions, kStatsUsage, env, c, 1,
+				      "stats needs a device (/dev/mdrN, mdrN or N)"))
 		return *done;
-	if (c.operands.empty())
-		return usage_error(env, "stats needs a device (/dev/mdrN, mdrN or N)");
-	if (c.operands.size() > 1)
-		return unexpected_argument(env, c.operands[1]);
 	std::optional<uint32_t> index = parse_volume_device(c.operands[0]);
 	if (!index)
 		return usage_error(env, "bad device '" + std::string(c.operands[0]) +

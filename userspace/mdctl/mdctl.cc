@@ -50,8 +50,8 @@ int cmd_help(Args args, const Env &env)
 
 	if (auto done = parse_common(args, specs, {}, env, c); done && *done != kExitOk)
 		return *done;
-	if (!c.operands.empty())
-		return unexpected_argument(env, c.operands.front());
+	if (auto done = operands(env, c, 0, {}))
+		return *done;
 
 	env.out << "Usage: mdctl <command> [options]\n"
 		   "\n"
@@ -60,9 +60,7 @@ int cmd_help(Args args, const Env &env)
 		   "and administer storage nodes (mdnode).\n"
 		   "\n"
 		   "Commands:\n";
-	for (const Command *cmd : commands_of({}))
-		env.out << "  " << cmd->name << std::string(kNameColumn - cmd->name.size(), ' ')
-			<< cmd->summary << '\n';
+	print_commands(env.out, {});
 	env.out << "\n"
 		   "Run 'mdctl <command> --help' for the options of a command.\n"
 		   "The storage node is --node, else $MDCTL_NODE, else 'node' in\n"

@@ -232,9 +232,7 @@ int cmd_migrate(Args args, const Env &env)
 	std::unique_ptr<NodeSession> node;
 
 	auto check = [&]() -> std::optional<int> {
-		if (auto done = operands(env, c, 1, "migrate needs a volume NAME"))
-			return done;
-		if (auto done = check_volume_name(env, c.operands[0]))
+		if (auto done = volume_operand(env, c, "migrate needs a volume NAME"))
 			return done;
 		for (const mdr::ParsedOption &opt : c.options) {
 			int status = kExitUsage;

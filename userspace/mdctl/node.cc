@@ -37,14 +37,12 @@ constexpr std::string_view kNodeStatsUsage =
 
 int cmd_node_stats(Args args, const Env &env)
 {
-	static constexpr mdr::OptionSpec specs[] = {kNodeOption, kKeyFileOption, kOutputOption,
-						   kHelpOption};
 	Common c;
 	NodeSettings ns;
 	std::unique_ptr<NodeSession> node;
 
-	if (auto done = node_command(args, specs, kNodeStatsUsage, "node stats", env, c, ns, node,
-				     [&] { return operands(env, c, 0, {}); }))
+	if (auto done = node_command(args, kNodeCommandOptions, kNodeStatsUsage, "node stats", env,
+				     c, ns, node))
 		return *done;
 	auto rep = rpc<mdr::wire::NodeStatsRep>(*node, mdr::wire::NodeStatsReq{});
 	if (!rep.ok())

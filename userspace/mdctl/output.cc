@@ -107,6 +107,16 @@ std::string format_node(const mdr::Target &t)
 	return addr + ':' + std::to_string(node_port(t));
 }
 
+void attached_volume_json(mdr::JsonWriter &json, const mdr::VolumeInfo &v)
+{
+	json.key("device").value(device_path(v.index))
+		.key("index").value(v.index)
+		.key("volume_id").value(v.volume_id)
+		.key("name").value(v.name)
+		.key("size").value(v.size)
+		.key("extent_size").value(uint64_t{1} << v.extent_shift);
+}
+
 void json_optional(mdr::JsonWriter &json, std::string_view key, std::optional<uint64_t> v)
 {
 	json.key(key);

@@ -61,6 +61,10 @@ std::string node_address(const mdr::Target &t);
 uint16_t node_port(const mdr::Target &t);
 std::string format_node(const mdr::Target &t);
 
+// The keys that say which volume is attached where, first in the objects
+// of list and attach: device, index, volume_id, name, size, extent_size.
+void attached_volume_json(mdr::JsonWriter &json, const mdr::VolumeInfo &v);
+
 // "KEY": the number, or null.
 void json_optional(mdr::JsonWriter &json, std::string_view key, std::optional<uint64_t> v);
 

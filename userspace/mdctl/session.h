@@ -73,6 +73,20 @@ std::optional<int> node_command(Args args, std::span<const mdr::OptionSpec> spec
 	return std::nullopt;
 }
 
+// The options of a storage-node command that has none of its own.
+inline constexpr mdr::OptionSpec kNodeCommandOptions[] = {kNodeOption, kKeyFileOption,
+							  kOutputOption, kHelpOption};
+
+// The start of a storage-node command that takes no operands.
+inline std::optional<int> node_command(Args args, std::span<const mdr::OptionSpec> specs,
+				       std::string_view usage, std::string_view command,
+				       const Env &env, Common &c, NodeSettings &ns,
+				       std::unique_ptr<NodeSession> &node)
+{
+	return node_command(args, specs, usage, command, env, c, ns, node,
+			    [&] { return operands(env, c, 0, {}); });
+}
+
 inline mdr::Error other_message()
 {
 	return mdr::Error(-EPROTO, "mdnode answered with another message");

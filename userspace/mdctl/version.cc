@@ -90,13 +90,10 @@ constexpr std::string_view kVersionUsage =
 
 int cmd_version(Args args, const Env &env)
 {
-	static constexpr mdr::OptionSpec specs[] = {kOutputOption, kHelpOption};
 	Common c;
 
-	if (auto done = parse_common(args, specs, kVersionUsage, env, c))
+	if (auto done = parse_exactly(args, kOutputOptions, kVersionUsage, env, c, 0))
 		return *done;
-	if (!c.operands.empty())
-		return unexpected_argument(env, c.operands.front());
 
 	// No control device means no module: a report, not a failure.
 	std::optional<mdr::ModuleVersion> module;

@@ -129,9 +129,7 @@ int cmd_volume_create(Args args, const Env &env)
 	std::unique_ptr<NodeSession> node;
 
 	auto check = [&]() -> std::optional<int> {
-		if (auto done = operands(env, c, 1, "volume create needs a NAME"))
-			return done;
-		if (auto done = check_volume_name(env, c.operands[0]))
+		if (auto done = volume_operand(env, c, "volume create needs a NAME"))
 			return done;
 		req.name = std::string(c.operands[0]);
 		for (const mdr::ParsedOption &opt : c.options) {
@@ -206,9 +204,7 @@ int cmd_volume_delete(Args args, const Env &env)
 				return unexpected_argument(env, c.operands[0]);
 			return read_batch(env, command, std::string(c.options[0].value), batch);
 		}
-		if (auto done = operands(env, c, 1, "volume delete needs a NAME"))
-			return done;
-		if (auto done = check_volume_name(env, c.operands[0]))
+		if (auto done = volume_operand(env, c, "volume delete needs a NAME"))
 			return done;
 		batch.push_back({std::string(c.operands[0]), {}, 0});
 		return std::nullopt;
@@ -243,14 +239,12 @@ constexpr std::string_view kVolumeListUsage =
 
 int cmd_volume_list(Args args, const Env &env)
 {
-	static constexpr mdr::OptionSpec specs[] = {kNodeOption, kKeyFileOption, kOutputOption,
-						   kHelpOption};
 	Common c;
 	NodeSettings ns;
 	std::unique_ptr<NodeSession> node;
 
-	if (auto done = node_command(args, specs, kVolumeListUsage, "volume list", env, c, ns,
-				     node, [&] { return operands(env, c, 0, {}); }))
+	if (auto done = node_command(args, kNodeCommandOptions, kVolumeListUsage, "volume list",
+				     env, c, ns, node))
 		return *done;
 	auto vols = list_volumes(*node);
 	if (!vols.ok())
@@ -287,19 +281,15 @@ constexpr std::string_view kVolumeInfoUsage =
 
 int cmd_volume_info(Args args, const Env &env)
 {
-	static constexpr mdr::OptionSpec specs[] = {kNodeOption, kKeyFileOption, kOutputOption,
-						   kHelpOption};
 	Common c;
 	NodeSettings ns;
 	std::unique_ptr<NodeSession> node;
 
 	auto check = [&]() -> std::optional<int> {
-		if (auto done = operands(env, c, 1, "volume info needs a NAME"))
-			return done;
-		return check_volume_name(env, c.operands[0]);
+		return volume_operand(env, c, "volume info needs a NAME");
 	};
-	if (auto done = node_command(args, specs, kVolumeInfoUsage, "volume info", env, c, ns,
-				     node, check))
+	if (auto done = node_command(args, kNodeCommandOptions, kVolumeInfoUsage, "volume info",
+				     env, c, ns, node, check))
 		return *done;
 	const std::string name(c.operands[0]);
 	auto rep = rpc<mdr::wire::VolInfoRep>(*node, mdr::wire::VolInfoReq{name});
@@ -333,9 +323,7 @@ int cmd_volume_resize(Args args, const Env &env)
 	std::unique_ptr<NodeSession> node;
 
 	auto check = [&]() -> std::optional<int> {
-		if (auto done = operands(env, c, 1, "volume resize needs a NAME"))
-			return done;
-		if (auto done = check_volume_name(env, c.operands[0]))
+		if (auto done = volume_operand(env, c, "volume resize needs a NAME"))
 			return done;
 		req.name = std::string(c.operands[0]);
 		for (const mdr::ParsedOption &opt : c.options) {
