@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// command.cc - the command table that the command files fill, and the
-// runner of a group's subcommands.
+// command.cc - the command table that the command files fill.
 #include "mdctl/command.h"
 
 #include <algorithm>
@@ -9,7 +8,6 @@
 #include <cstdlib>
 #include <string>
 
-#include "mdctl/cli.h"
 
 namespace mdctl {
 
@@ -70,29 +68,6 @@ void print_commands(std::ostream &out, std::string_view group_name)
 	for (const Command *c : commands_of(group_name))
 		out << "  " << c->name << std::string(kNameColumn - c->name.size(), ' ')
 		    << c->summary << '\n';
-}
-
-int run_group(std::string_view group_name, Args args, const Env &env)
-{
-	const std::vector<const Command *> subs = commands_of(group_name);
-	std::string names;
-
-	for (const Command *sub : subs)
-		names += (names.empty() ? "" : ", ") + std::string(sub->name);
-	if (args.empty())
-		return usage_error(env, std::string(group_name) + " needs a subcommand: " + names);
-	if (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-		env.out << "Usage: mdctl " << group_name
-			<< " <subcommand> [options]\n\nSubcommands:\n";
-		print_commands(env.out, group_name);
-		env.out << "\nRun 'mdctl " << group_name
-			<< " <subcommand> --help' for its options.\n";
-		return kExitOk;
-	}
-	if (const Command *sub = find_command(group_name, args[0]))
-		return sub->run(args.subspan(1), env);
-	return usage_error(env, "unknown " + std::string(group_name) + " subcommand '" +
-				std::string(args[0]) + "': expected " + names);
 }
 
 } // namespace mdctl

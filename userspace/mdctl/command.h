@@ -8,9 +8,9 @@
 //		{sub("volume", 1, "create", "create a volume", cmd_volume_create)},
 //	};
 //
-// dispatch (mdctl.cc) finds the top-level commands here, and run_group()
-// the subcommands of a group ("mdctl volume create"). Nothing else lists
-// the commands: adding one is its function and its Registration.
+// The dispatch (mdctl.cc) finds the top-level commands here, and the
+// subcommands of a group ("mdctl volume create"). Nothing else lists the
+// commands: adding one is its function and its Registration.
 //
 // The objects of mdctl_core are linked whole (an OBJECT library), so a
 // file that only registers is never left out by the linker.
@@ -91,10 +91,6 @@ const Command *find_command(std::string_view group_name, std::string_view name);
 // The lines of a help that list the commands of @group_name, in their
 // order: "  NAME      SUMMARY".
 void print_commands(std::ostream &out, std::string_view group_name);
-
-// Runs "mdctl GROUP ARGS...": the subcommand ARGS[0] with the rest, or the
-// group's help; a missing or unknown subcommand is a usage error.
-int run_group(std::string_view group_name, Args args, const Env &env);
 
 } // namespace mdctl
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// mdctl.cc - mdctl's entry: the command named first runs with the rest of
-// the line, and 'mdctl help' lists the commands. The commands register
-// themselves in the command table (command.h), one file per group:
+// mdctl.cc - mdctl's dispatch and usage: the command named first runs with
+// the rest of the line (a group's subcommand with the rest after it), and
+// 'mdctl help' and each group's help list the commands. The commands
+// register themselves in the command table (command.h), a file per group:
 //
 //	version.cc	version
 //	volume.cc	volume create, delete, list, info, resize
@@ -67,6 +68,31 @@ int cmd_help(Args args, const Env &env)
 		   "/etc/mdroute/mdctl.conf ($MDCTL_CONFIG names another file).\n"
 		   "Exit status: 0 ok, 1 failure, 2 usage error.\n";
 	return kExitOk;
+}
+
+// "mdctl GROUP ARGS...": the subcommand ARGS[0] with the rest, or the
+// group's help; a missing or unknown subcommand is a usage error.
+int run_group(std::string_view group_name, Args args, const Env &env)
+{
+	const std::vector<const Command *> subs = commands_of(group_name);
+	std::string names;
+
+	for (const Command *sub : subs)
+		names += (names.empty() ? "" : ", ") + std::string(sub->name);
+	if (args.empty())
+		return usage_error(env, std::string(group_name) + " needs a subcommand: " + names);
+	if (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		env.out << "Usage: mdctl " << group_name
+			<< " <subcommand> [options]\n\nSubcommands:\n";
+		print_commands(env.out, group_name);
+		env.out << "\nRun 'mdctl " << group_name
+			<< " <subcommand> --help' for its options.\n";
+		return kExitOk;
+	}
+	if (const Command *sub = find_command(group_name, args[0]))
+		return sub->run(args.subspan(1), env);
+	return usage_error(env, "unknown " + std::string(group_name) + " subcommand '" +
+				std::string(args[0]) + "': expected " + names);
 }
 
 const Registration kRegistered[] = {
