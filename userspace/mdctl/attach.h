@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// attach.h - what attach by name or id (attach.cc) and attach --all-of
+// (attach_all.cc) share: the parsed command line, the plan of which local
+// disk each device of the node is, and binding the devices on the host.
+#ifndef MDCTL_ATTACH_H
+#define MDCTL_ATTACH_H
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/control.h"
+#include "lib/wire.h"
+#include "mdctl/cli.h"
+#include "mdctl/parse.h"
+#include "mdctl/session.h"
+
+namespace mdctl {
+
+struct AttachArgs {
+	std::optional<std::string> name;
+	std::optional<std::string> all_of;
+	std::optional<uint64_t> volume_id;
+	std::optional<uint32_t> tenant;
+	std::optional<uint64_t> host_id;
+	std::vector<BindSpec> binds;
+	bool readonly = false;
+	bool timing = false;
+	std::optional<unsigned> jobs;
+};
+
+// A backing device id and the local block device it is to be bound to.
+struct Binding {
+	uint32_t dev_id;
+	std::string path;
+	mdr::DevNum dev;
+};
+
+// Where each device of the node is on this host.
+struct BindPlan {
+	std::vector<Binding> binds;
+	std::map<uint32_t, std::string> missing;	// id -> serial: on no local disk
+};
+
+// Attach failures that say more with the node's address.
+std::string attach_hint(int err, const mdr::Target &target);
+
+// Undoes the bindings an attach made, newest first; says what it cannot undo.
+void unbind_all(const Env &env, mdr::Control &control, const std::vector<uint32_t> &ids);
+
+// Binds each of @binds, appending the ids it bound to @bound; false once
+// the failure is told.
+bool bind_devices(const Env &env, std::string_view command, mdr::Control &control,
+		  const std::vector<Binding> &binds, std::vector<uint32_t> &bound);
+
+// The devices of the node and where each is on this host: the --bind
+// overrides, then the local disk of the same serial or WWID. An exit
+// status if the node cannot list them or an override is wrong.
+std::optional<int> plan_bindings(const Env &env, NodeSession &node, const AttachArgs &a,
+				 const NodeSettings &ns, BindPlan &plan);
+
+// An exit status if the volume has extents on a device of no local disk.
+std::optional<int> check_reachable(const Env &env, std::string_view command,
+				   const mdr::wire::VolumeReply &v, const BindPlan &plan);
+
+// Notes the devices of the node that are on no local disk.
+void note_missing(const Env &env, std::string_view command, const BindPlan &plan);
+
+// attach --all-of FILE, once the command line and the node's settings are read.
+int attach_all_of(const Env &env, const Common &c, const AttachArgs &a, const NodeSettings &ns,
+		  uint64_t host_id);
+
+} // namespace mdctl
+
+#endif // MDCTL_ATTACH_H

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// list.cc - mdctl list and stats: the volumes attached on this host, from
+// the control device and their sysfs attributes.
+#include <algorithm>
+#include <cerrno>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/control.h"
+#include "lib/json.h"
+#include "mdctl/cli.h"
+#include "mdctl/parse.h"
+
+namespace mdctl {
+
+namespace {
+
+std::string sysfs_dir(uint32_t index)
+{
+	return "/sys/block/mdr" + std::to_string(index) + "/mdroute";
+}
+
+std::string_view volume_state(uint32_t flags)
+{
+	if (flags & MDR_VOL_DYING)
+		return "dying";
+	return flags & MDR_VOL_LEASE_VALID ? "active" : "lease-expired";
+}
+
+// A sysfs counter: one unsigned number and a newline.
+std::optional<uint64_t> read_counter(const Env &env, const std::string &path)
+{
+	auto text = env.host.read_file(path);
+
+	if (!text.ok())
+		return std::nullopt;
+	std::string_view value = text.value();
+	if (value.ends_with('\n'))
+		value.remove_suffix(1);
+	if (value.starts_with("0x"))
+		return std::nullopt;
+	return parse_number<uint64_t>(value);
+}
+
+constexpr std::string_view kListUsage =
+	"Usage: mdctl list [-o|--output table|json]\n"
+	"\n"
+	"List the attached volumes: device, volume id and name, size, extent size,\n"
+	"storage node, tenant, state (active, lease-expired, dying), openers,\n"
+	"cached extents, IOs in flight and the location cache hit rate.\n"
+	"\n"
+	"Options:\n"
+	"  -o, --output FORMAT  table (default) or json\n"
+	"  -h, --help           show this help\n";
+
+struct CacheCounters {
+	std::optional<uint64_t> hits, misses;
+};
+
+CacheCounters cache_counters(const Env &env, uint32_t index)
+{
+	return {read_counter(env, sysfs_dir(index) + "/cache_hits"),
+		read_counter(env, sysfs_dir(index) + "/cache_misses")};
+}
+
+std::string format_hit_rate(const CacheCounters &cc)
+{
+	if (!cc.hits || !cc.misses || *cc.hits + *cc.misses == 0)
+		return "-";
+	unsigned __int128 lookups = static_cast<unsigned __int128>(*cc.hits) + *cc.misses;
+	auto tenths = static_cast<uint64_t>((static_cast<unsigned __int128>(*cc.hits) * 1000 +
+					     lookups / 2) / lookups);
+	return std::to_string(tenths / 10) + '.' + std::to_string(tenths % 10) + '%';
+}
+
+int cmd_list(Args args, const Env &env)
+{
+	Common c;
+
+	if (auto done = parse_exactly(args, kOutputOptions, kListUsage, env, c, 0))
+		return *done;
+
+	auto control = open_control(env, "list");
+	if (!control)
+		return kExitFailure;
+	auto volumes = control->list();
+	if (!volumes.ok())
+		return failure(env, "list", volumes);
+
+	if (c.format == Format::json) {
+		mdr::JsonWriter json;
+		json.begin_object().key("volumes").begin_array();
+		for (const mdr::VolumeInfo &v : volumes.value()) {
+			CacheCounters cc = cache_counters(env, v.index);
+			json.begin_object();
+			attached_volume_json(json, v);
+			json.key("node_address").value(node_address(v.target))
+				.key("node_port").value(node_port(v.target))
+				.key("tenant").value(v.target.tenant)
+				.key("host_id").value(v.target.host_id)
+				.key("state").value(volume_state(v.flags))
+				.key("lease_valid").value((v.flags & MDR_VOL_LEASE_VALID) != 0)
+				.key("dying").value((v.flags & MDR_VOL_DYING) != 0)
+				.key("read_only").value((v.flags & MDR_VOL_READONLY) != 0)
+				.key("open_count").value(v.open_count)
+				.key("cached_extents").value(v.cached)
+				.key("in_flight").value(v.inflight);
+			json_optional(json, "cache_hits", cc.hits);
+			json_optional(json, "cache_misses", cc.misses);
+			json.end_object();
+		}
+		json.end_array().end_object();
+		env.out << json.str() << '\n';
+		return kExitOk;
+	}
+
+	Table table({{"DEVICE", false}, {"VOLUME_ID", true}, {"NAME", false}, {"SIZE", true},
+		     {"EXTENT", true}, {"NODE", false}, {"TENANT", true}, {"STATE", false},
+		     {"OPEN", true}, {"CACHED", true}, {"INFLIGHT", true}, {"HIT_RATE", true}});
+	for (const mdr::VolumeInfo &v : volumes.value()) {
+		std::string state(volume_state(v.flags));
+		if (v.flags & MDR_VOL_READONLY)
+			state += ",ro";
+		table.add({device_path(v.index), std::to_string(v.volume_id),
+			   v.name.empty() ? "-" : v.name, format_size(v.size),
+			   format_size(uint64_t{1} << v.extent_shift), format_node(v.target),
+			   std::to_string(v.target.tenant), state, std::to_string(v.open_count),
+			   std::to_string(v.cached), std::to_string(v.inflight),
+			   format_hit_rate(cache_counters(env, v.index))});
+	}
+	table.print(env.out);
+	return kExitOk;
+}
+
+constexpr std::string_view kStatsUsage =
+	"Usage: mdctl stats DEV [-o|--output table|json]\n"
+	"\n"
+	"Show every attribute of /sys/block/mdrN/mdroute/ for the volume at DEV\n"
+	"(/dev/mdrN, mdrN or N): what it is (volume_id, name, extent_size, tenant,\n"
+	"lease) and its counters. Reading them needs no privilege.\n"
+	"\n"
+	"Options:\n"
+	"  -o, --output FORMAT  table (default) or json\n"
+	"  -h, --help           show this help\n";
+
+int cmd_stats(Args args, const Env &env)
+{
+	Common c;
+
+	if (auto done = parse_exactly(args, kOutputOptions, kStatsUsage, env, c, 1,
+				      "stats needs a device (/dev/mdrN, mdrN or N)"))
+		return *done;
+	std::optional<uint32_t> index = parse_volume_device(c.operands[0]);
+	if (!index)
+		return usage_error(env, "bad device '" + std::string(c.operands[0]) +
+					"': expected /dev/mdrN, mdrN or N");
+
+	const std::string dir = sysfs_dir(*index);
+	auto names = env.host.list_dir(dir);
+	if (!names.ok())
+		return failure(env, "stats", names.error(), device_path(*index),
+			       names.error() == -ENOENT
+				       ? "no volume is attached there; see 'mdctl list'"
+				       : std::string_view());
+	std::ranges::sort(names.value());
+
+	// name -> value as read, without the newline
+	std::vector<std::pair<std::string, std::string>> attrs;
+	for (const std::string &name : names.value()) {
+		auto text = env.host.read_file(dir + '/' + name);
+		if (!text.ok())
+			return failure(env, "stats", text.error(), dir + '/' + name);
+		std::string value = std::move(text).value();
+		if (value.ends_with('\n'))
+			value.pop_back();
+		attrs.emplace_back(name, std::move(value));
+	}
+
+	auto is_size = [](std::string_view name) {
+		return name.ends_with("_bytes") || name == "extent_size";
+	};
+	if (c.format == Format::json) {
+		mdr::JsonWriter json;
+		json.begin_object()
+			.key("device").value(device_path(*index))
+			.key("index").value(*index)
+			.key("stats").begin_object();
+		for (const auto &[name, value] : attrs) {
+			json.key(name);
+			std::optional<uint64_t> n = parse_number<uint64_t>(value);
+			if (n && name != "name" && !value.starts_with("0x"))
+				json.value(*n);
+			else
+				json.value(value);
+		}
+		json.end_object().end_object();
+		env.out << json.str() << '\n';
+		return kExitOk;
+	}
+
+	Table table({{"ATTRIBUTE", false}, {"VALUE", true}});
+	for (const auto &[name, value] : attrs) {
+		std::optional<uint64_t> n = parse_number<uint64_t>(value);
+		table.add({name, n && is_size(name) ? format_size(*n) : value});
+	}
+	table.print(env.out);
+	return kExitOk;
+}
+
+const Registration kRegistered[] = {
+	{top(Place::list, "list", "list the attached volumes", cmd_list)},
+	{top(Place::stats, "stats", "show the counters of /dev/mdrN", cmd_stats)},
+};
+
+} // namespace
+
+} // namespace mdctl
