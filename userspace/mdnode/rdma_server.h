@@ -90,9 +90,12 @@ public:
 	RdmaServer(const RdmaServer &) = delete;
 	RdmaServer &operator=(const RdmaServer &) = delete;
 
-	// The fds the event loop polls for POLLIN; process() one when ready.
+	// The fds the event loop polls for POLLIN; process() one when ready,
+	// or when the last process() of it left work behind. Takes at most
+	// budget completions; true when some are left (the CQs that had
+	// events but were not drained yet).
 	std::vector<int> fds() const;
-	void process(int fd);
+	bool process(int fd, unsigned budget);
 
 	// Sends one message (copied). Fails with -ENOBUFS when the peer has
 	// no room left (a bug in our flow control, or a peer ignoring its
@@ -126,7 +129,7 @@ private:
 	void on_cm_event(rdma_cm_event *ev);
 	void on_connect_request(rdma_cm_event *ev);
 	void establish(Conn &c);
-	void on_cq_event(Device &dev);
+	bool on_cq_event(Device &dev, unsigned budget);
 	void on_completion(const ibv_wc &wc);
 	mdr::Result<Device *> device_for(ibv_context *ctx);
 	mdr::Result<ibv_pd *> pd_for(Device &dev, uint32_t tenant);
