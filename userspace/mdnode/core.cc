@@ -70,8 +70,8 @@ void NodeCore::change(Change c, std::function<void(int err, const Applied *appli
 	auto queued = journal.append(shared->type, std::as_bytes(std::span(shared->payload)),
 				     [this, shared, done](const mdr::Status &st) {
 		if (!st.ok()) {
-			log_error("journal write failed: %s; change refused",
-				  st.message().c_str());
+			log_error_rl("journal write failed: %s; change refused",
+				     st.message().c_str());
 			(void)store.abort(*shared);
 			return done(-EIO, nullptr);
 		}

@@ -37,8 +37,8 @@ void HostRpc::do_open(Session &s, uint64_t req_id, const wire::OpenReq &r)
 	auto window = core_.net->expose_table(
 		s.peer.id, v->id, std::as_bytes(std::span(v->table.entries())));
 	if (!window.ok()) {
-		log_error("volume %llu: cannot register its table: %s",
-			  (unsigned long long)v->id, window.message().c_str());
+		log_error_rl("volume %llu: cannot register its table: %s",
+			     (unsigned long long)v->id, window.message().c_str());
 		return core_.reply_error(s.peer.id, req_id, MDR_OP_OPEN, -ENOMEM);
 	}
 	core_.leases.grant({v->id, s.peer.host_id}, s.peer.id,

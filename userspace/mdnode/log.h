@@ -81,6 +81,7 @@ struct LogRatelimit {
 		if (::mdnode::log_level() >= ::mdnode::LogLevel::debug)      \
 			MDNODE_LOG(::mdnode::LogLevel::debug, __VA_ARGS__);   \
 	} while (0)
+#define log_info_rl(...) MDNODE_LOG_RL(::mdnode::LogLevel::info, __VA_ARGS__)
 #define log_warn_rl(...) MDNODE_LOG_RL(::mdnode::LogLevel::warn, __VA_ARGS__)
 #define log_error_rl(...) MDNODE_LOG_RL(::mdnode::LogLevel::error, __VA_ARGS__)
 

@@ -304,9 +304,9 @@ void RdmaServer::establish(Conn &c)
 		return;
 	c.established = true;
 	stats_.connects++;
-	log_info("conn %llu: %s established (role %u, tenant %u, host %016llx)",
-		 (unsigned long long)c.id, c.peer.address.c_str(), c.peer.role,
-		 c.peer.tenant, (unsigned long long)c.peer.host_id);
+	log_info_rl("conn %llu: %s established (role %u, tenant %u, host %016llx)",
+		    (unsigned long long)c.id, c.peer.address.c_str(), c.peer.role,
+		    c.peer.tenant, (unsigned long long)c.peer.host_id);
 	handler_.on_established(c.peer);
 }
 
@@ -370,8 +370,8 @@ void RdmaServer::on_connect_request(rdma_cm_event *ev)
 
 	// Fills in the connection's resources; rejects on any failure.
 	auto fail = [&](const char *what) {
-		log_error("conn from %s: %s: %s", c->peer.address.c_str(), what,
-			  strerror(errno));
+		log_error_rl("conn from %s: %s: %s", c->peer.address.c_str(), what,
+			     strerror(errno));
 		reject(id, MDR_ST_NOMEM);
 		c->cm = id;	// ~Conn destroys the id and all that exists
 	};
@@ -440,8 +440,8 @@ void RdmaServer::on_connect_request(rdma_cm_event *ev)
 	cr.nonce = c->peer.nonce;
 	auto rep = mdr::wire::encode_conn_rep(cr, r);
 	if (!rep.ok()) {
-		log_error("conn from %s: cannot accept: %s", c->peer.address.c_str(),
-			  rep.message().c_str());
+		log_error_rl("conn from %s: cannot accept: %s", c->peer.address.c_str(),
+			     rep.message().c_str());
 		reject(id, MDR_ST_INVAL);
 		return;
 	}
@@ -613,8 +613,8 @@ void RdmaServer::destroy_conn(ConnId id)
 	c->cm->context = nullptr;
 	if (c->established) {
 		stats_.disconnects++;
-		log_info("conn %llu: %s closed", (unsigned long long)id,
-			 c->peer.address.c_str());
+		log_info_rl("conn %llu: %s closed", (unsigned long long)id,
+			    c->peer.address.c_str());
 		handler_.on_disconnected(id);
 	}
 }
