@@ -272,6 +272,7 @@ private:
 	mdr::Result<Applied> apply_alloc(const Record &r);
 	mdr::Result<Applied> apply_move_begin(const Record &r);
 	mdr::Result<Applied> apply_move_end(const Record &r);
+	mdr::Result<Volume *> extent_volume(const Record &r);
 	mdr::Status map_extent(Volume &v, uint64_t index, uint32_t dev_id,
 			       uint64_t pstart, uint64_t generation);
 	void free_extent(const Volume &v, uint64_t index);

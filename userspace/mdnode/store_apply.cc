@@ -15,6 +15,25 @@ namespace mdnode {
 
 using namespace store_checks;
 
+namespace {
+
+// The table of nr entries a change mapped ahead (live), or one mapped now
+// (replay).
+mdr::Status mapped(std::optional<Table> &table, uint64_t nr)
+{
+	if (!table) {
+		mdr::Result<Table> t = Table::map(nr);
+
+		if (!t.ok())
+			return mdr::Error(t.error(), t.message());
+		table = std::move(t).value();
+	}
+	assert(table->entries().size() == nr);
+	return {};
+}
+
+} // namespace
+
 
 mdr::Result<Applied> Store::apply(const Record &r, std::optional<Table> table)
 {
@@ -54,14 +73,8 @@ mdr::Result<Applied> Store::apply_create(const Record &r, std::optional<Table> t
 
 	const uint64_t nr = nr_extents(r.size, r.extent_shift);
 
-	if (!table) {
-		mdr::Result<Table> mapped = Table::map(nr);
-
-		if (!mapped.ok())
-			return mdr::Error(mapped.error(), mapped.message());
-		table = std::move(mapped).value();
-	}
-	assert(table->entries().size() == nr);
+	if (mdr::Status ok = mapped(table, nr); !ok.ok())
+		return mdr::Error(ok.error(), ok.message());
 	table->put_unallocated(r.volume_id, 0);
 	names_.emplace(r.name, r.volume_id);
 	volumes_.emplace(r.volume_id,
@@ -106,22 +119,14 @@ mdr::Result<Applied> Store::apply_resize(const Record &r, std::optional<Table> t
 
 	if (mdr::Status ok = check_size(r.size); !ok.ok())
 		return mdr::Error(ok.error(), ok.message());
-	if (r.generation != v.generation + 1)
-		return mdr::Error(-EINVAL, "generation " + std::to_string(r.generation) +
-				  " does not follow the volume's " +
-				  std::to_string(v.generation));
+	if (mdr::Status ok = follows(r.generation, v.generation, "the volume's"); !ok.ok())
+		return mdr::Error(ok.error(), ok.message());
 
 	const uint64_t nr = nr_extents(r.size, v.extent_shift);
 	const uint64_t old_nr = v.table.entries().size();
 
-	if (!table) {
-		mdr::Result<Table> mapped = Table::map(nr);
-
-		if (!mapped.ok())
-			return mdr::Error(mapped.error(), mapped.message());
-		table = std::move(mapped).value();
-	}
-	assert(table->entries().size() == nr);
+	if (mdr::Status ok = mapped(table, nr); !ok.ok())
+		return mdr::Error(ok.error(), ok.message());
 	for (uint64_t i = 0; i < std::min(nr, old_nr); i++)
 		table->put(i, v.table.entries()[i]);
 	if (nr > old_nr)
@@ -140,7 +145,8 @@ mdr::Result<Applied> Store::apply_resize(const Record &r, std::optional<Table> t
 	return done;
 }
 
-mdr::Result<Applied> Store::apply_alloc(const Record &r)
+// The volume of the record's extent, when it exists and has the extent.
+mdr::Result<Volume *> Store::extent_volume(const Record &r)
 {
 	auto it = volumes_.find(r.volume_id);
 
@@ -152,15 +158,24 @@ mdr::Result<Applied> Store::apply_alloc(const Record &r)
 	if (r.index >= v.table.entries().size())
 		return mdr::Error(-ERANGE, "the volume has " +
 				  std::to_string(v.table.entries().size()) + " extents");
+	return &v;
+}
+
+mdr::Result<Applied> Store::apply_alloc(const Record &r)
+{
+	mdr::Result<Volume *> vol = extent_volume(r);
+
+	if (!vol.ok())
+		return mdr::Error(vol.error(), vol.message());
+
+	Volume &v = *vol.value();
 
 	const mdr::wire::Entry old = entry_at(v, r.index);
 
 	if (old.state != MDR_EXT_UNALLOCATED)
 		return mdr::Error(-EEXIST, "the extent is mapped already");
-	if (r.generation != old.generation + 1)
-		return mdr::Error(-EINVAL, "generation " + std::to_string(r.generation) +
-				  " does not follow the entry's " +
-				  std::to_string(old.generation));
+	if (mdr::Status ok = follows(r.generation, old.generation, "the entry's"); !ok.ok())
+		return mdr::Error(ok.error(), ok.message());
 	if (mdr::Status ok = map_extent(v, r.index, r.dev_id, r.pstart, r.generation);
 	    !ok.ok())
 		return mdr::Error(ok.error(), ok.message());
@@ -170,16 +185,12 @@ mdr::Result<Applied> Store::apply_alloc(const Record &r)
 
 mdr::Result<Applied> Store::apply_move_begin(const Record &r)
 {
-	auto it = volumes_.find(r.volume_id);
+	mdr::Result<Volume *> vol = extent_volume(r);
 
-	if (it == volumes_.end())
-		return mdr::Error(-ENOENT, "no such volume");
+	if (!vol.ok())
+		return mdr::Error(vol.error(), vol.message());
 
-	Volume &v = it->second;
-
-	if (r.index >= v.table.entries().size())
-		return mdr::Error(-ERANGE, "the volume has " +
-				  std::to_string(v.table.entries().size()) + " extents");
+	Volume &v = *vol.value();
 	if (moves_.contains(r.key()))
 		return mdr::Error(-EEXIST, "the extent is moving already");
 
@@ -187,10 +198,8 @@ mdr::Result<Applied> Store::apply_move_begin(const Record &r)
 
 	if (old.state != MDR_EXT_MAPPED || old.dev_id != r.dev_id || old.pstart != r.pstart)
 		return mdr::Error(-EINVAL, "the extent is not mapped at the old place");
-	if (r.generation != old.generation + 1)
-		return mdr::Error(-EINVAL, "generation " + std::to_string(r.generation) +
-				  " does not follow the entry's " +
-				  std::to_string(old.generation));
+	if (mdr::Status ok = follows(r.generation, old.generation, "the entry's"); !ok.ok())
+		return mdr::Error(ok.error(), ok.message());
 
 	if (!alloc_.device(r.new_dev) || r.new_dev == r.dev_id)
 		return mdr::Error(-ENOENT, "device " + std::to_string(r.new_dev) +
@@ -227,10 +236,8 @@ mdr::Result<Applied> Store::apply_move_end(const Record &r)
 	if (r.dev_id != (done ? m.new_dev : m.old_dev) ||
 	    r.pstart != (done ? m.new_pstart : m.old_pstart))
 		return mdr::Error(-EINVAL, "the place is not the move's");
-	if (r.generation != m.generation + 1)
-		return mdr::Error(-EINVAL, "generation " + std::to_string(r.generation) +
-				  " does not follow the frozen entry's " +
-				  std::to_string(m.generation));
+	if (mdr::Status ok = follows(r.generation, m.generation, "the frozen entry's"); !ok.ok())
+		return mdr::Error(ok.error(), ok.message());
 
 	const uint32_t free_dev = done ? m.old_dev : m.new_dev;
 	const uint64_t free_pstart = done ? m.old_pstart : m.new_pstart;

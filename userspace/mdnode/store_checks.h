@@ -41,6 +41,16 @@ inline mdr::Status check_volume(std::string_view name, uint64_t size, uint32_t s
 	return check_size(size);
 }
 
+// A record's generation is one above what it follows (whose: "the
+// volume's", "the entry's", ...).
+inline mdr::Status follows(uint64_t generation, uint64_t before, const char *whose)
+{
+	if (generation != before + 1)
+		return mdr::Error(-EINVAL, "generation " + std::to_string(generation) +
+				  " does not follow " + whose + " " + std::to_string(before));
+	return {};
+}
+
 inline uint64_t nr_extents(uint64_t size, unsigned shift)
 {
 	return (size >> shift) + ((size & ((uint64_t{1} << shift) - 1)) != 0);
