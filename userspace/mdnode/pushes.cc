@@ -160,7 +160,7 @@ void Pushes::send_pushes(Session &s)
 // so only one that renews and does not do its part is cut off. The lease
 // then no longer points at a connection, and the fan-out waits for it to
 // run out or for the host to open the volume again on a new connection,
-// where the push is sent again (do_open()).
+// where the push is sent again (HostRpc::do_open(), then lease_granted()).
 void Pushes::expire_pushes()
 {
 	const int64_t now = core_.now();
