@@ -4,14 +4,23 @@
 #include "mdnode/log.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cinttypes>
+#include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <initializer_list>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
 
 namespace mdnode {
 
@@ -21,6 +30,8 @@ LogLevel g_level = LogLevel::info;
 
 constexpr unsigned kBurst = 10;
 constexpr int64_t kWindowMs = 5000;
+constexpr size_t kBufferBytes = 256 * 1024;
+constexpr auto kFlushWait = std::chrono::seconds(2);
 
 int64_t now_ms()
 {
@@ -53,6 +64,121 @@ const char *level_name(LogLevel level)
 	return "?";
 }
 
+// Whole lines, or nothing: a write error (a full disk, a file size limit)
+// loses the rest of the chunk, as fprintf() lost it before.
+void write_all(std::string_view s)
+{
+	while (!s.empty()) {
+		const ssize_t n = write(2, s.data(), s.size());
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		s.remove_prefix(size_t(n));
+	}
+}
+
+// The bounded buffer and the thread that writes it to stderr.
+class Sink {
+public:
+	Sink() = default;
+	Sink(const Sink &) = delete;
+	Sink &operator=(const Sink &) = delete;
+
+	~Sink()
+	{
+		{
+			std::lock_guard<std::mutex> l(mu_);
+			stop_ = true;
+		}
+		work_.notify_one();
+		if (thread_.joinable())
+			thread_.join();
+	}
+
+	void put(std::string_view line)
+	{
+		{
+			std::lock_guard<std::mutex> l(mu_);
+
+			if (!thread_.joinable())
+				thread_ = std::thread([this] { run(); });
+			if (buf_.size() + line.size() > kBufferBytes) {
+				dropped_++;
+				dropped_total_++;
+				return;
+			}
+			buf_.append(line);
+		}
+		work_.notify_one();
+	}
+
+	void flush()
+	{
+		std::unique_lock<std::mutex> l(mu_);
+
+		idle_.wait_for(l, kFlushWait,
+			       [this] { return buf_.empty() && !dropped_ && !writing_; });
+	}
+
+	uint64_t dropped()
+	{
+		std::lock_guard<std::mutex> l(mu_);
+		return dropped_total_;
+	}
+
+	bool journal = stderr_is_journal();
+
+private:
+	void run()
+	{
+		std::unique_lock<std::mutex> l(mu_);
+
+		for (;;) {
+			work_.wait(l, [this] { return stop_ || !buf_.empty() || dropped_; });
+			if (buf_.empty() && !dropped_)
+				break;	// stopping, and all is written
+			std::string out = std::exchange(buf_, {});
+			const uint64_t dropped = std::exchange(dropped_, 0);
+
+			writing_ = true;
+			l.unlock();
+			// What was dropped came after what was buffered.
+			if (dropped) {
+				char note[128];
+				snprintf(note, sizeof(note),
+					 journal ? "<4>log: %" PRIu64 " lines dropped: stderr "
+						   "was too slow\n"
+						 : "mdnode: warn: log: %" PRIu64 " lines dropped: "
+						   "stderr was too slow\n",
+					 dropped);
+				out += note;
+			}
+			write_all(out);
+			l.lock();
+			writing_ = false;
+			idle_.notify_all();
+		}
+		idle_.notify_all();
+	}
+
+	std::mutex mu_;
+	std::condition_variable work_, idle_;
+	std::string buf_;
+	uint64_t dropped_ = 0;		// since the last write
+	uint64_t dropped_total_ = 0;
+	bool writing_ = false;
+	bool stop_ = false;
+	std::thread thread_;
+};
+
+Sink &sink()
+{
+	static Sink s;
+	return s;
+}
+
 } // namespace
 
 void set_log_level(LogLevel level) { g_level = level; }
@@ -71,7 +197,6 @@ bool parse_log_level(const char *name, LogLevel &level)
 void log_write(LogLevel level, const char *subsystem, const char *func,
 	       uint64_t dropped, const char *fmt, ...)
 {
-	static const bool journal = stderr_is_journal();
 	char msg[1024];
 	va_list ap;
 
@@ -85,15 +210,28 @@ void log_write(LogLevel level, const char *subsystem, const char *func,
 	if (dropped)
 		snprintf(suffix, sizeof(suffix), " (%" PRIu64 " similar lines dropped)", dropped);
 	const bool tag = level == LogLevel::debug;
+	Sink &s = sink();
+	char line[1200];
+	int n;
 
-	// One fprintf per line, so concurrent writers never interleave.
-	if (journal)
-		fprintf(stderr, "<%d>%s: %s%s%s%s\n", int(level), subsystem,
-			tag ? func : "", tag ? ": " : "", msg, suffix);
+	if (s.journal)
+		n = snprintf(line, sizeof(line), "<%d>%s: %s%s%s%s\n", int(level), subsystem,
+			     tag ? func : "", tag ? ": " : "", msg, suffix);
 	else
-		fprintf(stderr, "mdnode: %s: %s: %s%s%s%s\n", level_name(level), subsystem,
-			tag ? func : "", tag ? ": " : "", msg, suffix);
+		n = snprintf(line, sizeof(line), "mdnode: %s: %s: %s%s%s%s\n", level_name(level),
+			     subsystem, tag ? func : "", tag ? ": " : "", msg, suffix);
+	if (n < 0)
+		return;
+	if (size_t(n) >= sizeof(line)) {
+		// Cut, but still one line.
+		n = int(sizeof(line) - 1);
+		line[n - 1] = '\n';
+	}
+	s.put(std::string_view(line, size_t(n)));
 }
+
+void log_flush() { sink().flush(); }
+uint64_t log_dropped() { return sink().dropped(); }
 
 bool LogRatelimit::allow(uint64_t *dropped_out)
 {

@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <random>
 
 #include <infiniband/verbs.h>
@@ -79,6 +80,8 @@ struct RdmaServer::Device {
 	ibv_comp_channel *channel = nullptr;
 	std::map<uint32_t, ibv_pd *> pds;	// by tenant
 	int max_rd_atom = 0;			// READs a QP answers at once
+	// Connections whose CQ had an event and is not drained yet, in order.
+	std::deque<ConnId> backlog;
 
 	~Device()
 	{
@@ -190,7 +193,7 @@ std::vector<int> RdmaServer::fds() const
 	return fds;
 }
 
-void RdmaServer::process(int fd)
+bool RdmaServer::process(int fd, unsigned budget)
 {
 	if (fd == ec_->fd) {
 		rdma_cm_event *ev;
@@ -198,11 +201,12 @@ void RdmaServer::process(int fd)
 		// Non-blocking: one event per readiness, none if it went away.
 		if (rdma_get_cm_event(ec_, &ev) == 0)
 			on_cm_event(ev);
-		return;
+		return false;
 	}
 	for (auto &d : devices_)
 		if (d->channel->fd == fd)
-			on_cq_event(*d);
+			return on_cq_event(*d, budget);
+	return false;
 }
 
 mdr::Result<RdmaServer::Device *> RdmaServer::device_for(ibv_context *ctx)
@@ -300,9 +304,9 @@ void RdmaServer::establish(Conn &c)
 		return;
 	c.established = true;
 	stats_.connects++;
-	log_info("conn %llu: %s established (role %u, tenant %u, host %016llx)",
-		 (unsigned long long)c.id, c.peer.address.c_str(), c.peer.role,
-		 c.peer.tenant, (unsigned long long)c.peer.host_id);
+	log_info_rl("conn %llu: %s established (role %u, tenant %u, host %016llx)",
+		    (unsigned long long)c.id, c.peer.address.c_str(), c.peer.role,
+		    c.peer.tenant, (unsigned long long)c.peer.host_id);
 	handler_.on_established(c.peer);
 }
 
@@ -366,8 +370,8 @@ void RdmaServer::on_connect_request(rdma_cm_event *ev)
 
 	// Fills in the connection's resources; rejects on any failure.
 	auto fail = [&](const char *what) {
-		log_error("conn from %s: %s: %s", c->peer.address.c_str(), what,
-			  strerror(errno));
+		log_error_rl("conn from %s: %s: %s", c->peer.address.c_str(), what,
+			     strerror(errno));
 		reject(id, MDR_ST_NOMEM);
 		c->cm = id;	// ~Conn destroys the id and all that exists
 	};
@@ -400,7 +404,8 @@ void RdmaServer::on_connect_request(rdma_cm_event *ev)
 	if (!c->mr)
 		return fail("ibv_reg_mr (is RLIMIT_MEMLOCK large enough?)");
 	const int cqe = int(c->recv_slots + c->send_slots);
-	c->cq = ibv_create_cq(c->dev->ctx, cqe, nullptr, c->dev->channel, 0);
+	c->cq = ibv_create_cq(c->dev->ctx, cqe, reinterpret_cast<void *>(uintptr_t(c->id)),
+			      c->dev->channel, 0);
 	if (!c->cq)
 		return fail("ibv_create_cq");
 	if (ibv_req_notify_cq(c->cq, 0))
@@ -435,8 +440,8 @@ void RdmaServer::on_connect_request(rdma_cm_event *ev)
 	cr.nonce = c->peer.nonce;
 	auto rep = mdr::wire::encode_conn_rep(cr, r);
 	if (!rep.ok()) {
-		log_error("conn from %s: cannot accept: %s", c->peer.address.c_str(),
-			  rep.message().c_str());
+		log_error_rl("conn from %s: cannot accept: %s", c->peer.address.c_str(),
+			     rep.message().c_str());
 		reject(id, MDR_ST_INVAL);
 		return;
 	}
@@ -507,23 +512,40 @@ mdr::Status RdmaServer::send(ConnId conn, std::span<const std::byte> msg)
 	return {};
 }
 
-void RdmaServer::on_cq_event(Device &dev)
+bool RdmaServer::on_cq_event(Device &dev, unsigned budget)
 {
 	ibv_cq *cq;
 	void *ctx;
 
-	if (ibv_get_cq_event(dev.channel, &cq, &ctx))
-		return;
-	ibv_ack_cq_events(cq, 1);
-	// Re-arm before draining, so a completion that lands in between
-	// raises a new event instead of waiting for the next one.
-	ibv_req_notify_cq(cq, 0);
+	// Non-blocking: every event there is, each for a CQ of one connection
+	// (its context is the connection's id).
+	while (ibv_get_cq_event(dev.channel, &cq, &ctx) == 0) {
+		const ConnId id = ConnId(reinterpret_cast<uintptr_t>(ctx));
 
+		ibv_ack_cq_events(cq, 1);
+		// Re-arm before draining, so a completion that lands in between
+		// raises a new event instead of waiting for the next one.
+		ibv_req_notify_cq(cq, 0);
+		if (std::find(dev.backlog.begin(), dev.backlog.end(), id) == dev.backlog.end())
+			dev.backlog.push_back(id);
+	}
+
+	// Each CQ drained in turn, within the budget; what is left waits for
+	// the loop's next round. By id: a completion may end its connection.
 	ibv_wc wc[32];
-	int n;
-	while ((n = ibv_poll_cq(cq, 32, wc)) > 0)
+	while (budget && !dev.backlog.empty()) {
+		Conn *c = find(dev.backlog.front());
+		const int n = c ? ibv_poll_cq(c->cq, int(std::min(budget, 32u)), wc) : 0;
+
+		if (n <= 0) {
+			dev.backlog.pop_front();	// drained, or gone
+			continue;
+		}
+		budget -= unsigned(n);
 		for (int i = 0; i < n; i++)
 			on_completion(wc[i]);
+	}
+	return !dev.backlog.empty();
 }
 
 void RdmaServer::on_completion(const ibv_wc &wc)
@@ -591,8 +613,8 @@ void RdmaServer::destroy_conn(ConnId id)
 	c->cm->context = nullptr;
 	if (c->established) {
 		stats_.disconnects++;
-		log_info("conn %llu: %s closed", (unsigned long long)id,
-			 c->peer.address.c_str());
+		log_info_rl("conn %llu: %s closed", (unsigned long long)id,
+			    c->peer.address.c_str());
 		handler_.on_disconnected(id);
 	}
 }

@@ -6,8 +6,9 @@
 //
 // Single-threaded: everything runs on the event loop's thread. The loop
 // polls the fds of fds() and calls process() when one is readable. What
-// the messages mean is the handler's business; this file only moves bytes
-// and owns the verbs objects.
+// the messages mean is the handler's business (net.h is the seam); this
+// file only moves bytes, owns the verbs objects and hands out the rkeys
+// of tables (Net::table_rkey()).
 //
 // Isolation of tenants: each (RDMA device, tenant) has its own protection
 // domain. A connection's QP and the tables of its tenant's volumes are in
@@ -28,6 +29,7 @@
 #include <linux/mdroute_wire.h>
 
 #include "lib/result.h"
+#include "mdnode/net.h"
 
 struct ibv_context;
 struct ibv_comp_channel;
@@ -40,51 +42,26 @@ struct ibv_wc;
 
 namespace mdnode {
 
-using ConnId = uint64_t;	// never reused while the process lives
-
-// What a client said about itself when it connected (already validated).
-struct PeerInfo {
-	ConnId id;
-	uint16_t role;		// enum mdr_wire_role
-	uint16_t version;	// negotiated
-	uint32_t tenant;
-	uint64_t host_id;
-	uint16_t queue_depth;	// requests it may have outstanding (granted)
-	uint16_t push_credits;	// pushes we may have outstanding
-	uint32_t max_msg;	// largest message it receives
-	std::string address;	// "192.0.2.1:43210"
-	std::array<uint8_t, 16> nonce;	// admin challenge sent in the accept
-};
-
-class ServerHandler {
+// The seam of a transport that lends memory for one-sided READs by key,
+// as RDMA does: it registers the table and says with which rkey it is
+// read; the window's address is the table's own. RdmaServer provides it,
+// and so do the tests' fakes.
+class Net : public Transport {
 public:
-	virtual ~ServerHandler() = default;
-	// A client asks to connect; its private data passed validation.
-	// Return MDR_ST_OK to accept, or the status to reject it with.
-	virtual uint16_t on_connect(const PeerInfo &peer) = 0;
-	virtual void on_established(const PeerInfo &peer) = 0;
-	// One received message, exactly as many bytes as arrived. The span is
-	// valid only during the call.
-	virtual void on_message(ConnId conn, std::span<const std::byte> msg) = 0;
-	// A message arrived that could not be received (longer than the
-	// max_msg we announced: rxe reports a local QP operation error, other
-	// providers a local length error): it is lost, and the connection is
-	// being closed. Only to be counted.
-	virtual void on_bad_receive(ConnId conn) { (void)conn; }
-	// The connection is gone (either side closed it, or it failed). Called
-	// once for every connection that was established.
-	virtual void on_disconnected(ConnId conn) = 0;
-};
-
-// The transport as the node uses it: RdmaServer, or a fake in tests.
-class Net {
-public:
-	virtual ~Net() = default;
-	virtual mdr::Status send(ConnId conn, std::span<const std::byte> msg) = 0;
-	virtual void disconnect(ConnId conn) = 0;
+	// The rkey of a volume's table as seen from conn.
 	virtual mdr::Result<uint32_t> table_rkey(ConnId conn, uint64_t volume_id,
 						 const void *addr, size_t len) = 0;
-	virtual void forget_table(uint64_t volume_id) = 0;
+
+	mdr::Result<TableWindow> expose_table(ConnId conn, uint64_t volume_id,
+					      std::span<const std::byte> table) final
+	{
+		auto rkey = table_rkey(conn, volume_id, table.data(), table.size());
+
+		if (!rkey.ok())
+			return mdr::Error(rkey.error(), rkey.message());
+		return TableWindow{.addr = reinterpret_cast<uintptr_t>(table.data()),
+				   .key = rkey.value()};
+	}
 };
 
 struct ServerOptions {
@@ -113,9 +90,12 @@ public:
 	RdmaServer(const RdmaServer &) = delete;
 	RdmaServer &operator=(const RdmaServer &) = delete;
 
-	// The fds the event loop polls for POLLIN; process() one when ready.
+	// The fds the event loop polls for POLLIN; process() one when ready,
+	// or when the last process() of it left work behind. Takes at most
+	// budget completions; true when some are left (the CQs that had
+	// events but were not drained yet).
 	std::vector<int> fds() const;
-	void process(int fd);
+	bool process(int fd, unsigned budget);
 
 	// Sends one message (copied). Fails with -ENOBUFS when the peer has
 	// no room left (a bug in our flow control, or a peer ignoring its
@@ -149,7 +129,7 @@ private:
 	void on_cm_event(rdma_cm_event *ev);
 	void on_connect_request(rdma_cm_event *ev);
 	void establish(Conn &c);
-	void on_cq_event(Device &dev);
+	bool on_cq_event(Device &dev, unsigned budget);
 	void on_completion(const ibv_wc &wc);
 	mdr::Result<Device *> device_for(ibv_context *ctx);
 	mdr::Result<ibv_pd *> pd_for(Device &dev, uint32_t tenant);

@@ -3,6 +3,13 @@
 // store.h - the state of mdnode: its backing devices, its volumes and their
 // extent tables. Pure logic: no I/O, no verbs; callers own locking.
 //
+// Its rooms: records.h (the journal's record formats, encoded and
+// decoded), table.h (a volume's extent table in memory of its own),
+// allocator.h (devices and their free space), snapshot.cc (the checkpoint
+// format); store.cc prepares, commits and aborts changes and answers
+// queries, store_apply.cc applies records, the only code that changes
+// volumes.
+//
 // State changes only by applying journal records, the same way live and at
 // replay, so a restarted mdnode has exactly the state it had:
 //
@@ -24,59 +31,16 @@
 // prepared on it (-EBUSY), and while it has allocations in flight it is
 // neither deleted nor resized (-EBUSY).
 //
-// Records (Change::type, then the payload; all little-endian). Every payload
-// starts with __le16 version (1) and __le16 reserved; replay() refuses a
-// record of an unknown type or version, of another length, or with a
-// reserved field that is not zero.
+// Each change is one journal record (records.h has their layouts); a
+// checkpoint is a snapshot of the committed state (snapshot.cc has its
+// layout).
 //
-//   1 VOLUME_CREATE, 96 bytes
-//	 0 __le16 version, reserved   4 __le32 tenant   8 __le64 volume_id
-//	16 __le64 size (bytes)       24 __le32 extent_shift, 28 reserved
-//	32 char name[64], NUL-padded
-//   2 VOLUME_DELETE, 16 bytes
-//	 0 __le16 version, reserved   4 __le32 reserved   8 __le64 volume_id
-//   3 VOLUME_RESIZE, 32 bytes
-//	 0 __le16 version, reserved   4 __le32 reserved   8 __le64 volume_id
-//	16 __le64 size (bytes)       24 __le64 generation (the volume's, new)
-//   4 EXTENT_ALLOC, 40 bytes
-//	 0 __le16 version, reserved   4 __le32 dev_id     8 __le64 volume_id
-//	16 __le64 index              24 __le64 pstart (512-byte sectors)
-//	32 __le64 generation (the entry's, new)
-//   5 MOVE_BEGIN, 56 bytes: the extent is frozen at its old place, and the
-//     new place is taken
-//	 0 __le16 version, reserved   4 __le32 old_dev    8 __le64 volume_id
-//	16 __le64 index              24 __le64 old_pstart
-//	32 __le32 new_dev, 36 reserved                    40 __le64 new_pstart
-//	48 __le64 generation (the entry's, frozen: g1)
-//   6 MOVE_DONE, 40 bytes: the extent is mapped at its new place, the old
-//     one is free
-//	 0 __le16 version, reserved   4 __le32 new_dev    8 __le64 volume_id
-//	16 __le64 index              24 __le64 new_pstart
-//	32 __le64 generation (g1 + 1)
-//   7 MOVE_ABORT, 40 bytes: the extent is mapped at its old place again,
-//     the new one is free
-//	 0 __le16 version, reserved   4 __le32 old_dev    8 __le64 volume_id
-//	16 __le64 index              24 __le64 old_pstart
-//	32 __le64 generation (g1 + 1)
 // A MOVE_BEGIN without its MOVE_DONE or MOVE_ABORT is a move in progress
 // (moves()): the server finishes it or, after a restart, aborts it. While
 // an extent moves, it is FROZEN at its old place: nothing else is prepared
 // on it (-EBUSY; an allocation: -EAGAIN), its volume is neither deleted
 // nor resized, and no snapshot is taken (snapshots hold mapped entries
 // only: counts().moving must be 0).
-//
-// Snapshot, version 1 (little-endian):
-//	header, 24 bytes: 0 __le32 magic "MDRS", 4 __le16 version (1),
-//		6 __le16 reserved, 8 __le64 next_volume_id, 16 __le64 nr_volumes
-//	then per volume, by ascending id, 104 bytes: 0 __le64 volume_id,
-//		8 __le64 size, 16 __le64 generation, 24 __le32 extent_shift,
-//		28 __le32 tenant, 32 __le64 nr_mapped, 40 char name[64]
-//	then its nr_mapped mapped entries, by ascending index, 32 bytes each:
-//		0 __le64 index, 8 __le64 generation, 16 __le64 pstart,
-//		24 __le32 dev_id, 28 __le32 reserved
-// Every other entry is unallocated with generation 1: no record of this
-// version unmaps an extent and keeps its index. The allocators are rebuilt
-// from the mapped entries.
 #ifndef MDNODE_STORE_H
 #define MDNODE_STORE_H
 
@@ -96,77 +60,11 @@
 
 #include "lib/result.h"
 #include "lib/wire.h"
-#include "mdnode/buddy.h"
+#include "mdnode/allocator.h"
+#include "mdnode/records.h"
+#include "mdnode/table.h"
 
 namespace mdnode {
-
-enum RecordType : uint16_t {
-	kVolumeCreate = 1,
-	kVolumeDelete = 2,
-	kVolumeResize = 3,
-	kExtentAlloc = 4,
-	kMoveBegin = 5,
-	kMoveDone = 6,
-	kMoveAbort = 7,
-};
-
-// A backing device this node owns, as configured and probed at start.
-struct Device {
-	uint32_t id;		// cluster-wide, >= 1
-	std::string path;
-	std::string serial;	// serial number or WWID, as hosts find it
-	uint64_t size;		// bytes
-
-	bool operator==(const Device &) const = default;
-};
-
-// Fills out with the entries of a new table for extents first, first + 1,
-// ... of volume_id: unallocated, generation 1, each sealed for its place
-// exactly as mdr::wire::make_entry() seals it. One CRC-32C in all, then one
-// XOR an entry (store.cc says why that is the same CRC).
-void seal_unallocated(std::span<mdr_wire_entry> out, uint64_t volume_id, uint64_t first);
-
-// A volume's extent table: its entries in page-aligned anonymous memory of
-// its own, which the server registers for remote READ. Owns the mapping and
-// unmaps it when destroyed.
-class Table {
-public:
-	// nr_entries (>= 1) zeroed entries, in memory already; -ENOMEM when
-	// they cannot be mapped.
-	static mdr::Result<Table> map(uint64_t nr_entries);
-
-	Table(Table &&other) noexcept;
-	Table &operator=(Table &&other) noexcept;
-	Table(const Table &) = delete;
-	Table &operator=(const Table &) = delete;
-	~Table();
-
-	std::span<const mdr_wire_entry> entries() const { return {entries_, nr_}; }
-	// What to register: entry i is at data() + i * 32.
-	const void *data() const { return entries_; }
-	size_t bytes() const { return nr_ * sizeof(mdr_wire_entry); }
-
-	// Same entries, byte for byte.
-	bool operator==(const Table &other) const;
-
-private:
-	friend class Store;
-
-	Table(mdr_wire_entry *entries, uint64_t nr, size_t map_len)
-		: entries_(entries), nr_(nr), map_len_(map_len) {}
-	// One store of a whole sealed entry: hosts may READ at any time.
-	void put(uint64_t index, const mdr_wire_entry &entry) { entries_[index] = entry; }
-	// Entries [first, nr) unallocated: only before hosts can READ them.
-	void put_unallocated(uint64_t volume_id, uint64_t first)
-	{
-		seal_unallocated({entries_ + first, nr_ - first}, volume_id, first);
-	}
-	void unmap();
-
-	mdr_wire_entry *entries_;
-	uint64_t nr_;
-	size_t map_len_;	// bytes() rounded up to pages
-};
 
 struct Volume {
 	uint64_t id;		// from 1, never reused
@@ -179,14 +77,6 @@ struct Volume {
 	Table table;		// ceil(size / extent size) entries
 
 	bool operator==(const Volume &) const = default;
-};
-
-// A record to journal, from prepare_*(). Once the journal has it durably,
-// pass it to commit(); if the journal failed, to abort(). One of the two,
-// once.
-struct Change {
-	uint16_t type;			// RecordType
-	std::vector<uint8_t> payload;	// see the formats above
 };
 
 // What commit() changed, for the server to announce.
@@ -292,12 +182,18 @@ public:
 	uint64_t extents_on_device(uint32_t dev_id) const;
 	// The device other than except with the most free space (ties: the
 	// lowest id); 0 when there is no other device.
-	uint32_t roomiest_device(uint32_t except) const;
+	uint32_t roomiest_device(uint32_t except) const
+	{
+		return alloc_.roomiest_device(except);
+	}
 	// The configured device, or nullptr.
-	const Device *device(uint32_t id) const;
+	const Device *device(uint32_t id) const { return alloc_.device(id); }
 	// Free extents of 2^extent_shift bytes on the device, at the most
 	// (the buddy may be fragmented): free units over the extent's units.
-	uint64_t free_extents(uint32_t dev_id, uint32_t extent_shift) const;
+	uint64_t free_extents(uint32_t dev_id, uint32_t extent_shift) const
+	{
+		return alloc_.free_extents(dev_id, extent_shift);
+	}
 
 	// Applies a change the journal holds durably. -ENOENT when it is not in
 	// flight; any other error is a bug that left the journal ahead of the
@@ -336,7 +232,7 @@ public:
 	// per device, by device id.
 	std::vector<mdr::wire::DevExtents> extents_by_device(const Volume &volume) const;
 	// By device id; used counts the space of allocations in flight too.
-	std::vector<mdr::wire::Device> devices() const;
+	std::vector<mdr::wire::Device> devices() const { return alloc_.devices(); }
 	Counts counts() const;
 
 	// Same devices and free space, next id, volumes (tables byte for byte)
@@ -349,12 +245,6 @@ private:
 	mdr::Result<const Volume *> check_move(uint64_t volume_id, uint64_t index,
 					       uint32_t to_dev) const;
 
-	struct Space {
-		Device device;
-		Buddy buddy;	// in 64 KiB units
-
-		bool operator==(const Space &) const = default;
-	};
 	struct Pending {
 		uint16_t type;
 		std::vector<uint8_t> payload;	// what to match commit() with
@@ -362,24 +252,19 @@ private:
 
 		bool operator==(const Pending &) const = default;
 	};
-	struct Record;	// a record, decoded
-	// Pending changes by (volume id, extent index); changes of a whole
-	// volume use kWholeVolume, beyond every index.
-	using Key = std::pair<uint64_t, uint64_t>;
-	static constexpr uint64_t kWholeVolume = UINT64_MAX;
+	// Pending changes, moves and reserved places by (volume id, extent
+	// index); changes of a whole volume use kWholeVolume.
+	using Key = ExtentKey;
 
-	explicit Store(std::vector<Space> spaces) : spaces_(std::move(spaces)) {}
+	explicit Store(Allocator alloc) : alloc_(std::move(alloc)) {}
 
-	Space *space(uint32_t dev_id);
 	bool name_taken(std::string_view name) const;
 	bool busy(uint64_t volume_id) const;
-	static Change encode(const Record &r);
-	static mdr::Result<Record> decode(uint16_t type, std::span<const uint8_t> payload);
-	static std::string describe(const Record &r);
 
 	Change reserve(const Record &r, std::optional<Table> table);
 	mdr::Result<Pending> take_pending(const Record &r, const Change &change);
 
+	// store_apply.cc: the only code that changes volumes.
 	mdr::Result<Applied> apply(const Record &r, std::optional<Table> table);
 	mdr::Result<Applied> apply_create(const Record &r, std::optional<Table> table);
 	mdr::Result<Applied> apply_delete(const Record &r);
@@ -387,19 +272,19 @@ private:
 	mdr::Result<Applied> apply_alloc(const Record &r);
 	mdr::Result<Applied> apply_move_begin(const Record &r);
 	mdr::Result<Applied> apply_move_end(const Record &r);
-	const Space *space(uint32_t dev_id) const;
+	mdr::Result<Volume *> extent_volume(const Record &r);
 	mdr::Status map_extent(Volume &v, uint64_t index, uint32_t dev_id,
 			       uint64_t pstart, uint64_t generation);
 	void free_extent(const Volume &v, uint64_t index);
 
-	std::vector<Space> spaces_;	// by device id
+	Allocator alloc_;
 	std::map<uint64_t, Volume> volumes_;
 	std::map<std::string, uint64_t, std::less<>> names_;
 	std::set<std::string, std::less<>> reserved_names_;	// being created
 	std::map<Key, Pending> pending_;
 	std::map<Key, Move> moves_;
-	// Places reserved by reserve_move(): (device, first sector).
-	std::map<Key, std::pair<uint32_t, uint64_t>> move_places_;
+	// Places reserved by reserve_move().
+	std::map<Key, Place> move_places_;
 	uint64_t next_id_ = 1;
 };
 

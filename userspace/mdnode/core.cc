@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// core.cc - see core.h.
+#include "mdnode/core.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <memory>
+#include <utility>
+
+#include "mdnode/log.h"
+
+namespace mdnode {
+
+namespace {
+
+MDNODE_LOG_SUBSYSTEM("node");
+
+namespace wire = mdr::wire;
+
+} // namespace
+
+NodeCore::NodeCore(const NodeOptions &o, Store &s, Journal &j, std::function<int64_t()> now_ms)
+	: opts(o), store(s), journal(j), leases(int64_t(o.io_hold_ms)),
+	  now_ms_(std::move(now_ms)), start_ms_(now_ms_()),
+	  first_new_volume_(s.next_volume_id())
+{
+}
+
+Session *NodeCore::session(ConnId conn)
+{
+	auto it = sessions.find(conn);
+
+	return it == sessions.end() ? nullptr : &it->second;
+}
+
+void NodeCore::reply(ConnId conn, uint64_t req_id, const wire::Body &body)
+{
+	std::vector<std::byte> buf(wire::encoded_size(body));
+	auto n = wire::encode(buf, req_id, body);
+
+	if (!n.ok()) {
+		// Our own reply does not encode: a bug. Cut the connection (the
+		// client retries on a new one) rather than answer with another
+		// message that might not encode either.
+		log_error_rl("conn %llu: cannot encode a reply: %s",
+			     (unsigned long long)conn, n.message().c_str());
+		net->disconnect(conn);
+		return;
+	}
+	auto st = net->send(conn, std::span(buf.data(), n.value()));
+	if (!st.ok() && st.error() != -ENOTCONN) {
+		log_warn_rl("conn %llu: reply lost: %s", (unsigned long long)conn,
+			    st.message().c_str());
+		net->disconnect(conn);
+	}
+}
+
+void NodeCore::reply_error(ConnId conn, uint64_t req_id, uint16_t opcode, int err)
+{
+	stats.errors++;
+	reply(conn, req_id, wire::ErrorRep{.opcode = opcode,
+					   .status = wire::errno_to_status(err)});
+}
+
+void NodeCore::change(Change c, std::function<void(int err, const Applied *applied)> done)
+{
+	auto shared = std::make_shared<Change>(std::move(c));
+
+	auto queued = journal.append(shared->type, std::as_bytes(std::span(shared->payload)),
+				     [this, shared, done](const mdr::Status &st) {
+		if (!st.ok()) {
+			log_error_rl("journal write failed: %s; change refused",
+				     st.message().c_str());
+			(void)store.abort(*shared);
+			return done(-EIO, nullptr);
+		}
+		auto applied = store.commit(*shared);
+		if (!applied.ok()) {
+			// The journal now holds a change the state cannot take: a
+			// bug. Stop, and let recovery rebuild from the journal.
+			log_error("cannot apply a journaled change: %s",
+				  applied.message().c_str());
+			log_flush();
+			std::abort();
+		}
+		records_since_checkpoint_++;
+		done(0, &applied.value());
+	});
+	if (!queued.ok()) {
+		// The journal is read-only after a write error: fail-stop for
+		// changes, while reads of the tables go on.
+		log_error_rl("journal refuses the change: %s", queued.message().c_str());
+		(void)store.abort(*shared);
+		done(-EIO, nullptr);
+	}
+}
+
+// From tick(), never from a journal callback (the journal refuses), and
+// only with no change in flight, so the snapshot holds exactly what the
+// journal holds.
+void NodeCore::maybe_checkpoint()
+{
+	// A snapshot holds mapped entries only: none while an extent moves.
+	if (records_since_checkpoint_ < opts.checkpoint_records ||
+	    store.counts().in_flight || store.counts().moving)
+		return;
+	const std::vector<uint8_t> snap = store.snapshot();
+	auto st = journal.checkpoint(std::as_bytes(std::span(snap)));
+	if (!st.ok()) {
+		log_error("checkpoint failed: %s", st.message().c_str());
+		return;
+	}
+	records_since_checkpoint_ = 0;
+}
+
+bool NodeCore::lease_valid(uint64_t volume_id, uint64_t host_id) const
+{
+	const Lease *l = leases.find({volume_id, host_id});
+
+	return l && l->expires_ms > now_ms_();
+}
+
+bool NodeCore::io_possible(const Lease &l, int64_t now) const
+{
+	return now < l.expires_ms + int64_t(opts.io_hold_ms);
+}
+
+uint32_t NodeCore::open_count(uint64_t volume_id) const
+{
+	uint32_t n = 0;
+	const int64_t now = now_ms_();
+
+	for (const auto &[key, l] : leases.on_volume(volume_id))
+		if (l.expires_ms > now)
+			n++;
+	return n;
+}
+
+bool NodeCore::in_restart_grace() const
+{
+	return now_ms_() < start_ms_ + int64_t(opts.lease_ms) + int64_t(opts.drift_margin_ms) +
+				   int64_t(opts.io_hold_ms);
+}
+
+void NodeCore::lease_granted(uint64_t volume_id, Session &s)
+{
+	for (LeaseEvents *w : watchers_)
+		w->lease_granted(volume_id, s);
+}
+
+void NodeCore::lease_lapsed(uint64_t volume_id, uint64_t host_id)
+{
+	for (LeaseEvents *w : watchers_)
+		w->lease_lapsed(volume_id, host_id);
+}
+
+void NodeCore::lease_gone(uint64_t volume_id, uint64_t host_id)
+{
+	for (LeaseEvents *w : watchers_)
+		w->lease_gone(volume_id, host_id);
+}
+
+} // namespace mdnode

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// core.h - what every room of the node shares (node.h has the map): its
+// settings and counters, the store and the journal, the transport, the
+// sessions and the leases; one way to reply, and the one path of a change.
+//
+// Every change follows that path: the store prepares it (validates and
+// reserves), the journal makes it durable, the store commits it (the
+// table that hosts READ changes only now), and then the caller goes on
+// (tells lease holders, replies).
+//
+// Leases (leases.h) are granted and extended by the host RPCs, and lapse
+// or go in tick(); the rooms that must hear of it (moves, pushes) are
+// LeaseEvents, told in the order they subscribed.
+#ifndef MDNODE_CORE_H
+#define MDNODE_CORE_H
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lib/wire.h"
+#include "mdnode/copier.h"
+#include "mdnode/journal.h"
+#include "mdnode/leases.h"
+#include "mdnode/net.h"
+#include "mdnode/session.h"
+#include "mdnode/store.h"
+
+namespace mdnode {
+
+struct NodeOptions {
+	uint32_t lease_ms = 5000;
+	uint32_t drift_margin_ms = 500;		// added to every lease we hold
+	// The longest a host's backing device may hold an IO: once a lease
+	// has run out, its holder sends no new IO, but what it sent before
+	// may still reach the old places this long. A fan-out whose end lets
+	// data move or places be reused (every reason but ALLOC and TRACK)
+	// waits a lapsed holder out this much longer, and so does the restart
+	// grace. Documentation/volumes.md, "Against lease expiry".
+	uint32_t io_hold_ms = 20000;
+	std::vector<uint8_t> admin_key;		// empty: admin connections refused
+	uint64_t boot_id = 0;
+	uint64_t checkpoint_records = 100000;	// checkpoint after this many
+	CopierOptions copier{};
+	// Device id -> path, for the copier; empty: the store's device paths.
+	std::map<uint32_t, std::string> device_paths{};
+	// TEST ONLY: fan-outs push nothing and wait for no lease holder, as if
+	// each push were lost and acked: hosts keep stale entries (what the
+	// kernel's revalidation must find). Breaks the consistency rule.
+	bool test_drop_invalidations = false;
+};
+
+struct NodeStats {
+	uint64_t requests = 0, errors = 0, bad_messages = 0;
+	uint64_t invalidations = 0, lease_expiries = 0, auth_failures = 0;
+	// Moves of one extent each.
+	uint64_t moves_done = 0, moves_failed = 0, move_bytes = 0;
+	uint64_t stall_max_us = 0, stall_total_us = 0;
+	// Pushes not sent under test_drop_invalidations.
+	uint64_t invalidations_dropped = 0;
+	// Connections cut because a push to them stayed unacked (or could not
+	// be sent) for lease_ms + margin while the host held its lease.
+	uint64_t push_timeouts = 0;
+	// Of the moves published: bytes pre-copied while hosts used the
+	// extent, and bytes copied under the freeze (all of each extent
+	// without a pre-copy, its dirty granules after one).
+	uint64_t precopy_bytes = 0, freeze_bytes = 0;
+};
+
+// Told when a lease is granted (OPEN), lapses (its host sends no new IO)
+// or goes (closed, dropped, or lapsed for io_hold_ms: no IO of its host is
+// left).
+class LeaseEvents {
+public:
+	virtual ~LeaseEvents() = default;
+	virtual void lease_granted(uint64_t volume_id, Session &s) = 0;
+	virtual void lease_lapsed(uint64_t volume_id, uint64_t host_id) = 0;
+	virtual void lease_gone(uint64_t volume_id, uint64_t host_id) = 0;
+};
+
+struct NodeCore {
+	NodeCore(const NodeOptions &opts, Store &store, Journal &journal,
+		 std::function<int64_t()> now_ms);
+
+	int64_t now() const { return now_ms_(); }
+	int64_t start_ms() const { return start_ms_; }
+	Session *session(ConnId conn);
+
+	void reply(ConnId conn, uint64_t req_id, const mdr::wire::Body &body);
+	void reply_error(ConnId conn, uint64_t req_id, uint16_t opcode, int err);
+
+	// Journals the change, commits it, then calls done(status).
+	void change(Change c, std::function<void(int err, const Applied *applied)> done);
+	// A checkpoint once enough records are journaled, with no change in
+	// flight and no extent moving. From tick() only.
+	void maybe_checkpoint();
+
+	bool lease_valid(uint64_t volume_id, uint64_t host_id) const;
+	// Whether a lease (valid or lapsed) may still have IO of its host at
+	// the devices, as fan-outs of the volume that wait for IO count it.
+	bool io_possible(const Lease &l, int64_t now) const;
+	// Valid leases on the volume.
+	uint32_t open_count(uint64_t volume_id) const;
+	// Leases granted before a restart are unknown to this process, but
+	// their holders may still have IO in flight to the places they cached:
+	// no data moves until every such lease has run out and its IO can no
+	// longer land.
+	bool in_restart_grace() const;
+	// The volume existed before the start: hosts may hold leases on it
+	// this process never granted.
+	bool from_before_start(uint64_t volume_id) const
+	{
+		return volume_id < first_new_volume_;
+	}
+
+	void watch_leases(LeaseEvents &w) { watchers_.push_back(&w); }
+	void lease_granted(uint64_t volume_id, Session &s);
+	void lease_lapsed(uint64_t volume_id, uint64_t host_id);
+	void lease_gone(uint64_t volume_id, uint64_t host_id);
+
+	const NodeOptions opts;
+	Store &store;
+	Journal &journal;
+	Transport *net = nullptr;
+	std::map<ConnId, Session> sessions;
+	Leases leases;
+	NodeStats stats;
+
+private:
+	std::function<int64_t()> now_ms_;
+	int64_t start_ms_;
+	// Volumes with smaller ids existed before the start.
+	uint64_t first_new_volume_;
+	uint64_t records_since_checkpoint_ = 0;
+	std::vector<LeaseEvents *> watchers_;
+};
+
+} // namespace mdnode
+
+#endif // MDNODE_CORE_H

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// records.h - the journal's records of the store's changes: their types,
+// their on-disk layout, and the one encoder and decoder of each. Pure
+// logic: bytes in, bytes out. The store (store.h) makes and applies them;
+// the snapshot (snapshot.cc) reads and writes its own layout with the same
+// little-endian Writer and Reader.
+//
+// Records (Change::type, then the payload; all little-endian). Every payload
+// starts with __le16 version (1) and __le16 reserved; replay() refuses a
+// record of an unknown type or version, of another length, or with a
+// reserved field that is not zero.
+//
+//   1 VOLUME_CREATE, 96 bytes
+//	 0 __le16 version, reserved   4 __le32 tenant   8 __le64 volume_id
+//	16 __le64 size (bytes)       24 __le32 extent_shift, 28 reserved
+//	32 char name[64], NUL-padded
+//   2 VOLUME_DELETE, 16 bytes
+//	 0 __le16 version, reserved   4 __le32 reserved   8 __le64 volume_id
+//   3 VOLUME_RESIZE, 32 bytes
+//	 0 __le16 version, reserved   4 __le32 reserved   8 __le64 volume_id
+//	16 __le64 size (bytes)       24 __le64 generation (the volume's, new)
+//   4 EXTENT_ALLOC, 40 bytes
+//	 0 __le16 version, reserved   4 __le32 dev_id     8 __le64 volume_id
+//	16 __le64 index              24 __le64 pstart (512-byte sectors)
+//	32 __le64 generation (the entry's, new)
+//   5 MOVE_BEGIN, 56 bytes: the extent is frozen at its old place, and the
+//     new place is taken
+//	 0 __le16 version, reserved   4 __le32 old_dev    8 __le64 volume_id
+//	16 __le64 index              24 __le64 old_pstart
+//	32 __le32 new_dev, 36 reserved                    40 __le64 new_pstart
+//	48 __le64 generation (the entry's, frozen: g1)
+//   6 MOVE_DONE, 40 bytes: the extent is mapped at its new place, the old
+//     one is free
+//	 0 __le16 version, reserved   4 __le32 new_dev    8 __le64 volume_id
+//	16 __le64 index              24 __le64 new_pstart
+//	32 __le64 generation (g1 + 1)
+//   7 MOVE_ABORT, 40 bytes: the extent is mapped at its old place again,
+//     the new one is free
+#ifndef MDNODE_RECORDS_H
+#define MDNODE_RECORDS_H
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "lib/result.h"
+
+namespace mdnode {
+
+enum RecordType : uint16_t {
+	kVolumeCreate = 1,
+	kVolumeDelete = 2,
+	kVolumeResize = 3,
+	kExtentAlloc = 4,
+	kMoveBegin = 5,
+	kMoveDone = 6,
+	kMoveAbort = 7,
+};
+
+// A record to journal, from Store::prepare_*(). Once the journal has it
+// durably, pass it to Store::commit(); if the journal failed, to
+// Store::abort(). One of the two, once.
+struct Change {
+	uint16_t type;			// RecordType
+	std::vector<uint8_t> payload;	// see the formats above
+};
+
+// Changes in flight, moves and reservations are keyed by (volume id,
+// extent index); changes of a whole volume use kWholeVolume, beyond every
+// index.
+using ExtentKey = std::pair<uint64_t, uint64_t>;
+inline constexpr uint64_t kWholeVolume = UINT64_MAX;
+
+// A record, decoded.
+struct Record {
+	uint16_t type;
+	uint64_t volume_id = 0;
+	uint64_t size = 0;		// CREATE, RESIZE: bytes
+	uint32_t extent_shift = 0;	// CREATE
+	uint32_t tenant = 0;		// CREATE
+	std::string name{};		// CREATE
+	uint64_t generation = 0;	// RESIZE: the volume's; else the entry's
+	uint64_t index = 0;		// ALLOC, MOVE_*
+	// ALLOC: the place; MOVE_BEGIN, MOVE_ABORT: the old place; MOVE_DONE:
+	// the new place
+	uint32_t dev_id = 0;
+	uint64_t pstart = 0;		// 512-byte sectors
+	uint32_t new_dev = 0;		// MOVE_BEGIN
+	uint64_t new_pstart = 0;	// MOVE_BEGIN
+
+	bool whole_volume() const
+	{
+		return type == kVolumeCreate || type == kVolumeDelete ||
+		       type == kVolumeResize;
+	}
+	ExtentKey key() const { return {volume_id, whole_volume() ? kWholeVolume : index}; }
+};
+
+// The record's bytes, in the layout of its type.
+Change encode_record(const Record &r);
+// -EINVAL naming the record for an unknown type or version, another
+// length, a reserved field that is not zero or a name not NUL-padded.
+mdr::Result<Record> decode_record(uint16_t type, std::span<const uint8_t> payload);
+// "record EXTENT_ALLOC (volume 3, extent 7)", for errors.
+std::string describe_record(const Record &r);
+
+// Little-endian fields, appended.
+class Writer {
+public:
+	Writer &le16(uint16_t v) { return put(v, 2); }
+	Writer &le32(uint32_t v) { return put(v, 4); }
+	Writer &le64(uint64_t v) { return put(v, 8); }
+	// NUL-padded to MDR_WIRE_NAME_LEN bytes.
+	Writer &name(std::string_view name);
+
+	std::vector<uint8_t> take() { return std::move(bytes_); }
+
+private:
+	Writer &put(uint64_t v, unsigned n)
+	{
+		for (unsigned i = 0; i < n; i++)
+			bytes_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+		return *this;
+	}
+
+	std::vector<uint8_t> bytes_;
+};
+
+// Reads little-endian fields the caller has checked are there (left()).
+class Reader {
+public:
+	explicit Reader(std::span<const uint8_t> in) : in_(in) {}
+
+	uint16_t le16() { return static_cast<uint16_t>(get(2)); }
+	uint32_t le32() { return static_cast<uint32_t>(get(4)); }
+	uint64_t le64() { return get(8); }
+	// A NUL-padded name field; none when it holds no NUL, or bytes other
+	// than NUL after the first one.
+	std::optional<std::string> name();
+
+	size_t left() const { return in_.size() - pos_; }
+
+private:
+	uint64_t get(unsigned n);
+
+	std::span<const uint8_t> in_;
+	size_t pos_ = 0;
+};
+
+} // namespace mdnode
+
+#endif // MDNODE_RECORDS_H

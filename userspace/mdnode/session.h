@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// session.h - one connected client as the node sees it: who it is, what
+// it proved, which volumes it opened, and its pushes (pushes.h) sent and
+// held back. Made at on_established(), gone at on_disconnected().
+#ifndef MDNODE_SESSION_H
+#define MDNODE_SESSION_H
+
+#include <cstdint>
+#include <deque>
+#include <set>
+
+#include "mdnode/net.h"
+
+namespace mdnode {
+
+struct Session {
+	PeerInfo peer;
+	bool authenticated = false;
+	// Cut by us (a push timed out): what it still sends is ignored,
+	// as the transport does once the connection is closing.
+	bool closing = false;
+	std::set<uint64_t> opened;	// volume ids
+	// Push ids sent and not yet acked: at most peer.push_credits.
+	std::set<uint64_t> pushes;
+	// Push ids waiting for a credit or for a send that failed, in the
+	// order they are to be sent.
+	std::deque<uint64_t> queued;
+};
+
+} // namespace mdnode
+
+#endif // MDNODE_SESSION_H

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// startup.cc - see startup.h.
+#include "mdnode/startup.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "lib/errors.h"
+#include "mdnode/log.h"
+#include "mdnode/probe.h"
+
+namespace mdnode {
+
+namespace {
+
+MDNODE_LOG_SUBSYSTEM("main");
+
+constexpr size_t kMinAdminKey = 16;
+
+uint64_t random_u64()
+{
+	std::random_device rd;
+
+	return (uint64_t(rd()) << 32) ^ rd();
+}
+
+mdr::Result<uint64_t> node_id(const std::string &dir)
+{
+	const std::string path = dir + "/node-id";
+	auto text = read_file(path);
+
+	if (text.ok()) {
+		uint64_t id = 0;
+		if (sscanf(text.value().c_str(), "%" SCNx64, &id) != 1 || id == 0)
+			return mdr::Error(-EINVAL, path + " does not hold a node id");
+		return id;
+	}
+	if (text.error() != -ENOENT)
+		return mdr::Error(text.error(), "cannot read " + path);
+	const uint64_t id = random_u64() | 1;
+	const std::string tmp = path + ".tmp";
+	FILE *f = fopen(tmp.c_str(), "we");
+	if (!f)
+		return mdr::Error(-errno, "cannot create " + tmp);
+	fprintf(f, "%016" PRIx64 "\n", id);
+	bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+	ok = fclose(f) == 0 && ok;
+	if (!ok || rename(tmp.c_str(), path.c_str()))
+		return mdr::Error(-errno, "cannot write " + path);
+	return id;
+}
+
+mdr::Result<std::vector<uint8_t>> admin_key(const std::string &path)
+{
+	auto text = read_file(path);
+
+	if (!text.ok())
+		return mdr::Error(text.error(), path);
+	std::string k = text.value();
+	while (!k.empty() && (k.back() == '\n' || k.back() == '\r'))
+		k.pop_back();
+	if (k.size() < kMinAdminKey)
+		return mdr::Error(-EINVAL, path + ": an admin key has at least 16 bytes");
+	return std::vector<uint8_t>(k.begin(), k.end());
+}
+
+} // namespace
+
+int64_t steady_ms()
+{
+	return std::chrono::duration_cast<std::chrono::milliseconds>(
+		std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+bool lock_data_dir(const Config &cfg)
+{
+	if (mkdir(cfg.data_dir.c_str(), 0700) && errno != EEXIST) {
+		log_error("cannot create %s: %s", cfg.data_dir.c_str(), strerror(errno));
+		return false;
+	}
+	const std::string lock_path = cfg.data_dir + "/lock";
+	int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB)) {
+		log_error("%s: %s", lock_path.c_str(),
+			  errno == EWOULDBLOCK ? "another mdnode uses this data directory"
+					       : strerror(errno));
+		return false;
+	}
+	return true;	// lock_fd stays open: the lock is held until exit
+}
+
+std::optional<uint64_t> load_node_id(const Config &cfg)
+{
+	auto id = node_id(cfg.data_dir);
+
+	if (!id.ok()) {
+		log_error("%s: %s", id.message().c_str(), mdr::describe_errno(-id.error()).c_str());
+		return std::nullopt;
+	}
+	return id.value();
+}
+
+std::optional<Store> open_store(const Config &cfg)
+{
+	std::vector<Device> devices;
+
+	for (const auto &d : cfg.devices) {
+		auto p = probe_device(d.path);
+		if (!p.ok()) {
+			log_error("device %u: %s: %s", d.id, p.message().c_str(),
+				  mdr::describe_errno(-p.error()).c_str());
+			return std::nullopt;
+		}
+		devices.push_back({.id = d.id, .path = d.path, .serial = p.value().serial,
+				   .size = p.value().size});
+		log_info("device %u: %s, serial %s, %" PRIu64 " MiB", d.id, d.path.c_str(),
+			 p.value().serial.c_str(), p.value().size >> 20);
+	}
+	auto store = Store::create(std::move(devices));
+	if (!store.ok()) {
+		log_error("%s", store.message().c_str());
+		return std::nullopt;
+	}
+	return std::move(store).value();
+}
+
+std::unique_ptr<Journal> recover(const Config &cfg, Store &store)
+{
+	const int64_t t0 = steady_ms();
+	uint64_t replayed = 0;
+	JournalOptions jo;
+	jo.dir = cfg.data_dir;
+	jo.log = [](const std::string &line) { log_warn("%s", line.c_str()); };
+	auto journal = Journal::open(
+		jo,
+		[&](std::span<const std::byte> snap) {
+			return store.load_snapshot(
+				{reinterpret_cast<const uint8_t *>(snap.data()), snap.size()});
+		},
+		[&](uint16_t type, std::span<const std::byte> payload) {
+			replayed++;
+			return store.replay(
+				type, {reinterpret_cast<const uint8_t *>(payload.data()),
+				       payload.size()});
+		});
+	if (!journal.ok()) {
+		log_error("cannot recover from %s: %s (%s)", cfg.data_dir.c_str(),
+			  journal.message().c_str(),
+			  mdr::describe_errno(-journal.error()).c_str());
+		return nullptr;
+	}
+	log_info("recovered %" PRIu64 " volumes from a checkpoint and %" PRIu64
+		 " journal records in %" PRId64 " ms%s",
+		 store.counts().volumes, replayed, steady_ms() - t0,
+		 journal.value()->direct_io() ? "" : " (no O_DIRECT on this file system)");
+	return std::move(journal).value();
+}
+
+NodeOptions node_options(const Config &cfg)
+{
+	NodeOptions no;
+
+	no.lease_ms = cfg.lease_ms;
+	no.io_hold_ms = cfg.io_hold_ms;
+	// A silent host keeps an extent frozen this long; hosts fail IO that
+	// waited their fast_io_fail_tmo (30 s unless raised) for the node.
+	if (const uint64_t frozen = uint64_t(no.lease_ms) + no.drift_margin_ms + no.io_hold_ms;
+	    frozen >= 30000)
+		log_warn("a silent host may keep an extent frozen for %" PRIu64 " ms (lease, "
+			 "margin and io hold): hosts with the default fast_io_fail_tmo of 30 s "
+			 "fail their IO to it first", frozen);
+	no.boot_id = random_u64();
+	no.test_drop_invalidations = cfg.test_drop_invalidations;
+	if (no.test_drop_invalidations)
+		log_warn("TEST MODE --test-drop-invalidations: hosts are told of no "
+			 "change; the consistency rule does not hold");
+	if (auto key = admin_key(cfg.admin_key_file); key.ok())
+		no.admin_key = std::move(key.value());
+	else
+		log_warn("admin connections will be refused: %s: %s", key.message().c_str(),
+			 mdr::describe_errno(-key.error()).c_str());
+	return no;
+}
+
+void sd_notify(const char *state)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	sockaddr_un sa{};
+
+	if (!path || !*path || strlen(path) >= sizeof(sa.sun_path))
+		return;
+	sa.sun_family = AF_UNIX;
+	strncpy(sa.sun_path, path, sizeof(sa.sun_path) - 1);
+	if (sa.sun_path[0] == '@')
+		sa.sun_path[0] = '\0';	// abstract namespace
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	socklen_t len = socklen_t(offsetof(sockaddr_un, sun_path) + strlen(path));
+	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL,
+		   reinterpret_cast<sockaddr *>(&sa), len) < 0)
+		log_warn("cannot notify systemd: %s", strerror(errno));
+	close(fd);
+}
+
+bool shut_down(Journal &j, Store &store)
+{
+	auto st = j.flush();
+	// A snapshot holds no frozen extent: with moves in progress, the
+	// journal alone recovers them (rolled back at the next start).
+	if (st.ok() && store.counts().moving) {
+		log_warn("stopping with %" PRIu64 " moves in progress: no checkpoint; "
+			 "the next start rolls them back", store.counts().moving);
+	} else if (st.ok()) {
+		const std::vector<uint8_t> snap = store.snapshot();
+		st = j.checkpoint(std::as_bytes(std::span(snap)));
+	}
+	if (!st.ok()) {
+		log_error("shutdown: %s", st.message().c_str());
+		return false;
+	}
+	return true;
+}
+
+} // namespace mdnode

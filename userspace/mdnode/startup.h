@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// startup.h - the steps of mdnode's start and stop that main.cc wires
+// together: the data directory and its lock, the node's identity, the
+// devices and the state recovered from the journal, the node's settings,
+// systemd's notifications, and the checkpoint at a clean stop. Each
+// step logs what went wrong itself; false or an empty result: exit 1.
+#ifndef MDNODE_STARTUP_H
+#define MDNODE_STARTUP_H
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "mdnode/config.h"
+#include "mdnode/journal.h"
+#include "mdnode/node.h"
+#include "mdnode/store.h"
+
+namespace mdnode {
+
+int64_t steady_ms();
+
+// Creates the data directory and takes its lock (held until exit).
+bool lock_data_dir(const Config &cfg);
+// The node's identity: data-dir/node-id, made once.
+std::optional<uint64_t> load_node_id(const Config &cfg);
+// Probes every configured device.
+std::optional<Store> open_store(const Config &cfg);
+// Exactly the acknowledged state, or a refusal to start.
+std::unique_ptr<Journal> recover(const Config &cfg, Store &store);
+// The node's settings from the configuration, a fresh boot id and the
+// admin key (warned about when it cannot be had).
+NodeOptions node_options(const Config &cfg);
+
+// systemd's notification protocol (Type=notify), without libsystemd.
+void sd_notify(const char *state);
+
+// Makes everything appended durable and writes a checkpoint (none while
+// extents move: the journal alone recovers them). False: exit 1.
+bool shut_down(Journal &journal, Store &store);
+
+} // namespace mdnode
+
+#endif // MDNODE_STARTUP_H
