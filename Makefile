@@ -14,7 +14,7 @@ MDR_RELEASE := 0.1.0
 # The Debian kernel to build against (tools/lib.sh, mdr_kver): the one
 # linux-image-amd64 stands for, never `uname -r`. KVER= names another, or
 # a series (KVER=6.12: the newest 6.12.* installed).
-MDR_KVER := $(shell KVER='$(KVER)' bash -c '. tools/lib.sh && mdr_kver')
+MDR_KVER = $(shell KVER='$(KVER)' bash -c '. tools/lib.sh && mdr_kver')
 KDIR ?= /lib/modules/$(MDR_KVER)/build
 BUILD ?= build
 CMAKE_FLAGS := -DMDR_RELEASE=$(MDR_RELEASE) -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -43,7 +43,11 @@ userspace-asan:
 check:
 	tools/check
 
-demo: all
+# Like check: what it needs first (a fresh machine has no kernel headers
+# to build against), then the build, then the demo.
+demo:
+	tools/install-deps
+	$(MAKE) all
 	tools/demo
 
 # Rounds and seconds per measurement; the machine is noisy, more rounds
