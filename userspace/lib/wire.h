@@ -21,6 +21,13 @@
 // what a receiver would refuse (-EINVAL), or what does not fit the buffer
 // or MDR_WIRE_MSG_MAX (-EMSGSIZE).
 //
+// The codec comes from one description (lib/wire/): every wire struct is
+// described once in layouts.h, field by field in the order the receiver
+// checks it, and the opcode table in table.cc names, per opcode, the
+// connections it is allowed on, its direction, whether it needs the admin
+// key, and the layouts of its request and reply. Decoding, encoding, the
+// size and role checks and the docs' message table all follow from them.
+//
 // Where the header is silent, this codec decides, and both sides use it:
 //   - a reply whose status is not MDR_ST_OK is the header alone (ErrorRep);
 //   - messages without a body struct are the header alone: PING both ways,
@@ -80,6 +87,10 @@ uint16_t errno_to_status(int err);
 std::string status_name(uint16_t status);
 // "MDR_OP_OPEN"; "MDR_OP_?<n>" for an unknown opcode.
 std::string opcode_name(uint16_t opcode);
+// Whether a request of this opcode is served only on a connection that
+// proved the admin key (MDR_OP_AUTH): every admin RPC but AUTH itself.
+// False for an opcode this build does not know. The opcode table says it.
+bool needs_auth(uint16_t opcode);
 
 // [A-Za-z0-9._-], 1 to MDR_WIRE_NAME_LEN - 1 characters.
 bool valid_volume_name(std::string_view name);

@@ -97,21 +97,11 @@ void Node::handle(Session &s, const wire::Msg &m)
 	const uint64_t id = m.hdr.req_id;
 
 	core_.stats.requests++;
+	// Admin operations need a proven key first (the opcode table says which).
+	if (!m.hdr.reply() && wire::needs_auth(m.hdr.opcode) && !s.authenticated)
+		return core_.reply_error(s.peer.id, id, m.hdr.opcode, -EPERM);
 	std::visit([&](const auto &b) {
 		using T = std::decay_t<decltype(b)>;
-		// Admin operations need a proven key first.
-		if constexpr (std::is_same_v<T, wire::VolCreateReq> ||
-			      std::is_same_v<T, wire::VolDeleteReq> ||
-			      std::is_same_v<T, wire::VolResizeReq> ||
-			      std::is_same_v<T, wire::VolInfoReq> ||
-			      std::is_same_v<T, wire::VolListReq> ||
-			      std::is_same_v<T, wire::DevListReq> ||
-			      std::is_same_v<T, wire::NodeStatsReq> ||
-			      std::is_same_v<T, wire::MoveReq> ||
-			      std::is_same_v<T, wire::DrainReq>) {
-			if (!s.authenticated)
-				return core_.reply_error(s.peer.id, id, T::opcode, -EPERM);
-		}
 		if constexpr (std::is_same_v<T, wire::OpenReq>)
 			host_.do_open(s, id, b);
 		else if constexpr (std::is_same_v<T, wire::CloseReq>)

@@ -1,0 +1,656 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// layouts.h - every struct of the wire, described once: which field of
+// <linux/mdroute_wire.h> holds which field of wire.h, and the rules a
+// receiver checks, in the order it checks them (fields.h says how a
+// description reads). Internal to lib/wire/; the opcode table (table.cc)
+// says which message travels in which struct.
+//
+// A layout has:
+//   Wire	the struct of the uapi header (with its header, for messages);
+//   wire_name	its name, for the message table of the docs;
+//   fields()	the description;
+//   Elem	for messages ending in an array: the host type of an element
+//		(whose own layout has a noun for error messages);
+//   shape	where the length is not sizeof(Wire) (+ n * elements);
+//   part_ends	for a Wire of parts appended by later versions: where each
+//		ends (a part the length does not cover whole reads as zero);
+//   note	a word for the message table;
+//   doc()	the message table's words where a struct alone does not say it;
+//   refuse()	what an encoder refuses that the wire cannot show.
+// Messages without a body struct (PING, NODE_STATS requests, the OK replies
+// to CLOSE, AUTH and VOL_DELETE) are the header alone: the primary template.
+#ifndef MDR_WIRE_LAYOUTS_H
+#define MDR_WIRE_LAYOUTS_H
+
+#include <string>
+
+#include "lib/wire/fields.h"
+
+namespace mdr::wire {
+
+#define MDR_WIRE_STRUCT(W)					\
+	using Wire = W;						\
+	static constexpr const char *wire_name = #W
+
+// A field of the same name in m and w, with its checks.
+#define MDR_FIELD(f, ...) v.num(#f, m.f, w.f __VA_OPT__(,) __VA_ARGS__)
+
+// "`mdr_wire_inval` (64)": a struct in the message table.
+inline std::string struct_doc(const char *name, size_t size)
+{
+	return std::string("`") + name + "` (" + std::to_string(size) + ")";
+}
+
+template <typename T>
+struct Layout {
+	static_assert(std::is_empty_v<T>, "a message with fields needs a layout");
+	MDR_WIRE_STRUCT(mdr_wire_hdr);
+	static void fields(auto &, auto &, auto &) {}
+};
+
+// ---- Rules shared by several layouts --------------------------------------
+
+// Extents of size bytes, the last one partial; shift within range.
+inline uint64_t extents_of(uint64_t size, uint32_t shift)
+{
+	return (size >> shift) + ((size & ((uint64_t{1} << shift) - 1)) != 0);
+}
+
+// first + count fits 64 bits.
+inline Fault range_fits(What at, uint64_t first, uint64_t count)
+{
+	return fail_if(first > UINT64_MAX - count, at, "first ", first, " + count ",
+		       count, " overflows");
+}
+
+inline Fault stalls(What at, uint64_t max, uint64_t total)
+{
+	return fail_if(total < max, at, "stall_total_us ", total, " below stall_max_us ",
+		       max);
+}
+
+// Elements in ascending order of a field.
+template <typename E, typename F>
+auto ascending(F E::*id, const char *label)
+{
+	return [id, label](What at, const std::vector<E> &items, size_t i) {
+		return fail_if(i && items[i].*id <= items[i - 1].*id, at, label, " ",
+			       items[i].*id, " not in ascending order");
+	};
+}
+
+// ---- Elements and parts ---------------------------------------------------
+
+template <>
+struct Layout<Volume> {
+	MDR_WIRE_STRUCT(mdr_wire_volume);
+	static constexpr const char *noun = "volumes";
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		v.zero("reserved", w.reserved);
+		v.name(m.name, w.name);
+		MDR_FIELD(volume_id, nonzero);
+		MDR_FIELD(size, volume_size);
+		MDR_FIELD(extent_shift, kExtentShift);
+		MDR_FIELD(allocated);
+		MDR_FIELD(tenant);
+		MDR_FIELD(open_count);
+		v.rule([&](What at) {
+			return fail_if(m.allocated > extents_of(m.size, m.extent_shift), at,
+				       "allocated ", m.allocated, " exceeds the volume's extents");
+		});
+	}
+};
+
+template <>
+struct Layout<Device> {
+	MDR_WIRE_STRUCT(mdr_wire_device);
+	static constexpr const char *noun = "devices";
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		v.zero("reserved", w.reserved);
+		v.serial(m.serial, w.serial);
+		MDR_FIELD(dev_id, nonzero);
+		MDR_FIELD(size);
+		MDR_FIELD(used);
+		v.rule([&](What at) {
+			return fail_if(m.used > m.size, at, "used ", m.used, " exceeds size ",
+				       m.size);
+		});
+	}
+};
+
+template <>
+struct Layout<DevExtents> {
+	MDR_WIRE_STRUCT(mdr_wire_dev_extents);
+	static constexpr const char *noun = "entries";
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		v.zero("reserved", w.reserved);
+		MDR_FIELD(dev_id, nonzero);
+		MDR_FIELD(extents);
+	}
+};
+
+template <>
+struct Layout<MovedExtent> {
+	MDR_WIRE_STRUCT(mdr_wire_move_extent);
+	static constexpr const char *noun = "extents";
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		v.zero("reserved", w.reserved);
+		MDR_FIELD(index);
+		MDR_FIELD(old_pstart);
+		MDR_FIELD(new_pstart);
+		MDR_FIELD(old_dev);
+		MDR_FIELD(new_dev);
+		MDR_FIELD(generation);
+		MDR_FIELD(stall_us);
+		v.rule([&](What at) { return fail_if(!m.old_dev || !m.new_dev, at, "dev_id zero"); });
+		v.rule([&](What at) {
+			return fail_if(m.old_dev == m.new_dev, at, "moved to its own device ",
+				       m.old_dev);
+		});
+		// Allocated (2), frozen (3), published (4) at the least.
+		v.rule([&](What at) {
+			return fail_if(m.generation < 4, at, "generation ", m.generation,
+				       " too low for a moved extent");
+		});
+	}
+};
+
+// The range of a push and of its ack (struct mdr_wire_inval).
+void inval_range(auto &v, auto &m, auto &w)
+{
+	v.zero("reserved", w.reserved);
+	MDR_FIELD(volume_id, nonzero);
+	MDR_FIELD(first);
+	MDR_FIELD(count, nonzero);
+	v.rule([&](What at) { return range_fits(at, m.first, m.count); });
+	MDR_FIELD(generation, nonzero);
+	MDR_FIELD(reason, known{MDR_INVAL_ALLOC, MDR_INVAL_TRACK});
+	v.rule([&](What at) {
+		return fail_if(m.reason == MDR_INVAL_TRACK && m.count != 1, at, "count ",
+			       m.count, " with MDR_INVAL_TRACK");
+	});
+}
+
+// ---- Host RPCs and pushes -------------------------------------------------
+
+template <>
+struct Layout<OpenReq> {
+	MDR_WIRE_STRUCT(mdr_wire_open_req);
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		MDR_FIELD(flags, flags_in{MDR_OPEN_F_BY_NAME});
+		v.zero("reserved", w.reserved);
+		v.volume_ref(m.volume_id, w.volume_id, m.name, w.name,
+			     m.flags & MDR_OPEN_F_BY_NAME, "MDR_OPEN_F_BY_NAME");
+	}
+};
+
+template <>
+struct Layout<OpenRep> {
+	MDR_WIRE_STRUCT(mdr_wire_open_rep);
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		v.zero("flags", w.flags);
+		v.name(m.name, w.name);
+		MDR_FIELD(volume_id, nonzero);
+		MDR_FIELD(size, volume_size);
+		MDR_FIELD(extent_shift, kExtentShift);
+		MDR_FIELD(table_addr);
+		MDR_FIELD(table_len);
+		MDR_FIELD(table_rkey);
+		MDR_FIELD(generation);
+		v.rule([&](What at) {
+			// at most 2^48 entries (shift >= 16): the product cannot overflow
+			const uint64_t want = extents_of(m.size, m.extent_shift) *
+					      sizeof(mdr_wire_entry);
+
+			return fail_if(m.table_len != want, at, "table_len ", m.table_len,
+				       " does not cover the size (", want, " expected)");
+		});
+		v.rule([&](What at) {
+			return fail_if(m.table_addr > UINT64_MAX - m.table_len, at,
+				       "table wraps the address space");
+		});
+		MDR_FIELD(lease_ms, nonzero);
+	}
+};
+
+template <>
+struct Layout<CloseReq> {
+	MDR_WIRE_STRUCT(mdr_wire_vol_req);
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		MDR_FIELD(volume_id, nonzero);
+	}
+};
+
+template <>
+struct Layout<RenewReq> {
+	MDR_WIRE_STRUCT(mdr_wire_vol_req);
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		MDR_FIELD(volume_id);	// 0: every lease
+	}
+};
+
+template <>
+struct Layout<RenewRep> {
+	MDR_WIRE_STRUCT(mdr_wire_renew_rep);
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		v.zero("reserved", w.reserved);
+		MDR_FIELD(lease_ms, nonzero);
+	}
+};
+
+template <>
+struct Layout<AllocReq> {
+	MDR_WIRE_STRUCT(mdr_wire_alloc_req);
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		MDR_FIELD(volume_id, nonzero);
+		MDR_FIELD(index);
+	}
+};
+
+template <>
+struct Layout<AllocRep> {
+	MDR_WIRE_STRUCT(mdr_wire_alloc_rep);
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		MDR_FIELD(volume_id, nonzero);
+		MDR_FIELD(index);
+		v.mapped_entry(m.entry, w.entry, m.volume_id, m.index);
+	}
+};
+
+template <>
+struct Layout<Invalidate> {
+	MDR_WIRE_STRUCT(mdr_wire_inval);
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		inval_range(v, m, w);
+	}
+};
+
+// Version 1's ack is the push echoed (struct mdr_wire_inval), version 2's
+// struct mdr_wire_inval_ack; the short form reads as a long one whose
+// flags and dirty are zero.
+template <>
+struct Layout<InvalidateAck> {
+	MDR_WIRE_STRUCT(mdr_wire_inval_ack);
+	static constexpr Shape shape{sizeof(mdr_wire_inval), 0, sizeof(mdr_wire_inval_ack)};
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		inval_range(v, m, w.inval);
+		v.long_form(m.extended, sizeof(mdr_wire_inval), sizeof(w));
+		MDR_FIELD(flags, flags_in{MDR_INVAL_ACK_F_TRACKED});
+		v.zero("reserved", w.reserved);
+		MDR_FIELD(dirty);
+		v.rule([&](What at) {
+			return fail_if(m.dirty && !(m.flags & MDR_INVAL_ACK_F_TRACKED), at,
+				       "dirty without MDR_INVAL_ACK_F_TRACKED");
+		});
+		v.rule([&](What at) {
+			return fail_if(m.dirty && m.reason != MDR_INVAL_MOVE, at,
+				       "dirty in the ack of reason ", m.reason);
+		});
+	}
+	static Fault refuse(What at, const InvalidateAck &m)
+	{
+		return fail_if(!m.extended && (m.flags || m.dirty), at,
+			       "flags or dirty in version 1's ack");
+	}
+	static std::string doc()
+	{
+		return struct_doc("mdr_wire_inval", sizeof(mdr_wire_inval)) +
+		       " on version 1, " +
+		       struct_doc(wire_name, sizeof(Wire)) + " on version 2";
+	}
+};
+
+// ---- Admin RPCs -----------------------------------------------------------
+
+template <>
+struct Layout<AuthReq> {
+	MDR_WIRE_STRUCT(mdr_wire_auth_req);
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		v.bytes(m.mac, w.mac);
+	}
+};
+
+template <>
+struct Layout<VolCreateReq> {
+	MDR_WIRE_STRUCT(mdr_wire_vol_create_req);
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		v.name(m.name, w.name);
+		MDR_FIELD(size, volume_size);
+		MDR_FIELD(extent_shift, shift_or_default);
+		MDR_FIELD(tenant);
+	}
+};
+
+// VOL_DELETE and VOL_INFO: a name, size zero.
+template <typename T>
+	requires std::is_same_v<T, VolDeleteReq> || std::is_same_v<T, VolInfoReq>
+struct Layout<T> {
+	MDR_WIRE_STRUCT(mdr_wire_vol_name_req);
+	static constexpr const char *note = "size 0";
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		v.zero("size", w.size);
+		v.name(m.name, w.name);
+	}
+};
+
+template <>
+struct Layout<VolResizeReq> {
+	MDR_WIRE_STRUCT(mdr_wire_vol_name_req);
+	static constexpr const char *note = "new size";
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		v.name(m.name, w.name);
+		MDR_FIELD(size, volume_size);
+	}
+};
+
+// The replies to VOL_CREATE, VOL_INFO and VOL_RESIZE.
+template <typename T>
+	requires std::is_base_of_v<VolumeReply, T>
+struct Layout<T> {
+	MDR_WIRE_STRUCT(mdr_wire_vol_rep);
+	using Elem = DevExtents;
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		v.count("nr_devs", w.nr_devs, m.devs);
+		v.zero("reserved", w.reserved);
+		v.nested("vol", m.vol, w.vol);
+		v.elements("devs", m.devs);
+	}
+};
+
+// VOL_LIST and DEV_LIST requests.
+template <typename T>
+	requires std::is_same_v<T, VolListReq> || std::is_same_v<T, DevListReq>
+struct Layout<T> {
+	MDR_WIRE_STRUCT(mdr_wire_list_req);
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		MDR_FIELD(cursor);
+	}
+};
+
+// The paged lists, replies to VOL_LIST and DEV_LIST: a cursor, a count
+// and that many elements in ascending order of their ids. Self names the
+// array and the id.
+template <typename Self, typename E, auto Items, auto Id>
+struct PagedList {
+	using Elem = E;
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		MDR_FIELD(next);
+		v.count("count", w.count, m.*Items);
+		v.zero("reserved", w.reserved);
+		v.elements(Self::array, m.*Items, ascending(Id, Self::id_name));
+	}
+};
+
+template <>
+struct Layout<VolListRep>
+	: PagedList<Layout<VolListRep>, Volume, &VolListRep::vols, &Volume::volume_id> {
+	MDR_WIRE_STRUCT(mdr_wire_vol_list_rep);
+	static constexpr const char *array = "vols", *id_name = "volume_id";
+};
+
+template <>
+struct Layout<DevListRep>
+	: PagedList<Layout<DevListRep>, Device, &DevListRep::devs, &Device::dev_id> {
+	MDR_WIRE_STRUCT(mdr_wire_dev_list_rep);
+	static constexpr const char *array = "devs", *id_name = "dev_id";
+};
+
+// Version 1's counters, then the migration ones, the push ones and the
+// copy ones: this build sends them all, and reads what the length covers
+// (a node without them sends 120, 168 or 176 bytes). Later versions append
+// more __le64 counters, which are ignored.
+struct NodeStatsWire {
+	mdr_wire_node_stats_rep v1;
+	mdr_wire_node_stats_mig mig;
+	mdr_wire_node_stats_push push;
+	mdr_wire_node_stats_copy copy;
+};
+static_assert(sizeof(NodeStatsWire) == sizeof(mdr_wire_node_stats_rep) +
+	      sizeof(mdr_wire_node_stats_mig) + sizeof(mdr_wire_node_stats_push) +
+	      sizeof(mdr_wire_node_stats_copy), "no padding between the parts");
+
+template <>
+struct Layout<NodeStatsRep> {
+	MDR_WIRE_STRUCT(NodeStatsWire);
+	static constexpr Shape shape{sizeof(mdr_wire_node_stats_rep), sizeof(__le64)};
+	static constexpr size_t part_ends[] = {
+		offsetof(Wire, mig), offsetof(Wire, push), offsetof(Wire, copy),
+		sizeof(Wire)};
+	static void fields(auto &v, auto &m, auto &wire)
+	{
+		auto &w = wire.v1;
+		MDR_FIELD(boot_id);
+		MDR_FIELD(uptime_ms);
+		MDR_FIELD(connections);
+		MDR_FIELD(volumes);
+		MDR_FIELD(requests);
+		MDR_FIELD(errors);
+		MDR_FIELD(bad_messages);
+		MDR_FIELD(journal_records);
+		MDR_FIELD(journal_bytes);
+		MDR_FIELD(journal_syncs);
+		MDR_FIELD(invalidations);
+		MDR_FIELD(lease_expiries);
+		mig_fields(v, m, wire.mig);
+		v.num("push_timeouts", m.push_timeouts, wire.push.push_timeouts);
+		v.num("precopy_bytes", m.precopy_bytes, wire.copy.precopy_bytes);
+		v.num("freeze_bytes", m.freeze_bytes, wire.copy.freeze_bytes);
+	}
+	static void mig_fields(auto &v, auto &m, auto &w)
+	{
+		MDR_FIELD(moves_active);
+		MDR_FIELD(moves_done);
+		MDR_FIELD(moves_failed);
+		MDR_FIELD(move_bytes);
+		MDR_FIELD(stall_max_us);
+		MDR_FIELD(stall_total_us);
+	}
+	static std::string doc()
+	{
+		return struct_doc("mdr_wire_node_stats_rep", sizeof(mdr_wire_node_stats_rep)) +
+		       " + " + struct_doc("mdr_wire_node_stats_mig", sizeof(mdr_wire_node_stats_mig)) +
+		       " + " + struct_doc("mdr_wire_node_stats_push", sizeof(mdr_wire_node_stats_push)) +
+		       " + " + struct_doc("mdr_wire_node_stats_copy", sizeof(mdr_wire_node_stats_copy)) +
+		       ": " + std::to_string(sizeof(Wire)) + "; any " +
+		       std::to_string(shape.size) + " + " + std::to_string(shape.elem) +
+		       " n is accepted";
+	}
+};
+
+// ---- Migration ------------------------------------------------------------
+
+template <>
+struct Layout<MoveReq> {
+	MDR_WIRE_STRUCT(mdr_wire_move_req);
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		MDR_FIELD(flags, flags_in{MDR_MOVE_F_BY_NAME});
+		v.zero("reserved", w.reserved);
+		v.volume_ref(m.volume_id, w.volume_id, m.name, w.name,
+			     m.flags & MDR_MOVE_F_BY_NAME, "MDR_MOVE_F_BY_NAME");
+		MDR_FIELD(count, within{1, MDR_WIRE_MOVE_MAX});
+		MDR_FIELD(first);
+		v.rule([&](What at) { return range_fits(at, m.first, m.count); });
+		MDR_FIELD(to_dev, nonzero);
+	}
+};
+
+template <>
+struct Layout<MoveRep> {
+	MDR_WIRE_STRUCT(mdr_wire_move_rep);
+	using Elem = MovedExtent;
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		v.count("count", w.count, m.extents);
+		v.zero("reserved", w.reserved);
+		MDR_FIELD(volume_id, nonzero);
+		MDR_FIELD(bytes);
+		MDR_FIELD(stall_max_us);
+		MDR_FIELD(stall_total_us);
+		// one element per extent asked for
+		v.rule([&](What at) {
+			return within{1, MDR_WIRE_MOVE_MAX}(at, "count", m.extents.size());
+		});
+		v.rule([&](What at) { return stalls(at, m.stall_max_us, m.stall_total_us); });
+		v.elements("extents", m.extents,
+			   [&](What at, const std::vector<MovedExtent> &x, size_t i) {
+				   return fail_if(x[i].stall_us > m.stall_max_us, at, "stall_us ",
+						  x[i].stall_us, " above stall_max_us");
+			   },
+			   ascending(&MovedExtent::index, "index"));
+	}
+};
+
+template <>
+struct Layout<DrainReq> {
+	MDR_WIRE_STRUCT(mdr_wire_drain_req);
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		MDR_FIELD(dev_id, nonzero);
+		MDR_FIELD(to_dev);	// 0: any other
+		v.rule([&](What at) {
+			return fail_if(m.to_dev == m.dev_id, at, "to_dev is the device drained");
+		});
+	}
+};
+
+template <>
+struct Layout<DrainRep> {
+	MDR_WIRE_STRUCT(mdr_wire_drain_rep);
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		MDR_FIELD(dev_id, nonzero);
+		MDR_FIELD(status, below{MDR_ST_MAX});	// __le32 on the wire
+		MDR_FIELD(moved);
+		MDR_FIELD(remaining);
+		MDR_FIELD(bytes);
+		MDR_FIELD(stall_max_us);
+		MDR_FIELD(stall_total_us);
+		v.rule([&](What at) { return stalls(at, m.stall_max_us, m.stall_total_us); });
+	}
+};
+
+// ---- Connection private data ----------------------------------------------
+
+template <>
+struct Layout<ConnReq> {
+	MDR_WIRE_STRUCT(mdr_wire_conn_req);
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		v.magic(w.magic, MDR_WIRE_CONN_MAGIC);
+		MDR_FIELD(version_min);
+		MDR_FIELD(version_max);
+		v.rule([&](What at) {
+			return fail_if(!m.version_min || m.version_min > m.version_max, at,
+				       "version range ", m.version_min, "..", m.version_max,
+				       " not sane");
+		});
+		MDR_FIELD(role, known{MDR_ROLE_HOST, MDR_ROLE_ADMIN});
+		v.zero("flags", w.flags);
+		v.zero("reserved", w.reserved);
+		MDR_FIELD(queue_depth, nonzero);
+		MDR_FIELD(recv_depth);
+		v.rule([&](What at) {
+			return fail_if(m.recv_depth <= m.queue_depth, at, "recv_depth ",
+				       m.recv_depth, " not above queue_depth ", m.queue_depth);
+		});
+		MDR_FIELD(max_msg, within{MDR_WIRE_MSG_MIN, MDR_WIRE_MSG_MAX});
+		MDR_FIELD(tenant);
+		MDR_FIELD(host_id);
+		v.rule([&](What at) {
+			return fail_if(m.role == MDR_ROLE_ADMIN && m.tenant, at, "tenant ",
+				       m.tenant, " on an admin connection");
+		});
+	}
+};
+
+// Checked against the connect request it accepts.
+template <>
+struct Layout<ConnRep> {
+	MDR_WIRE_STRUCT(mdr_wire_conn_rep);
+	static void fields(auto &v, auto &m, auto &w, const ConnReq &sent)
+	{
+		v.magic(w.magic, MDR_WIRE_CONN_MAGIC);
+		MDR_FIELD(version);
+		v.rule([&](What at) -> Fault {
+			if (m.version < std::max<uint16_t>(sent.version_min, MDR_WIRE_VERSION_MIN) ||
+			    m.version > std::min<uint16_t>(sent.version_max, MDR_WIRE_VERSION))
+				return fail(EPROTO, at, "version ", m.version, " outside the ",
+					    sent.version_min, "..", sent.version_max, " asked");
+			return std::nullopt;
+		});
+		v.zero("flags", w.flags);
+		MDR_FIELD(queue_depth, within{1, sent.queue_depth});
+		MDR_FIELD(push_credits);
+		// The client's buffers hold a reply per request and a push per
+		// credit: recv_depth >= queue_depth + push_credits.
+		v.rule([&](What at) {
+			return fail_if(m.push_credits > sent.recv_depth - m.queue_depth, at,
+				       "push_credits ", m.push_credits, " exceed recv_depth ",
+				       sent.recv_depth, " - queue_depth ", m.queue_depth);
+		});
+		v.rule([&](What at) {
+			return fail_if(sent.role == MDR_ROLE_HOST && !m.push_credits, at,
+				       "no push credits on a host connection");
+		});
+		MDR_FIELD(max_msg, within{MDR_WIRE_MSG_MIN, MDR_WIRE_MSG_MAX});
+		MDR_FIELD(node_id);
+		MDR_FIELD(boot_id);
+		v.bytes(m.nonce, w.nonce);
+		v.rule([&](What at) {
+			return fail_if(sent.role == MDR_ROLE_HOST && !all_zero(m.nonce), at,
+				       "nonce on a host connection");
+		});
+		v.rule([&](What at) {
+			return fail_if(sent.role == MDR_ROLE_ADMIN && all_zero(m.nonce), at,
+				       "no nonce on an admin connection");
+		});
+	}
+};
+
+template <>
+struct Layout<ConnRej> {
+	MDR_WIRE_STRUCT(mdr_wire_conn_rej);
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		v.magic(w.magic, MDR_WIRE_CONN_MAGIC);
+		MDR_FIELD(version);
+		MDR_FIELD(status);
+		v.rule([&](What at) {
+			return fail_if(m.status == MDR_ST_OK || m.status >= MDR_ST_MAX, at,
+				       "status ", m.status, " is no reason to reject");
+		});
+		v.rule([&](What at) {
+			return fail_if(m.status == MDR_ST_VERSION && !m.version, at,
+				       "version zero with MDR_ST_VERSION");
+		});
+	}
+};
+
+#undef MDR_FIELD
+#undef MDR_WIRE_STRUCT
+
+} // namespace mdr::wire
+
+#endif // MDR_WIRE_LAYOUTS_H
