@@ -25,8 +25,8 @@ Result<M> get_private(What what, Bytes pd, const Ctx &...ctx)
 	M m;
 
 	Layout<M>::fields(v, m, w, ctx...);
-	if (v.fault)
-		return std::move(*v.fault);
+	if (auto f = v.take_fault())
+		return std::move(*f);
 	return m;
 }
 
@@ -38,8 +38,8 @@ Result<typename Layout<M>::Wire> put_private(What what, const M &m, const Ctx &.
 	Put v(what);
 
 	Layout<M>::fields(v, m, w, ctx...);
-	if (v.fault)
-		return std::move(*v.fault);
+	if (auto f = v.take_fault())
+		return std::move(*f);
 	if (auto check = get_private<M>(what, bytes_of(w), ctx...); !check.ok())
 		return forward(check);
 	return w;

@@ -56,8 +56,8 @@ Result<Body> decode_msg(What what, Bytes msg)
 	M m;
 
 	Layout<M>::fields(v, m, w);
-	if (v.fault)
-		return std::move(*v.fault);
+	if (auto f = v.take_fault())
+		return std::move(*f);
 	return Body{std::move(m)};
 }
 
@@ -82,8 +82,8 @@ Fault put_msg(What what, std::span<std::byte> out, size_t len, const M &m)
 	Put v(what, out, sizeof(w));
 
 	Layout<M>::fields(v, m, w);
-	if (v.fault)
-		return v.fault;
+	if (auto f = v.take_fault())
+		return f;
 	std::memcpy(out.data(), &w, std::min(len, sizeof(w)));
 	return std::nullopt;
 }
