@@ -22,8 +22,8 @@
  * mdr_alloc_disk() - a bio-based disk with the sizes of @lim
  * @lim:	logical and physical block size, io_min, max_hw_sectors,
  *		chunk_sectors, max_hw_discard_sectors, discard_granularity
- *		and max_write_zeroes_sectors are taken; features are set
- *		here
+ *		(when there is discard) and max_write_zeroes_sectors are
+ *		taken, nothing else; features are set here
  *
  * The disk passes flushes and FUA on (a device bound later may cache
  * writes), is not rotational, and accounts its IO as blk-mq disks do
@@ -39,8 +39,27 @@ static inline struct gendisk *mdr_alloc_disk(struct queue_limits *lim)
 #ifndef MDR_HAVE_BLK_FEAT
 #error "blk_alloc_disk() takes limits but they have no features: unknown kernel"
 #endif
-	lim->features = BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA | BLK_FEAT_IO_STAT;
-	return blk_alloc_disk(lim, NUMA_NO_NODE);
+	/*
+	 * Only the fields named above, as the 6.1 path sets them: anything
+	 * else stacked from the devices (zone append, secure erase, io_opt,
+	 * segments, alignments) is not this disk's, and zone limits without
+	 * BLK_FEAT_ZONED fail validation. The rest gets the defaults.
+	 */
+	struct queue_limits l = {
+		.logical_block_size	= lim->logical_block_size,
+		.physical_block_size	= lim->physical_block_size,
+		.io_min			= lim->io_min,
+		.max_hw_sectors		= lim->max_hw_sectors,
+		.chunk_sectors		= lim->chunk_sectors,
+		.max_hw_discard_sectors	= lim->max_hw_discard_sectors,
+		.discard_granularity	= lim->max_hw_discard_sectors ?
+					  lim->discard_granularity : 0,
+		.max_write_zeroes_sectors = lim->max_write_zeroes_sectors,
+		.features		= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA |
+					  BLK_FEAT_IO_STAT,
+	};
+
+	return blk_alloc_disk(&l, NUMA_NO_NODE);
 }
 #else
 static inline struct gendisk *mdr_alloc_disk(struct queue_limits *lim)
@@ -58,7 +77,8 @@ static inline struct gendisk *mdr_alloc_disk(struct queue_limits *lim)
 	blk_queue_max_hw_sectors(q, lim->max_hw_sectors);
 	blk_queue_chunk_sectors(q, lim->chunk_sectors);
 	blk_queue_max_discard_sectors(q, lim->max_hw_discard_sectors);
-	q->limits.discard_granularity = lim->discard_granularity;
+	if (lim->max_hw_discard_sectors)
+		q->limits.discard_granularity = lim->discard_granularity;
 	blk_queue_max_write_zeroes_sectors(q, lim->max_write_zeroes_sectors);
 	blk_queue_write_cache(q, true, true);
 	blk_queue_flag_set(QUEUE_FLAG_NONROT, q);

@@ -2454,7 +2454,7 @@ static struct mdr_tvol *mdr_rdma_open(const struct mdr_target *t,
 	int ret;
 
 	if (!volume_id || !ops || !ops->entries || !ops->failed ||
-	    !ops->invalidate || !ops->lease)
+	    !ops->invalidate || !ops->drop || !ops->lease)
 		return ERR_PTR(-EINVAL);
 	if (t->addr.ss_family != AF_INET && t->addr.ss_family != AF_INET6)
 		return ERR_PTR(-EAFNOSUPPORT);

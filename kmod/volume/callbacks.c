@@ -35,12 +35,6 @@ static void mdr_vol_entries(void *owner, u64 first,
 		struct mdr_wait *w;
 		bool stale, refused = false;
 
-		/* once here, so the IO path uses the device without a lookup */
-		if (loc.state == MDR_EXT_MAPPED) {
-			struct mdr_backing *b = mdr_vol_resolve(vol, &loc);
-
-			loc.dev = IS_ERR(b) ? NULL : b;
-		}
 		/*
 		 * Trusted only if asked for and not invalidated since: a
 		 * slot without an entry keeps no generation floor, so an
@@ -59,6 +53,19 @@ static void mdr_vol_entries(void *owner, u64 first,
 			continue;
 		}
 		stale = test_bit(MDR_WAIT_STALE, &w->flags);
+		if (!stale && loc.state == MDR_EXT_MAPPED) {
+			/*
+			 * Once here, so the IO path uses the device without a
+			 * lookup. Only bios waiting on it make the volume a
+			 * user of a device it did not use yet: an answer read
+			 * ahead must not pin one (unbind) nor add it to every
+			 * flush. Under @map_lock: the devices' locks nest in.
+			 */
+			bool use = !bio_list_empty(&w->bios);
+			struct mdr_backing *b = mdr_vol_resolve(vol, &loc, use);
+
+			loc.dev = IS_ERR(b) ? NULL : b;
+		}
 		if (!stale) {
 			/* revalidate.c: was the cached entry stale? */
 			if (test_bit(MDR_WAIT_REVAL, &w->flags) &&

@@ -35,13 +35,14 @@ static enum mdr_vol_stat_op mdr_stat_op(const struct bio *bio)
  * makes the volume a user of the device, so it cannot be unbound while the
  * volume is attached: a pointer to it stays good until detach.
  */
-static struct mdr_backing *mdr_vol_backing(struct mdr_vol *vol, u32 dev_id)
+static struct mdr_backing *mdr_vol_backing(struct mdr_vol *vol, u32 dev_id,
+					   bool use)
 {
 	struct mdr_backing *b, *old;
 	unsigned long flags;
 
 	b = xa_load(&vol->devs, dev_id);
-	if (likely(b))
+	if (likely(b) || !use)
 		return b;
 
 	b = mdr_backing_get_user(dev_id);
@@ -64,6 +65,8 @@ static struct mdr_backing *mdr_vol_backing(struct mdr_vol *vol, u32 dev_id)
  * mdr_vol_resolve() - the backing device a MAPPED extent lives on
  * @vol:	the volume
  * @loc:	the extent's location, validated as an entry
+ * @use:	IO goes there now: make the volume a user of the device if it
+ *		is not one yet (otherwise only a device it uses is found)
  *
  * Done once when an entry is cached (mdr_vol_entries() stores the result
  * in the entry), so the IO path neither looks the device up again nor
@@ -72,16 +75,16 @@ static struct mdr_backing *mdr_vol_backing(struct mdr_vol *vol, u32 dev_id)
  *
  * Context: any; does not sleep.
  * Return: the device, whose pointer stays good while @vol is attached;
- * ERR_PTR(-ENODEV) if it is not bound here, ERR_PTR(-ERANGE) if the extent
- * does not lie within it.
+ * ERR_PTR(-ENODEV) if it is not bound here (or, without @use, not used by
+ * @vol yet), ERR_PTR(-ERANGE) if the extent does not lie within it.
  */
 struct mdr_backing *mdr_vol_resolve(struct mdr_vol *vol,
-				    const struct mdr_loc *loc)
+				    const struct mdr_loc *loc, bool use)
 {
 	u64 ext_sectors = 1ULL << mdr_ext_sector_shift(vol->geom.extent_shift);
 	struct mdr_backing *b;
 
-	b = mdr_vol_backing(vol, loc->dev_id);
+	b = mdr_vol_backing(vol, loc->dev_id, use);
 	if (!b)
 		return ERR_PTR(-ENODEV);
 	if (loc->pstart + ext_sectors < loc->pstart ||
@@ -124,7 +127,7 @@ static void mdr_remap(struct mdr_vol *vol, struct bio *bio, u64 index,
 
 	/* resolved and checked when cached, unless it failed then */
 	if (unlikely(!b)) {
-		b = mdr_vol_resolve(vol, loc);
+		b = mdr_vol_resolve(vol, loc, true);
 		if (IS_ERR(b)) {
 			if (PTR_ERR(b) == -ENODEV) {
 				atomic64_inc(&vol->bad_dev);

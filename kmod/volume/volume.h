@@ -229,7 +229,7 @@ void mdr_flush_work(struct work_struct *work);
 void mdr_route(struct mdr_vol *vol, struct bio *bio,
 	       struct mdr_route_ctx *ctx);
 struct mdr_backing *mdr_vol_resolve(struct mdr_vol *vol,
-				    const struct mdr_loc *loc);
+				    const struct mdr_loc *loc, bool use);
 
 /* wait.c */
 void mdr_vol_kick(struct mdr_vol *vol);

@@ -2,6 +2,7 @@
 //
 // copier.cc - see copier.h.
 #include "mdnode/copier.h"
+#include "mdnode/thread.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -54,14 +55,7 @@ Copier::Copier(std::map<uint32_t, std::string> paths, const CopierOptions &opts)
 	event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (event_fd_ < 0)
 		log_error("eventfd: %s: moves will fail", strerror(errno));
-	// The worker takes no signal: SIGTERM must reach the event loop's
-	// signalfd (a clean stop writes a checkpoint), not kill the process
-	// from this thread. It inherits the mask it is created with.
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	worker_ = std::thread([this] { run(); });
-	pthread_sigmask(SIG_SETMASK, &old, nullptr);
+	worker_ = thread_without_signals([this] { run(); });
 }
 
 Copier::~Copier()

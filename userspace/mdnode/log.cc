@@ -2,6 +2,7 @@
 //
 // log.cc - see log.h.
 #include "mdnode/log.h"
+#include "mdnode/thread.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -103,7 +104,7 @@ public:
 			std::lock_guard<std::mutex> l(mu_);
 
 			if (!thread_.joinable())
-				thread_ = std::thread([this] { run(); });
+				thread_ = thread_without_signals([this] { run(); });
 			if (buf_.size() + line.size() > kBufferBytes) {
 				dropped_++;
 				dropped_total_++;
