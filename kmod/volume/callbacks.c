@@ -53,20 +53,20 @@ static void mdr_vol_entries(void *owner, u64 first,
 			continue;
 		}
 		stale = test_bit(MDR_WAIT_STALE, &w->flags);
-		if (!stale && loc.state == MDR_EXT_MAPPED) {
+		if (!stale) {
 			/*
-			 * Once here, so the IO path uses the device without a
-			 * lookup. Only bios waiting on it make the volume a
+			 * The device, once here, so the IO path uses it without
+			 * a lookup. Only bios waiting on it make the volume a
 			 * user of a device it did not use yet: an answer read
 			 * ahead must not pin one (unbind) nor add it to every
 			 * flush. Under @map_lock: the devices' locks nest in.
 			 */
-			bool use = !bio_list_empty(&w->bios);
-			struct mdr_backing *b = mdr_vol_resolve(vol, &loc, use);
+			if (loc.state == MDR_EXT_MAPPED) {
+				struct mdr_backing *b = mdr_vol_resolve(vol, &loc,
+						!bio_list_empty(&w->bios));
 
-			loc.dev = IS_ERR(b) ? NULL : b;
-		}
-		if (!stale) {
+				loc.dev = IS_ERR(b) ? NULL : b;
+			}
 			/* revalidate.c: was the cached entry stale? */
 			if (test_bit(MDR_WAIT_REVAL, &w->flags) &&
 			    !test_bit(MDR_WAIT_ALLOC, &w->flags))
