@@ -103,7 +103,12 @@ struct mdr_ioctl_bind {
  *		byte order
  * @host_id:	this host's identity at the metadata service (non-zero)
  * @scope_id:	IPv6 scope (interface index) of a link-local @addr; else 0
- * @reserved:	must be zero
+ * @key:	serial of a "logon" key the caller possesses whose payload is
+ *		this host's secret at the metadata service (16 to 64 bytes):
+ *		the host then speaks wire version 3 only and proves the key on
+ *		every connection, and mdnode proves it back. 0: no key; the
+ *		host speaks version 2 at most, unauthenticated, which a node
+ *		that requires authentication refuses
  */
 struct mdr_ioctl_target {
 	__u16 family;
@@ -112,7 +117,7 @@ struct mdr_ioctl_target {
 	__u8 addr[16];
 	__u64 host_id;
 	__u32 scope_id;
-	__u32 reserved;
+	__s32 key;
 };
 
 /**

@@ -26,8 +26,10 @@
 /*
  * Highest wire protocol version this header describes. Version 2 adds
  * MDR_INVAL_TRACK and struct mdr_wire_inval_ack (the pre-copy of moves).
+ * Version 3 adds host authentication (MDR_OP_HOST_AUTH, the accept's
+ * nonce on host connections) and the host registry (MDR_OP_HOST_*).
  */
-#define MDR_WIRE_VERSION	2
+#define MDR_WIRE_VERSION	3
 /* Lowest version a peer built from this header still speaks. */
 #define MDR_WIRE_VERSION_MIN	1
 
@@ -98,8 +100,9 @@ struct mdr_wire_conn_req {
  * @node_id:	the storage node's identity
  * @boot_id:	changes every time mdnode starts; a client that sees a new
  *		one knows that leases and opens were lost
- * @nonce:	challenge an admin client answers in MDR_OP_AUTH; zero on
- *		host connections
+ * @nonce:	random challenge: an admin client answers it in MDR_OP_AUTH,
+ *		a host in MDR_OP_HOST_AUTH (version 3); zero on host
+ *		connections of version 1 and 2
  */
 struct mdr_wire_conn_rep {
 	__le32 magic;
@@ -134,6 +137,7 @@ enum mdr_wire_opcode {
 	MDR_OP_CLOSE		= 0x02,	/* close it, drop the lease */
 	MDR_OP_RENEW		= 0x03,	/* renew leases */
 	MDR_OP_ALLOC		= 0x04,	/* allocate an extent (first write) */
+	MDR_OP_HOST_AUTH	= 0x05,	/* mutual proof of the host's key (v3) */
 	/* mdnode -> host; the host replies with the same opcode as the ack */
 	MDR_OP_INVALIDATE	= 0x10,	/* drop a range of entries */
 	/* admin -> mdnode, on admin connections */
@@ -147,6 +151,9 @@ enum mdr_wire_opcode {
 	MDR_OP_NODE_STATS	= 0x27,
 	MDR_OP_MOVE		= 0x28,	/* move extents to another device */
 	MDR_OP_DRAIN		= 0x29,	/* move every extent off a device */
+	MDR_OP_HOST_ADD		= 0x2a,	/* register a host and its key (v3) */
+	MDR_OP_HOST_REMOVE	= 0x2b,	/* forget a host (v3) */
+	MDR_OP_HOST_LIST	= 0x2c,	/* the registered hosts (v3) */
 	/* any connection */
 	MDR_OP_PING		= 0x30,
 };
@@ -424,6 +431,68 @@ struct mdr_wire_inval_ack {
 };
 
 /* ---------------------------------------------------------------------- */
+/* Host authentication (version 3).                                       */
+
+#define MDR_HOST_KEY_MIN	16	/* bytes of a host's secret */
+#define MDR_HOST_KEY_MAX	64
+
+/**
+ * struct mdr_wire_host_auth_req - MDR_OP_HOST_AUTH, the host's proof
+ * @nonce:	the host's random challenge to mdnode (not all zero)
+ * @mac:	HMAC-SHA256 keyed with the host's secret over struct
+ *		mdr_wire_auth_transcript with @label MDR_AUTH_LABEL_HOST
+ * Reply: struct mdr_wire_host_auth_rep (OK), or a bare header with
+ * MDR_ST_PERM (unknown host, another tenant, wrong proof), after which
+ * mdnode disconnects.
+ */
+struct mdr_wire_host_auth_req {
+	struct mdr_wire_hdr hdr;
+	__u8 nonce[16];
+	__u8 mac[32];
+};
+
+/**
+ * struct mdr_wire_host_auth_rep - reply to MDR_OP_HOST_AUTH, mdnode's proof
+ * @mac:	HMAC-SHA256 keyed with the host's secret over struct
+ *		mdr_wire_auth_transcript with @label MDR_AUTH_LABEL_NODE
+ */
+struct mdr_wire_host_auth_rep {
+	struct mdr_wire_hdr hdr;
+	__u8 mac[32];
+};
+
+#define MDR_AUTH_LABEL_HOST	"mdroute-host-v3"	/* 15 + NUL = 16 bytes */
+#define MDR_AUTH_LABEL_NODE	"mdroute-node-v3"
+
+/**
+ * struct mdr_wire_auth_transcript - what both proofs of a host connection
+ * are computed over; never sent. Each side fills it from what it sent and
+ * received on this connection, so a proof is good for one connection only:
+ * another node nonce, host nonce, boot or parameter gives another MAC.
+ * @label:	MDR_AUTH_LABEL_HOST or MDR_AUTH_LABEL_NODE, NUL-padded: a
+ *		proof of one side is never one of the other
+ * @node_nonce:	mdr_wire_conn_rep.nonce
+ * @host_nonce:	mdr_wire_host_auth_req.nonce
+ * @host_id:	mdr_wire_conn_req.host_id
+ * @node_id:	mdr_wire_conn_rep.node_id
+ * @boot_id:	mdr_wire_conn_rep.boot_id
+ * @tenant:	mdr_wire_conn_req.tenant
+ * @version:	mdr_wire_conn_rep.version (negotiated)
+ * @role:	MDR_ROLE_HOST
+ */
+struct mdr_wire_auth_transcript {
+	__u8 label[16];
+	__u8 node_nonce[16];
+	__u8 host_nonce[16];
+	__le64 host_id;
+	__le64 node_id;
+	__le64 boot_id;
+	__le32 tenant;
+	__le16 version;
+	__le16 role;
+};
+
+/* ---------------------------------------------------------------------- */
 /* Admin RPCs.                                                            */
 
 /**
@@ -622,6 +691,16 @@ struct mdr_wire_node_stats_copy {
 	__le64 freeze_bytes;	/* copied under the freeze */
 };
 
+/*
+ * Appended after struct mdr_wire_node_stats_copy by mdnode since hosts
+ * authenticate (version 3; the reply is then 208 bytes); a reply of 192
+ * bytes comes from a node without it. Counters since mdnode started.
+ */
+struct mdr_wire_node_stats_auth {
+	__le64 auth_failures;	/* host or admin proofs refused, or missing */
+	__le64 hosts;		/* in the registry now */
+};
+
 /* ---------------------------------------------------------------------- */
 /* Migration (admin).                                                     */
 
@@ -741,6 +820,82 @@ struct mdr_wire_drain_rep {
 };
 
 /* ---------------------------------------------------------------------- */
+/* The host registry (admin, version 3).                                  */
+
+#define MDR_HOST_ADD_F_REPLACE	0x0001	/* replace the key of a known host */
+#define MDR_AUTH_LABEL_WRAP	"mdroute-wrap-v3"	/* 15 + NUL = 16 bytes */
+
+/**
+ * struct mdr_wire_host_add_req - MDR_OP_HOST_ADD
+ * @host_id:	the host (non-zero), as its connect requests name it
+ * @tenant:	the one tenant its connections may serve (non-zero)
+ * @flags:	MDR_HOST_ADD_F_*
+ * @key_len:	bytes of the secret, MDR_HOST_KEY_MIN ..= MDR_HOST_KEY_MAX
+ * @wrapped:	the secret, zero-padded to 64 bytes, XORed with the
+ *		keystream of this admin connection: bytes 32 * i ..= 32 * i + 31
+ *		are HMAC-SHA256, keyed with the admin key, over
+ *		MDR_AUTH_LABEL_WRAP (16 bytes) || the accept's nonce (16) ||
+ *		@host_id (__le64) || i (one byte), for i = 0, 1. The padding
+ *		must unwrap to zero.
+ * Reply: a bare header. MDR_ST_EXIST: the host is known (and no
+ * MDR_HOST_ADD_F_REPLACE); MDR_ST_INVAL: a field breaks a rule above.
+ * With REPLACE the tenant must stay the same; connections already
+ * authenticated stay, new ones need the new key.
+ */
+struct mdr_wire_host_add_req {
+	struct mdr_wire_hdr hdr;
+	__le64 host_id;
+	__le32 tenant;
+	__le16 flags;
+	__le16 key_len;
+	__u8 wrapped[MDR_HOST_KEY_MAX];
+};
+
+/**
+ * struct mdr_wire_host_remove_req - MDR_OP_HOST_REMOVE
+ * @host_id:	the host
+ * Reply: a bare header (MDR_ST_NOENT: no such host). Its connections are
+ * closed at once; its leases end when they expire, as those of a host that
+ * went silent (a move waits for them), and are never renewed.
+ */
+struct mdr_wire_host_remove_req {
+	struct mdr_wire_hdr hdr;
+	__le64 host_id;
+};
+
+/**
+ * struct mdr_wire_host - a host, as MDR_OP_HOST_LIST describes it
+ * @host_id:	the host
+ * @tenant:	its tenant
+ * @connections: its authenticated connections now
+ * @leases:	the leases it holds now
+ * @reserved:	zero
+ */
+struct mdr_wire_host {
+	__le64 host_id;
+	__le32 tenant;
+	__le32 connections;
+	__le32 leases;
+	__le32 reserved;
+};
+
+/**
+ * struct mdr_wire_host_list_rep - reply to MDR_OP_HOST_LIST
+ * (request: struct mdr_wire_list_req; @cursor is a host id)
+ * @next:	the first host id not in this page; 0 on the last page
+ * @count:	elements in @hosts
+ * @reserved:	zero
+ * @hosts:	in host id order; never a key
+ */
+struct mdr_wire_host_list_rep {
+	struct mdr_wire_hdr hdr;
+	__le64 next;
+	__le32 count;
+	__le32 reserved;
+	struct mdr_wire_host hosts[];
+};
+
+/* ---------------------------------------------------------------------- */
 /* Layout checks: sizes and offsets are the protocol.                     */
 
 #ifdef __cplusplus
@@ -789,12 +944,24 @@ MDR_WIRE_ASSERT(sizeof(struct mdr_wire_node_stats_push) == 8,
 		"node_stats_push");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_node_stats_copy) == 2 * 8,
 		"node_stats_copy");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_node_stats_auth) == 2 * 8,
+		"node_stats_auth");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_move_req) == 120, "move_req");
 MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_move_req, name) == 56, "move_req.name");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_move_extent) == 48, "move_extent");
 MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_move_rep, extents) == 64, "move_rep");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_drain_req) == 32, "drain_req");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_drain_rep) == 72, "drain_rep");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_host_auth_req) == 72, "host_auth_req");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_host_auth_rep) == 56, "host_auth_rep");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_auth_transcript) == 80,
+		"auth_transcript");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_host_add_req) == 104, "host_add_req");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_host_remove_req) == 32,
+		"host_remove_req");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_host) == 24, "host");
+MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_host_list_rep, hosts) == 40,
+		"host_list_rep");
 
 #undef MDR_WIRE_OFF
 #undef MDR_WIRE_ASSERT
