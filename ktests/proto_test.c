@@ -203,38 +203,42 @@ struct rep_case {
 };
 
 static const struct rep_case rep_cases[] = {
-	{ "good", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 16, 16, 4096, 0,
+	{ "good", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 16, 16, 4096, 0x5a,
 	  48, 0 },
 	{ "padded by rdma_cm", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 16,
-	  16, 4096, 0, 56, 0 },
+	  16, 4096, 0x5a, 56, 0 },
 	{ "smaller queue", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 4, 8,
-	  4096, 0, 48, 0 },
-	{ "short", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 16, 16, 4096, 0,
+	  4096, 0x5a, 48, 0 },
+	{ "short", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 16, 16, 4096, 0x5a,
 	  47, -EPROTO },
-	{ "empty", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 16, 16, 4096, 0,
+	{ "empty", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 16, 16, 4096, 0x5a,
 	  0, -EPROTO },
-	{ "bad magic", 0x12345678, MDR_WIRE_VERSION, 0, 16, 16, 4096, 0, 48,
+	{ "bad magic", 0x12345678, MDR_WIRE_VERSION, 0, 16, 16, 4096, 0x5a, 48,
 	  -EPROTO },
 	{ "version above asked", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION + 1, 0,
-	  16, 16, 4096, 0, 48, -EPROTO },
-	{ "version zero", MDR_WIRE_CONN_MAGIC, 0, 0, 16, 16, 4096, 0, 48,
+	  16, 16, 4096, 0x5a, 48, -EPROTO },
+	{ "version zero", MDR_WIRE_CONN_MAGIC, 0, 0, 16, 16, 4096, 0x5a, 48,
 	  -EPROTO },
-	{ "flags", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 1, 16, 16, 4096, 0,
+	{ "flags", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 1, 16, 16, 4096, 0x5a,
 	  48, -EINVAL },
 	{ "queue depth zero", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 0, 16,
-	  4096, 0, 48, -EINVAL },
+	  4096, 0x5a, 48, -EINVAL },
 	{ "queue depth above asked", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0,
-	  17, 15, 4096, 0, 48, -EINVAL },
+	  17, 15, 4096, 0x5a, 48, -EINVAL },
 	{ "push credits beyond buffers", MDR_WIRE_CONN_MAGIC,
-	  MDR_WIRE_VERSION, 0, 16, 17, 4096, 0, 48, -EINVAL },
+	  MDR_WIRE_VERSION, 0, 16, 17, 4096, 0x5a, 48, -EINVAL },
 	{ "no push credits", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 16, 0,
-	  4096, 0, 48, -EINVAL },
+	  4096, 0x5a, 48, -EINVAL },
 	{ "max_msg too small", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 16,
-	  16, 255, 0, 48, -EINVAL },
+	  16, 255, 0x5a, 48, -EINVAL },
 	{ "max_msg too large", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION, 0, 16,
-	  16, MDR_WIRE_MSG_MAX + 1, 0, 48, -EINVAL },
-	{ "nonce on a host connection", MDR_WIRE_CONN_MAGIC, MDR_WIRE_VERSION,
-	  0, 16, 16, 4096, 1, 48, -EINVAL },
+	  16, MDR_WIRE_MSG_MAX + 1, 0x5a, 48, -EINVAL },
+	{ "version 3 without a nonce", MDR_WIRE_CONN_MAGIC, 3, 0, 16, 16,
+	  4096, 0, 48, -EINVAL },
+	{ "version 2, no nonce", MDR_WIRE_CONN_MAGIC, 2, 0, 16, 16, 4096, 0,
+	  48, 0 },
+	{ "nonce before version 3", MDR_WIRE_CONN_MAGIC, 2, 0, 16, 16, 4096,
+	  1, 48, -EINVAL },
 };
 
 static void rep_case_desc(const struct rep_case *c, char *desc)
@@ -268,7 +272,8 @@ static void proto_test_conn_rep(struct kunit *test)
 		KUNIT_EXPECT_NOT_NULL(test, why);
 		return;
 	}
-	KUNIT_EXPECT_EQ(test, a.version, MDR_WIRE_VERSION);
+	KUNIT_EXPECT_EQ(test, a.version, c->version);
+	KUNIT_EXPECT_EQ(test, a.nonce[3], c->nonce0);
 	KUNIT_EXPECT_EQ(test, a.queue_depth, c->queue_depth);
 	KUNIT_EXPECT_EQ(test, a.push_credits, c->push_credits);
 	KUNIT_EXPECT_EQ(test, a.node_id, 77ULL);
@@ -740,6 +745,154 @@ static void proto_test_lease_deadline(struct kunit *test)
 	KUNIT_EXPECT_GT(test, mdr_lease_deadline(t0, U32_MAX), t0);
 }
 
+
+/* ---- Host authentication --------------------------------------------- */
+
+/*
+ * The vector user space checks too (userspace/tests): HMAC-SHA256 keyed
+ * with "0123456789abcdef0123456789abcdef" over the transcript of node
+ * nonce 00..0f, host nonce 10..1f, host 0x93, node 0x1122334455667788,
+ * boot 0x99aabbccddeeff00, tenant 1, version 3, computed independently
+ * (Python's hmac module).
+ */
+static const u8 auth_host_mac[32] = {
+	0x90, 0x4d, 0x4d, 0xe9, 0x86, 0xf8, 0x65, 0xb0, 0xb4, 0x7b, 0x88,
+	0x93, 0x2a, 0xd7, 0xa3, 0x37, 0xa0, 0xd2, 0x3c, 0x6e, 0xec, 0xcc,
+	0x6b, 0xe2, 0x44, 0xfd, 0x0f, 0xe9, 0x34, 0xe0, 0xb6, 0x2b,
+};
+
+static const u8 auth_node_mac[32] = {
+	0x5b, 0x6c, 0xa7, 0x43, 0x32, 0x4e, 0xcc, 0x8b, 0xe1, 0x7e, 0x86,
+	0xeb, 0x1d, 0x75, 0x3a, 0x80, 0x3a, 0xb4, 0x29, 0xd4, 0xb8, 0x62,
+	0x9e, 0xbb, 0x54, 0x9b, 0x9d, 0x4d, 0x59, 0x92, 0x4d, 0x59,
+};
+
+static void auth_vector(struct mdr_conn_params *p, struct mdr_conn_accept *a,
+			u8 *host_nonce)
+{
+	unsigned int i;
+
+	*p = sent;
+	p->host_id = 0x93;
+	p->tenant = 1;
+	memset(a, 0, sizeof(*a));
+	a->version = 3;
+	a->node_id = 0x1122334455667788ULL;
+	a->boot_id = 0x99aabbccddeeff00ULL;
+	for (i = 0; i < 16; i++) {
+		a->nonce[i] = i;
+		host_nonce[i] = 16 + i;
+	}
+}
+
+static void proto_test_auth_known_answer(struct kunit *test)
+{
+	static const u8 key[] = "0123456789abcdef0123456789abcdef";
+	struct mdr_wire_auth_transcript t;
+	struct mdr_conn_params p;
+	struct mdr_conn_accept a;
+	u8 nonce[16], mac[32];
+
+	auth_vector(&p, &a, nonce);
+	mdr_auth_transcript(&t, MDR_AUTH_LABEL_HOST, nonce, &p, &a);
+	KUNIT_EXPECT_STREQ(test, (char *)t.label, "mdroute-host-v3");
+	KUNIT_EXPECT_EQ(test, t.label[15], 0);
+	KUNIT_EXPECT_EQ(test, t.node_nonce[15], 15);
+	KUNIT_EXPECT_EQ(test, t.host_nonce[0], 16);
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(t.role), (u16)MDR_ROLE_HOST);
+	KUNIT_ASSERT_EQ(test, mdr_auth_hmac(key, 32, &t, mac), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(mac, auth_host_mac, sizeof(mac)), 0);
+
+	mdr_auth_transcript(&t, MDR_AUTH_LABEL_NODE, nonce, &p, &a);
+	KUNIT_ASSERT_EQ(test, mdr_auth_hmac(key, 32, &t, mac), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(mac, auth_node_mac, sizeof(mac)), 0);
+}
+
+/* Every field is in the proof: change one, and the MAC changes. */
+static void proto_test_auth_binds_everything(struct kunit *test)
+{
+	static const u8 key[] = "0123456789abcdef0123456789abcdef";
+	struct mdr_wire_auth_transcript t;
+	struct mdr_conn_params p, p2;
+	struct mdr_conn_accept a, a2;
+	u8 nonce[16], nonce2[16], mac[32];
+	unsigned int i;
+
+	auth_vector(&p, &a, nonce);
+	for (i = 0; i < 7; i++) {
+		p2 = p;
+		a2 = a;
+		memcpy(nonce2, nonce, sizeof(nonce2));
+		switch (i) {
+		case 0:
+			a2.nonce[5] ^= 1;
+			break;
+		case 1:
+			nonce2[9] ^= 1;
+			break;
+		case 2:
+			p2.host_id++;
+			break;
+		case 3:
+			p2.tenant++;
+			break;
+		case 4:
+			a2.node_id++;
+			break;
+		case 5:
+			a2.boot_id++;
+			break;
+		default:
+			a2.version++;
+			break;
+		}
+		mdr_auth_transcript(&t, MDR_AUTH_LABEL_HOST, nonce2, &p2, &a2);
+		KUNIT_ASSERT_EQ(test, mdr_auth_hmac(key, 32, &t, mac), 0);
+		KUNIT_EXPECT_NE(test, memcmp(mac, auth_host_mac, sizeof(mac)), 0);
+	}
+	/* a secret outside 16..64 bytes is refused, not used */
+	KUNIT_EXPECT_EQ(test, mdr_auth_hmac(key, 15, &t, mac), -EINVAL);
+	KUNIT_EXPECT_EQ(test, mdr_auth_hmac(key, 65, &t, mac), -EINVAL);
+}
+
+static void proto_test_auth_messages(struct kunit *test)
+{
+	struct mdr_wire_host_auth_req r;
+	u8 buf[64] = {}, nonce[16], mac[32];
+	const char *why = NULL;
+	struct mdr_msg m;
+	size_t len;
+
+	memset(nonce, 0xa5, sizeof(nonce));
+	memset(mac, 0x3c, sizeof(mac));
+	len = mdr_msg_host_auth_req(buf, 77, nonce, mac);
+	KUNIT_ASSERT_EQ(test, len, sizeof(r));
+	memcpy(&r, buf, sizeof(r));
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.hdr.opcode), MDR_OP_HOST_AUTH);
+	KUNIT_EXPECT_EQ(test, le16_to_cpu(r.hdr.flags), 0);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(r.hdr.length), 72U);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(r.hdr.req_id), 77ULL);
+	KUNIT_EXPECT_EQ(test, memcmp(r.nonce, nonce, sizeof(nonce)), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(r.mac, mac, sizeof(mac)), 0);
+
+	/* mdnode's proof */
+	memset(buf, 0, sizeof(buf));
+	put_hdr(buf, MDR_OP_HOST_AUTH, MDR_WIRE_F_REPLY, 0, 56, 77);
+	memset(buf + 24, 0x42, 32);
+	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, 56, &m, &why), 0);
+	KUNIT_EXPECT_EQ(test, m.auth_mac[0], 0x42);
+	KUNIT_EXPECT_EQ(test, m.auth_mac[31], 0x42);
+	/* a refusal is a bare header */
+	put_hdr(buf, MDR_OP_HOST_AUTH, MDR_WIRE_F_REPLY, MDR_ST_PERM, 24, 77);
+	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, 24, &m, &why), 0);
+	KUNIT_EXPECT_EQ(test, mdr_status_to_errno(m.status), -EPERM);
+	/* an OK reply without the MAC, or a push of it, is malformed */
+	put_hdr(buf, MDR_OP_HOST_AUTH, MDR_WIRE_F_REPLY, 0, 24, 77);
+	KUNIT_EXPECT_EQ(test, mdr_msg_parse(buf, 24, &m, &why), -EPROTO);
+	put_hdr(buf, MDR_OP_HOST_AUTH, 0, 0, 56, 77);
+	KUNIT_EXPECT_EQ(test, mdr_msg_parse(buf, 56, &m, &why), -EPROTO);
+}
+
 static struct kunit_case proto_test_cases[] = {
 	KUNIT_CASE(proto_test_entry_known_answer),
 	KUNIT_CASE_PARAM(proto_test_entry_check, entry_gen_params),
@@ -756,6 +909,9 @@ static struct kunit_case proto_test_cases[] = {
 	KUNIT_CASE(proto_test_backoff_bounds),
 	KUNIT_CASE(proto_test_backoff_jitter_spreads),
 	KUNIT_CASE(proto_test_lease_deadline),
+	KUNIT_CASE(proto_test_auth_known_answer),
+	KUNIT_CASE(proto_test_auth_binds_everything),
+	KUNIT_CASE(proto_test_auth_messages),
 	{}
 };
 

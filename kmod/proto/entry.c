@@ -190,6 +190,7 @@ int mdr_conn_rep_parse(const void *pd, size_t len,
 	a->max_msg = le32_to_cpu(r.max_msg);
 	a->node_id = le64_to_cpu(r.node_id);
 	a->boot_id = le64_to_cpu(r.boot_id);
+	memcpy(a->nonce, r.nonce, sizeof(a->nonce));
 	if (a->version < max_t(u16, sent->version_min, MDR_WIRE_VERSION_MIN) ||
 	    a->version > min_t(u16, sent->version_max, MDR_WIRE_VERSION)) {
 		*why = "accept version outside the range asked";
@@ -216,8 +217,13 @@ int mdr_conn_rep_parse(const void *pd, size_t len,
 		*why = "accept max_msg out of range";
 		return -EINVAL;
 	}
-	if (!mdr_all_zero(r.nonce, sizeof(r.nonce))) {
-		*why = "nonce on a host connection";
+	/* a zero challenge would let a proof be replayed */
+	if (a->version >= 3 && mdr_all_zero(r.nonce, sizeof(r.nonce))) {
+		*why = "no nonce in a version 3 accept";
+		return -EINVAL;
+	}
+	if (a->version < 3 && !mdr_all_zero(r.nonce, sizeof(r.nonce))) {
+		*why = "nonce on a host connection before version 3";
 		return -EINVAL;
 	}
 	return 0;
@@ -302,6 +308,7 @@ static const struct mdr_rx_shape mdr_rx_shapes[] = {
 	{ MDR_OP_CLOSE, false, MDR_HDR_SIZE },
 	{ MDR_OP_RENEW, false, sizeof(struct mdr_wire_renew_rep) },
 	{ MDR_OP_ALLOC, false, sizeof(struct mdr_wire_alloc_rep) },
+	{ MDR_OP_HOST_AUTH, false, sizeof(struct mdr_wire_host_auth_rep) },
 	{ MDR_OP_INVALIDATE, true, sizeof(struct mdr_wire_inval) },
 	{ MDR_OP_PING, true, MDR_HDR_SIZE },
 	{ MDR_OP_PING, false, MDR_HDR_SIZE },
@@ -321,7 +328,7 @@ static const struct mdr_rx_shape *mdr_rx_shape(u16 opcode, bool push)
 static bool mdr_known_opcode(u16 opcode)
 {
 	switch (opcode) {
-	case MDR_OP_OPEN ... MDR_OP_ALLOC:
+	case MDR_OP_OPEN ... MDR_OP_HOST_AUTH:
 	case MDR_OP_INVALIDATE:
 	case MDR_OP_AUTH ... MDR_OP_NODE_STATS:
 	case MDR_OP_PING:
@@ -594,6 +601,11 @@ int mdr_msg_parse(const void *buf, size_t received, struct mdr_msg *m,
 		return mdr_parse_alloc_rep(buf, m, why);
 	case MDR_OP_INVALIDATE:
 		return mdr_parse_inval(buf, &m->inval, why);
+	case MDR_OP_HOST_AUTH:
+		memcpy(m->auth_mac,
+		       buf + offsetof(struct mdr_wire_host_auth_rep, mac),
+		       sizeof(m->auth_mac));
+		return 0;
 	}
 	return 0;	/* header only: CLOSE reply, PING */
 }
@@ -638,6 +650,19 @@ size_t mdr_msg_alloc_req(void *buf, u64 req_id, u64 volume_id, u64 index)
 	mdr_hdr_init(&r.hdr, MDR_OP_ALLOC, false, sizeof(r), req_id);
 	r.volume_id = cpu_to_le64(volume_id);
 	r.index = cpu_to_le64(index);
+	memcpy(buf, &r, sizeof(r));
+	return sizeof(r);
+}
+
+/* The host's proof: its challenge to mdnode and its MAC (32 bytes). */
+size_t mdr_msg_host_auth_req(void *buf, u64 req_id, const u8 *nonce,
+			     const u8 *mac)
+{
+	struct mdr_wire_host_auth_req r;
+
+	mdr_hdr_init(&r.hdr, MDR_OP_HOST_AUTH, false, sizeof(r), req_id);
+	memcpy(r.nonce, nonce, sizeof(r.nonce));
+	memcpy(r.mac, mac, sizeof(r.mac));
 	memcpy(buf, &r, sizeof(r));
 	return sizeof(r);
 }

@@ -70,6 +70,7 @@ struct mdr_conn_params {
  * @max_msg:	largest message mdnode receives
  * @node_id:	the storage node
  * @boot_id:	changes at every mdnode start
+ * @nonce:	mdnode's challenge (version 3; zero before)
  */
 struct mdr_conn_accept {
 	u16 version;
@@ -78,6 +79,7 @@ struct mdr_conn_accept {
 	u32 max_msg;
 	u64 node_id;
 	u64 boot_id;
+	u8 nonce[16];
 };
 
 int mdr_conn_req_encode(struct mdr_wire_conn_req *r,
@@ -175,6 +177,7 @@ struct mdr_msg {
 			struct mdr_wire_entry entry;
 		} alloc;
 		struct mdr_inval_info inval;
+		u8 auth_mac[32];	/* MDR_OP_HOST_AUTH: mdnode's proof */
 	};
 };
 
@@ -194,6 +197,20 @@ size_t mdr_msg_inval_ack(void *buf, u64 req_id,
 			 const struct mdr_inval_info *inval, u16 version,
 			 const struct mdr_inval_ack_info *ack);
 void mdr_msg_set_req_id(void *buf, u64 req_id);
+
+/* ---- Host authentication (version 3; kmod/proto/auth.c) ------------- */
+
+/* The highest version a host without a key offers: 3 needs one. */
+#define MDR_WIRE_VERSION_NOAUTH	2
+
+void mdr_auth_transcript(struct mdr_wire_auth_transcript *t,
+			 const char *label, const u8 *host_nonce,
+			 const struct mdr_conn_params *p,
+			 const struct mdr_conn_accept *a);
+int mdr_auth_hmac(const u8 *secret, unsigned int len,
+		  const struct mdr_wire_auth_transcript *t, u8 *mac);
+size_t mdr_msg_host_auth_req(void *buf, u64 req_id, const u8 *nonce,
+			     const u8 *mac);
 
 /* ---- Reconnect backoff and leases ----------------------------------- */
 

@@ -36,6 +36,7 @@
  * life, requests and their retries, leases, pushes) and the RDMA provider
  * still share it; they part when a second provider (TCP) needs the core.
  */
+#include <crypto/algapi.h>
 #include <linux/bitmap.h>
 #include <linux/debugfs.h>
 #include <linux/delay.h>
@@ -58,6 +59,7 @@
 #include <rdma/rdma_cm.h>
 
 #include "core/inject.h"
+#include "core/key.h"
 #include "core/params.h"
 #include "proto/proto.h"
 #include "transport/rdma.h"
@@ -195,6 +197,8 @@ struct mdr_rd_slot {
  * @acc:	mdnode's accept
  * @cm_done:	a connect step finished, with @cm_error
  * @established: the CM reported ESTABLISHED and the accept was good
+ * @unproven:	the host has not yet authenticated on it (with a key: from
+ *		the accept until mdnode's proof checked out)
  * @next_seq:	next RPC sequence number (req_id >> MDR_SLOT_BITS)
  * @pushes:	pushes received and not yet acked
  * @error:	why it failed, for the RPCs it ends (0: -ENOTCONN)
@@ -212,6 +216,7 @@ struct mdr_queue {
 	struct completion cm_done;
 	int cm_error;
 	bool established;
+	bool unproven;
 	u64 next_seq;
 	unsigned int pushes;
 	int error;
@@ -266,6 +271,7 @@ struct mdr_conn_stats {
 	atomic64_t failed_fast;		/* requests failed by fast_io_fail */
 	atomic64_t lease_expiries;
 	atomic64_t batch_renewals;	/* RENEWs of every lease at once */
+	atomic64_t auth_failures;	/* proofs refused, either way */
 	atomic64_t hist[MDR_HIST_BUCKETS];
 };
 
@@ -400,6 +406,7 @@ static void mdr_conn_release(struct kref *ref)
 {
 	struct mdr_conn *c = container_of(ref, struct mdr_conn, ref);
 
+	mdr_key_put(c->target.key);
 	kfree(c->req_pool);
 	kfree(c);
 }
@@ -965,7 +972,7 @@ static int mdr_reply(struct mdr_queue *q, const struct mdr_msg *m,
 	s->req = NULL;
 	__mdr_rpc_slot_put(q, s);
 	atomic64_inc(&c->stats.rpcs);
-	trace_mdr_rpc(req->tv->volume_id, m->opcode, req->first,
+	trace_mdr_rpc(req->tv ? req->tv->volume_id : 0, m->opcode, req->first,
 		      mdr_status_to_errno(m->status),
 		      mdr_req_age(req));
 	if (req->op == MDR_REQ_RPC) {
@@ -1009,6 +1016,47 @@ static int mdr_rpc(struct mdr_conn *c, struct mdr_tvol *tv, u16 op,
 	return mdr_rpc_vol(c, tv, op, tv->volume_id, reply, inc);
 }
 
+/*
+ * Posts @s, holding @req and its message, on @q and waits for the reply.
+ * Called with conn->lock held (@flags from its irqsave); returns with it
+ * released. A reply that does not come in time is abandoned in its slot:
+ * one that comes later is recognised as late and dropped.
+ */
+static int mdr_rpc_post_wait(struct mdr_conn *c, struct mdr_queue *q,
+			     struct mdr_rpc_slot *s, struct mdr_req *req,
+			     unsigned long flags)
+	__releases(&c->lock)
+{
+	unsigned long tmo, left;
+	int ret;
+
+	req->rpc_inc = q->inc;
+	ret = mdr_rpc_post(q, s);
+	if (ret) {
+		s->req = NULL;
+		clear_bit(s->idx, q->rpc_busy);
+	}
+	tmo = s->tmo * (MDR_RPC_RETRIES + 1) + msecs_to_jiffies(1000);
+	spin_unlock_irqrestore(&c->lock, flags);
+	if (ret) {
+		mdr_conn_error(c, q, "cannot post an RPC");
+		return -ENOTCONN;
+	}
+
+	left = wait_for_completion_timeout(req->done, tmo);
+	spin_lock_irqsave(&c->lock, flags);
+	/* complete() runs under c->lock: this check cannot race it */
+	if (!left && !try_wait_for_completion(req->done)) {
+		/* still in its slot on the queue: abandon it there */
+		s->req = NULL;
+		ret = -ETIMEDOUT;
+	} else {
+		ret = req->result;
+	}
+	spin_unlock_irqrestore(&c->lock, flags);
+	return ret;
+}
+
 /* mdr_rpc() naming @volume_id in the request: 0 is RENEW of every lease. */
 static int mdr_rpc_vol(struct mdr_conn *c, struct mdr_tvol *tv, u16 op,
 		       u64 volume_id, struct mdr_msg *reply, u32 *inc)
@@ -1019,9 +1067,9 @@ static int mdr_rpc_vol(struct mdr_conn *c, struct mdr_tvol *tv, u16 op,
 		.reply = reply, .result = -ETIMEDOUT, .start = local_clock(),
 	};
 	unsigned long deadline = jiffies + msecs_to_jiffies(1000);
-	unsigned long flags, tmo, left;
 	struct mdr_rpc_slot *s;
 	struct mdr_queue *q;
+	unsigned long flags;
 	int ret;
 
 	for (;;) {
@@ -1043,33 +1091,77 @@ static int mdr_rpc_vol(struct mdr_conn *c, struct mdr_tvol *tv, u16 op,
 		s->len = mdr_msg_open_req(s->buf, 0, volume_id);
 	else
 		s->len = mdr_msg_vol_req(s->buf, op, 0, volume_id);
-	req.rpc_inc = q->inc;
-	ret = mdr_rpc_post(q, s);
-	if (ret) {
-		s->req = NULL;
-		clear_bit(s->idx, q->rpc_busy);
-	}
-	tmo = s->tmo * (MDR_RPC_RETRIES + 1) + msecs_to_jiffies(1000);
-	spin_unlock_irqrestore(&c->lock, flags);
-	if (ret) {
-		mdr_conn_error(c, q, "cannot post an RPC");
-		return -ENOTCONN;
-	}
-
-	left = wait_for_completion_timeout(&done, tmo);
-	spin_lock_irqsave(&c->lock, flags);
-	/* complete() runs under c->lock: this check cannot race it */
-	if (!left && !try_wait_for_completion(&done)) {
-		/* still in its slot on the live queue: abandon it there */
-		s->req = NULL;
-		ret = -ETIMEDOUT;
-	} else {
-		ret = req.result;
-	}
-	spin_unlock_irqrestore(&c->lock, flags);
+	ret = mdr_rpc_post_wait(c, q, s, &req, flags);
 	if (inc)
 		*inc = req.rpc_inc;
 	return ret;
+}
+
+/*
+ * The host's proof of its key, and mdnode's back, on the queue just
+ * connected, before it is live (Documentation/wire-protocol.md, "Host
+ * authentication"): no OPEN, ALLOC or READ goes to a node that has not
+ * proved it holds the same secret, and mdnode serves none before ours.
+ * Context: process, conn->mutex held; bounded by the RPC timeout.
+ * Return: 0; -EACCES when mdnode refused the proof (unknown host, another
+ * tenant, another key), -EKEYREJECTED when mdnode's proof is wrong, the
+ * key's error (revoked, expired), or the RPC's.
+ */
+static int mdr_queue_auth(struct mdr_conn *c, struct mdr_queue *q)
+{
+	DECLARE_COMPLETION_ONSTACK(done);
+	struct mdr_wire_auth_transcript t;
+	struct mdr_msg reply;
+	struct mdr_req req = {
+		.op = MDR_REQ_RPC, .rpc_op = MDR_OP_HOST_AUTH, .done = &done,
+		.reply = &reply, .result = -ETIMEDOUT, .start = local_clock(),
+	};
+	u8 nonce[16], mac[32];
+	struct mdr_rpc_slot *s;
+	unsigned long flags;
+	int ret;
+
+	if (q->acc.version < 3)
+		return -EPROTO;	/* mdr_conn_rep_parse() holds us to [3, 3] */
+	WRITE_ONCE(q->unproven, true);
+	get_random_bytes(nonce, sizeof(nonce));
+	mdr_auth_transcript(&t, MDR_AUTH_LABEL_HOST, nonce, &q->params,
+			    &q->acc);
+	ret = mdr_key_mac(c->target.key, &t, mac);
+	if (ret) {
+		mdr_conn_warn_rl(c, "key %d cannot be used: %d\n",
+				 c->target.key->serial, ret);
+		return ret;
+	}
+	spin_lock_irqsave(&c->lock, flags);
+	s = __mdr_rpc_slot_get(q, &req);	/* a new queue: all are free */
+	if (!s) {
+		spin_unlock_irqrestore(&c->lock, flags);
+		return -EBUSY;
+	}
+	s->len = mdr_msg_host_auth_req(s->buf, 0, nonce, mac);
+	ret = mdr_rpc_post_wait(c, q, s, &req, flags);
+	if (ret == -EPERM) {
+		atomic64_inc(&c->stats.auth_failures);
+		mdr_conn_warn_rl(c, "mdnode refused this host's proof: host %016llx is unknown there, of another tenant, or has another key\n",
+				 c->target.host_id);
+		return -EACCES;
+	}
+	if (ret)
+		return ret;
+
+	mdr_auth_transcript(&t, MDR_AUTH_LABEL_NODE, nonce, &q->params,
+			    &q->acc);
+	ret = mdr_key_mac(c->target.key, &t, mac);
+	if (ret)
+		return ret;
+	if (crypto_memneq(mac, reply.auth_mac, sizeof(mac))) {
+		atomic64_inc(&c->stats.auth_failures);
+		mdr_conn_warn_rl(c, "the node did not prove it holds this host's key: not the storage node the key is for\n");
+		return -EKEYREJECTED;
+	}
+	WRITE_ONCE(q->unproven, false);
+	return 0;
 }
 
 /* ---- Asynchronous requests: dispatch, park, fail --------------------- */
@@ -1311,6 +1403,10 @@ static int mdr_push_recv(struct mdr_queue *q, const struct mdr_msg *m,
 
 	if (m->opcode != MDR_OP_INVALIDATE)
 		return 0;	/* PING from mdnode: nothing asked of us */
+	if (READ_ONCE(q->unproven)) {
+		*why = "push before the host authenticated";
+		return -EPROTO;
+	}
 	if (m->inval.reason == MDR_INVAL_TRACK && q->acc.version < 2) {
 		*why = "track push on a version 1 connection";
 		return -EPROTO;
@@ -1433,8 +1529,11 @@ static int mdr_cm_rejected(struct mdr_queue *q, struct rdma_cm_event *ev)
 				 rdma_reject_msg(q->cm_id, ev->status));
 		return -ECONNREFUSED;
 	}
-	mdr_conn_warn_rl(q->conn, "mdnode refused the connection: status %u (version %u)\n",
-			 status, version);
+	if (status == MDR_ST_PERM && !q->conn->target.key)
+		mdr_conn_warn_rl(q->conn, "mdnode refused the connection: it requires hosts to authenticate (attach with a key)\n");
+	else
+		mdr_conn_warn_rl(q->conn, "mdnode refused the connection: status %u (version %u)\n",
+				 status, version);
 	return mdr_status_to_errno(status);
 }
 
@@ -1723,9 +1822,15 @@ static int mdr_queue_connect(struct mdr_conn *c)
 		return -ENOMEM;
 	q->conn = c;
 	init_completion(&q->cm_done);
+	/*
+	 * A host with a key speaks only versions that authenticate: a node
+	 * (or an impostor) offering less is refused, never served without
+	 * its proof.
+	 */
 	q->params = (struct mdr_conn_params) {
-		.version_min = MDR_WIRE_VERSION_MIN,
-		.version_max = MDR_WIRE_VERSION,
+		.version_min = c->target.key ? 3 : MDR_WIRE_VERSION_MIN,
+		.version_max = c->target.key ? MDR_WIRE_VERSION :
+					       MDR_WIRE_VERSION_NOAUTH,
 		.tenant = c->target.tenant,
 		.host_id = c->target.host_id,
 		.queue_depth = MDR_RPC_DEPTH,
@@ -1770,6 +1875,14 @@ static int mdr_queue_connect(struct mdr_conn *c)
 
 	q->nr_rpc = q->acc.queue_depth;
 	q->next_seq = 1;
+	if (c->target.key) {
+		/* before the queue is live: nothing else is sent until then */
+		ret = mdr_queue_auth(c, q);
+		if (ret) {
+			mdr_queue_destroy(c, q);
+			return ret;
+		}
+	}
 	spin_lock_irqsave(&c->lock, flags);
 	if (c->state == MDR_CONN_DEAD) {
 		spin_unlock_irqrestore(&c->lock, flags);
@@ -2274,6 +2387,7 @@ static int mdr_conn_show(struct seq_file *m, void *unused)
 		   c->boot_id);
 	seq_printf(m, "version: %u\nqueue_depth: %u\npush_credits: %u\n",
 		   version, qd, credits);
+	seq_printf(m, "key: %d\n", c->target.key ? c->target.key->serial : 0);
 	seq_printf(m, "volumes: %u\npending: %u\n", vols, pending);
 #define MDR_SHOW(f) seq_printf(m, #f ": %lld\n", atomic64_read(&st->f))
 	MDR_SHOW(reads);
@@ -2293,6 +2407,7 @@ static int mdr_conn_show(struct seq_file *m, void *unused)
 	MDR_SHOW(failed_fast);
 	MDR_SHOW(lease_expiries);
 	MDR_SHOW(batch_renewals);
+	MDR_SHOW(auth_failures);
 #undef MDR_SHOW
 	seq_puts(m, "lookup_us:");
 	for (i = 0; i < MDR_HIST_BUCKETS; i++)
@@ -2319,6 +2434,8 @@ static struct mdr_conn *mdr_conn_alloc(const struct mdr_target *t)
 	}
 	kref_init(&c->ref);
 	c->target = *t;
+	if (t->key)
+		key_get(t->key);	/* put by mdr_conn_release() */
 	mutex_init(&c->mutex);
 	mutex_init(&c->vols_mutex);
 	INIT_LIST_HEAD(&c->vols);
@@ -2386,6 +2503,15 @@ static struct mdr_conn *mdr_conn_get(const struct mdr_target *t)
 	mutex_lock(&mdr_conns_mutex);
 	list_for_each_entry(c, &mdr_conns, node) {
 		if (mdr_same_target(&c->target, t)) {
+			/* one host, one node, one tenant: one secret */
+			if (c->target.key != t->key) {
+				/* c lives while mdr_conns_mutex is held */
+				mdr_conn_warn_rl(c, "an attach names key %d, the connection uses %d\n",
+						 t->key ? t->key->serial : 0,
+						 c->target.key ? c->target.key->serial : 0);
+				mutex_unlock(&mdr_conns_mutex);
+				return ERR_PTR(-EINVAL);
+			}
 			c->users++;
 			mutex_unlock(&mdr_conns_mutex);
 			return c;

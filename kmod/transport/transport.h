@@ -23,11 +23,14 @@ struct mdr_inval_ack_info;	/* proto/proto.h */
  * @addr:	mdnode's address (AF_INET or AF_INET6, port set)
  * @tenant:	tenant the volume belongs to
  * @host_id:	this host's identity, stable across reboots
+ * @key:	its secret there (kmod/core/key.h), a reference the holder
+ *		of the target owns; NULL: the host does not authenticate
  */
 struct mdr_target {
 	struct sockaddr_storage addr;
 	u32 tenant;
 	u64 host_id;
+	struct key *key;
 };
 
 /**

@@ -21,6 +21,7 @@
 
 #include "compat/compat.h"
 #include "core/inject.h"
+#include "core/key.h"
 #include "core/params.h"
 #include "volume/backing.h"
 #include "volume/extent.h"
@@ -68,10 +69,23 @@ static int mdr_target_from_ioctl(const struct mdr_ioctl_target *in,
 	u16 port = in->port ? in->port : MDR_WIRE_PORT;
 
 	memset(t, 0, sizeof(*t));
-	if (!in->host_id || in->reserved)
+	if (!in->host_id || in->key < 0)
 		return -EINVAL;
 	t->tenant = in->tenant;
 	t->host_id = in->host_id;
+	if (in->key) {
+		/* the caller's keyrings: only here, in its context */
+		t->key = mdr_key_get(in->key);
+		if (IS_ERR(t->key)) {
+			int ret = PTR_ERR(t->key);
+
+			t->key = NULL;
+			pr_warn_ratelimited("attach: key %d cannot be used (%d): it must be a logon key of %u to %u bytes the caller possesses\n",
+					    in->key, ret, MDR_HOST_KEY_MIN,
+					    MDR_HOST_KEY_MAX);
+			return ret;
+		}
+	}
 	switch (in->family) {
 	case AF_INET: {
 		struct sockaddr_in *sin = (struct sockaddr_in *)&t->addr;
@@ -104,6 +118,7 @@ static void mdr_target_to_ioctl(const struct mdr_target *t,
 	memset(out, 0, sizeof(*out));
 	out->tenant = t->tenant;
 	out->host_id = t->host_id;
+	out->key = t->key ? t->key->serial : 0;
 	out->family = t->addr.ss_family;
 	if (t->addr.ss_family == AF_INET) {
 		const struct sockaddr_in *sin = (const void *)&t->addr;
@@ -179,6 +194,7 @@ static void mdr_vol_free(struct mdr_vol *vol)
 	bioset_exit(&vol->clone_bs);
 	bioset_exit(&vol->split_bs);
 	free_percpu(vol->stats);
+	mdr_key_put(vol->target.key);
 	kfree(vol);
 }
 
