@@ -7,9 +7,10 @@
  * The attach looks the key up by serial in the caller's context (only
  * there do the caller's keyrings and permissions mean anything) and the
  * volume and its connection each keep a reference. The secret is read
- * under the key's semaphore at every connect and copied nowhere else, so
- * "keyctl update" rotates it for the next connection and "keyctl revoke"
- * ends the next connect with -EKEYREVOKED.
+ * under the key's semaphore at every connect, once for both proofs, and
+ * copied nowhere but into the HMAC transform's key schedule, so "keyctl
+ * update" rotates it for the next connection and "keyctl revoke" ends the
+ * next connect with -EKEYREVOKED (-ENOKEY once invalidated).
  */
 #include <keys/user-type.h>
 #include <linux/cred.h>
@@ -20,8 +21,10 @@
 
 /**
  * mdr_key_get() - the logon key @serial of the calling process
- * @serial:	a key serial the caller possesses (it must be able to search
- *		for it: a key in its session, process or thread keyrings)
+ * @serial:	a key serial the caller may search for: one it possesses
+ *		(linked into its thread, process or session keyring, as mdctl
+ *		links it into its process keyring), or whose permissions grant
+ *		it search
  *
  * Context: process, the caller's (the attach ioctl).
  * Return: a reference, or ERR_PTR(-ENOKEY / -EKEYREVOKED / -EKEYEXPIRED /
@@ -65,20 +68,25 @@ void mdr_key_put(struct key *key)
 }
 
 /**
- * mdr_key_mac() - HMAC-SHA256 of @t keyed with the secret in @key now
+ * mdr_key_macs() - HMAC-SHA256 of each of @t keyed with the secret in @key
  * @key:	from mdr_key_get()
- * @t:		the transcript
- * @mac:	32 bytes
+ * @tfm:	from mdr_auth_tfm_alloc(), used by this caller alone
+ * @t:		@n transcripts
+ * @macs:	@n MACs of 32 bytes, one after the other, filled in
+ * @n:		how many
  *
- * Context: process; takes the key's semaphore for reading (an update of
- * the key waits for it, and this for the update).
+ * All of them under one hold of the key's semaphore: an update between the
+ * host's proof and the check of the node's cannot make them disagree.
+ * Context: process; allocates nothing (reconnects call it with IO waiting).
  * Return: 0, or -errno: the key was revoked, expired, invalidated, or
  * updated with a payload of the wrong size since the attach.
  */
-int mdr_key_mac(struct key *key, const struct mdr_wire_auth_transcript *t,
-		u8 *mac)
+int mdr_key_macs(struct key *key, struct crypto_shash *tfm,
+		 const struct mdr_wire_auth_transcript *t, u8 *macs,
+		 unsigned int n)
 {
 	const struct user_key_payload *p;
+	unsigned int i;
 	int ret;
 
 	down_read(&key->sem);
@@ -86,8 +94,9 @@ int mdr_key_mac(struct key *key, const struct mdr_wire_auth_transcript *t,
 	p = user_key_payload_locked(key);
 	if (!ret && !p)
 		ret = -EKEYREVOKED;
-	if (!ret)
-		ret = mdr_auth_hmac(p->data, p->datalen, t, mac);
+	for (i = 0; !ret && i < n; i++)
+		ret = mdr_auth_hmac(tfm, p->data, p->datalen, &t[i],
+				    macs + 32 * i);
 	up_read(&key->sem);
 	return ret;
 }

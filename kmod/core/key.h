@@ -12,7 +12,9 @@
 
 struct key *mdr_key_get(s32 serial);
 void mdr_key_put(struct key *key);
-int mdr_key_mac(struct key *key, const struct mdr_wire_auth_transcript *t,
-		u8 *mac);
+struct crypto_shash;
+int mdr_key_macs(struct key *key, struct crypto_shash *tfm,
+		 const struct mdr_wire_auth_transcript *t, u8 *macs,
+		 unsigned int n);
 
 #endif /* MDR_KEY_H */

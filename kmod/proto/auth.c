@@ -12,7 +12,12 @@
  *  - the host nonce is ours: an old proof of mdnode does not answer it
  *    (a recorded node replayed to us);
  *  - the label tells the two directions apart, so neither side's proof
- *    can be reflected back as the other's.
+ *    can be reflected back as the other's;
+ *  - both QP numbers are in it: a relay in the middle holds one
+ *    connection to each end, and the QPs the host's proof names are not
+ *    those of the relay's connection to the node. (Nothing after the
+ *    proofs is authenticated: RDMA has no channel integrity. See
+ *    Documentation/security.md.)
  */
 #include <crypto/hash.h>
 #include <linux/err.h>
@@ -42,35 +47,46 @@ void mdr_auth_transcript(struct mdr_wire_auth_transcript *t,
 	t->tenant = cpu_to_le32(p->tenant);
 	t->version = cpu_to_le16(a->version);
 	t->role = cpu_to_le16(MDR_ROLE_HOST);
+	t->host_qpn = cpu_to_le32(a->host_qpn);
+	t->node_qpn = cpu_to_le32(a->node_qpn);
+}
+
+/**
+ * mdr_auth_tfm_alloc() - an hmac(sha256) transform for mdr_auth_hmac()
+ *
+ * Allocated where allocation is free to reclaim (the attach), so that a
+ * reconnect, which IO may be waiting for, allocates nothing.
+ * Context: process. Return: the transform, or ERR_PTR() (-ENOENT: the
+ * kernel has no hmac(sha256)). Free with crypto_free_shash().
+ */
+struct crypto_shash *mdr_auth_tfm_alloc(void)
+{
+	return crypto_alloc_shash("hmac(sha256)", 0, 0);
 }
 
 /**
  * mdr_auth_hmac() - HMAC-SHA256 of @t keyed with a host's secret
+ * @tfm:	from mdr_auth_tfm_alloc(); the caller serialises its users
  * @secret:	the key's payload
  * @len:	its length, MDR_HOST_KEY_MIN..MDR_HOST_KEY_MAX
  * @t:		the transcript
  * @mac:	32 bytes, filled in on success
  *
- * Context: process (the transform is allocated per call: connections
- * are rare, and no state outlives the call).
+ * Context: any that may sleep; allocates nothing.
  * Return: 0, -EINVAL for a secret of the wrong size, or the crypto API's
- * error (-ENOENT: the kernel has no hmac(sha256)).
+ * error.
  */
-int mdr_auth_hmac(const u8 *secret, unsigned int len,
-		  const struct mdr_wire_auth_transcript *t, u8 *mac)
+int mdr_auth_hmac(struct crypto_shash *tfm, const u8 *secret,
+		  unsigned int len, const struct mdr_wire_auth_transcript *t,
+		  u8 *mac)
 {
-	struct crypto_shash *tfm;
 	int ret;
 
 	if (len < MDR_HOST_KEY_MIN || len > MDR_HOST_KEY_MAX)
 		return -EINVAL;
-	tfm = crypto_alloc_shash("hmac(sha256)", 0, 0);
-	if (IS_ERR(tfm))
-		return PTR_ERR(tfm);
 	ret = crypto_shash_setkey(tfm, secret, len);
 	if (!ret)
 		ret = crypto_shash_tfm_digest(tfm, (const u8 *)t, sizeof(*t),
 					      mac);
-	crypto_free_shash(tfm);
 	return ret;
 }

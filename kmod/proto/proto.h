@@ -71,6 +71,8 @@ struct mdr_conn_params {
  * @node_id:	the storage node
  * @boot_id:	changes at every mdnode start
  * @nonce:	mdnode's challenge (version 3; zero before)
+ * @host_qpn:	our QP's number (filled in by the transport)
+ * @node_qpn:	mdnode's QP number, from the ESTABLISHED event (ditto)
  */
 struct mdr_conn_accept {
 	u16 version;
@@ -80,6 +82,8 @@ struct mdr_conn_accept {
 	u64 node_id;
 	u64 boot_id;
 	u8 nonce[16];
+	u32 host_qpn;
+	u32 node_qpn;
 };
 
 int mdr_conn_req_encode(struct mdr_wire_conn_req *r,
@@ -207,8 +211,11 @@ void mdr_auth_transcript(struct mdr_wire_auth_transcript *t,
 			 const char *label, const u8 *host_nonce,
 			 const struct mdr_conn_params *p,
 			 const struct mdr_conn_accept *a);
-int mdr_auth_hmac(const u8 *secret, unsigned int len,
-		  const struct mdr_wire_auth_transcript *t, u8 *mac);
+struct crypto_shash;
+struct crypto_shash *mdr_auth_tfm_alloc(void);
+int mdr_auth_hmac(struct crypto_shash *tfm, const u8 *secret,
+		  unsigned int len, const struct mdr_wire_auth_transcript *t,
+		  u8 *mac);
 size_t mdr_msg_host_auth_req(void *buf, u64 req_id, const u8 *nonce,
 			     const u8 *mac);
 

@@ -37,6 +37,7 @@
  * still share it; they part when a second provider (TCP) needs the core.
  */
 #include <crypto/algapi.h>
+#include <crypto/hash.h>
 #include <linux/bitmap.h>
 #include <linux/debugfs.h>
 #include <linux/delay.h>
@@ -197,8 +198,11 @@ struct mdr_rd_slot {
  * @acc:	mdnode's accept
  * @cm_done:	a connect step finished, with @cm_error
  * @established: the CM reported ESTABLISHED and the accept was good
- * @unproven:	the host has not yet authenticated on it (with a key: from
- *		the accept until mdnode's proof checked out)
+ * @prelive:	not live yet (until mdr_queue_connect() publishes it): a
+ *		push now breaks the protocol, mdnode pushes only after OPEN,
+ *		and a keyed host is not proven yet
+ * @failed:	while @conn->connecting: a completion error, a lost
+ *		connection or a malformed message ended it before it was live
  * @next_seq:	next RPC sequence number (req_id >> MDR_SLOT_BITS)
  * @pushes:	pushes received and not yet acked
  * @error:	why it failed, for the RPCs it ends (0: -ENOTCONN)
@@ -216,7 +220,8 @@ struct mdr_queue {
 	struct completion cm_done;
 	int cm_error;
 	bool established;
-	bool unproven;
+	bool prelive;
+	bool failed;
 	u64 next_seq;
 	unsigned int pushes;
 	int error;
@@ -280,13 +285,18 @@ struct mdr_conn_stats {
  * @node:	in mdr_conns
  * @ref:	memory; held by the list (while users), volumes, pushes
  * @users:	open volumes (under mdr_conns_mutex)
- * @target:	address, tenant and host id
+ * @target:	address, tenant, host id and key (@target.key: read under
+ *		@mutex, replaced under it and mdr_conns_mutex)
+ * @key_serial:	@target.key's serial, for debugfs (0: none)
+ * @auth_tfm:	hmac(sha256) for the proofs, used under @mutex (with a key)
  * @mutex:	queue build and teardown
  * @vols_mutex:	@vols
  * @vols:	struct mdr_tvol on this connection
  * @lock:	@state, @q, @pending, @fail_at, @free_reqs, @push_busy, slots
  * @state:	enum mdr_conn_state
  * @q:		the live queue, or NULL
+ * @connecting:	the queue mdr_queue_connect() builds, until it is live or
+ *		freed: its failures are noted in it (mdr_conn_error())
  * @inc:	incarnation counter of queues
  * @attempts:	failed reconnects in a row (backoff)
  * @boot_id:	mdnode's boot id on the last queue (0: never connected)
@@ -298,12 +308,15 @@ struct mdr_conn {
 	struct kref ref;
 	unsigned int users;
 	struct mdr_target target;
+	s32 key_serial;
+	struct crypto_shash *auth_tfm;
 	struct mutex mutex;		/* queue build and teardown */
 	struct mutex vols_mutex;	/* @vols */
 	struct list_head vols;
 	spinlock_t lock;		/* IO path state, see above */
 	enum mdr_conn_state state;
 	struct mdr_queue *q;
+	struct mdr_queue *connecting;
 	u32 inc;
 	unsigned int attempts;
 	u64 boot_id;
@@ -407,6 +420,8 @@ static void mdr_conn_release(struct kref *ref)
 	struct mdr_conn *c = container_of(ref, struct mdr_conn, ref);
 
 	mdr_key_put(c->target.key);
+	if (c->auth_tfm)
+		crypto_free_shash(c->auth_tfm);
 	kfree(c->req_pool);
 	kfree(c);
 }
@@ -588,6 +603,9 @@ static void mdr_conn_error(struct mdr_conn *c, struct mdr_queue *q,
 		c->state = MDR_CONN_BROKEN;
 		first = true;
 	}
+	/* not live yet: the connect (or its proof) ends on it */
+	if (c->connecting == q)
+		WRITE_ONCE(q->failed, true);
 	spin_unlock_irqrestore(&c->lock, flags);
 	if (!first)
 		return;
@@ -1021,13 +1039,20 @@ static int mdr_rpc(struct mdr_conn *c, struct mdr_tvol *tv, u16 op,
  * Called with conn->lock held (@flags from its irqsave); returns with it
  * released. A reply that does not come in time is abandoned in its slot:
  * one that comes later is recognised as late and dropped.
+ *
+ * On the live queue, a failure of the queue ends the wait through its
+ * teardown, which completes @req. The queue being connected has no
+ * teardown until its builder (the caller) frees it: then the wait ends
+ * when the queue failed (@q->failed) or the connection died, checked in
+ * slices; @q lives as long as this caller does.
  */
 static int mdr_rpc_post_wait(struct mdr_conn *c, struct mdr_queue *q,
 			     struct mdr_rpc_slot *s, struct mdr_req *req,
 			     unsigned long flags)
 	__releases(&c->lock)
 {
-	unsigned long tmo, left;
+	bool own = c->connecting == q;
+	unsigned long tmo, left, end;
 	int ret;
 
 	req->rpc_inc = q->inc;
@@ -1043,13 +1068,26 @@ static int mdr_rpc_post_wait(struct mdr_conn *c, struct mdr_queue *q,
 		return -ENOTCONN;
 	}
 
-	left = wait_for_completion_timeout(req->done, tmo);
+	if (!own) {
+		left = wait_for_completion_timeout(req->done, tmo);
+	} else {
+		end = jiffies + tmo;
+		while (!(left = wait_for_completion_timeout(req->done,
+						msecs_to_jiffies(50)))) {
+			if (READ_ONCE(q->failed) ||
+			    READ_ONCE(c->state) == MDR_CONN_DEAD ||
+			    time_after(jiffies, end))
+				break;
+		}
+	}
 	spin_lock_irqsave(&c->lock, flags);
 	/* complete() runs under c->lock: this check cannot race it */
 	if (!left && !try_wait_for_completion(req->done)) {
 		/* still in its slot on the queue: abandon it there */
 		s->req = NULL;
-		ret = -ETIMEDOUT;
+		ret = own && q->failed ? (READ_ONCE(q->error) ?: -ENOTCONN) :
+		      own && c->state == MDR_CONN_DEAD ? -ESHUTDOWN :
+		      -ETIMEDOUT;
 	} else {
 		ret = req->result;
 	}
@@ -1102,35 +1140,39 @@ static int mdr_rpc_vol(struct mdr_conn *c, struct mdr_tvol *tv, u16 op,
  * connected, before it is live (Documentation/wire-protocol.md, "Host
  * authentication"): no OPEN, ALLOC or READ goes to a node that has not
  * proved it holds the same secret, and mdnode serves none before ours.
- * Context: process, conn->mutex held; bounded by the RPC timeout.
+ * Context: process, conn->mutex held; bounded by the RPC timeout, ended
+ * early by a failure of the queue or the last detach.
  * Return: 0; -EACCES when mdnode refused the proof (unknown host, another
  * tenant, another key), -EKEYREJECTED when mdnode's proof is wrong, the
- * key's error (revoked, expired), or the RPC's.
+ * key's error (revoked, expired, invalidated), or the RPC's.
  */
 static int mdr_queue_auth(struct mdr_conn *c, struct mdr_queue *q)
 {
 	DECLARE_COMPLETION_ONSTACK(done);
-	struct mdr_wire_auth_transcript t;
+	struct mdr_wire_auth_transcript t[2];
 	struct mdr_msg reply;
 	struct mdr_req req = {
 		.op = MDR_REQ_RPC, .rpc_op = MDR_OP_HOST_AUTH, .done = &done,
 		.reply = &reply, .result = -ETIMEDOUT, .start = local_clock(),
 	};
-	u8 nonce[16], mac[32];
+	u8 nonce[16], mac[2][32];
 	struct mdr_rpc_slot *s;
 	unsigned long flags;
 	int ret;
 
 	if (q->acc.version < 3)
 		return -EPROTO;	/* mdr_conn_rep_parse() holds us to [3, 3] */
-	WRITE_ONCE(q->unproven, true);
 	get_random_bytes(nonce, sizeof(nonce));
-	mdr_auth_transcript(&t, MDR_AUTH_LABEL_HOST, nonce, &q->params,
+	mdr_auth_transcript(&t[0], MDR_AUTH_LABEL_HOST, nonce, &q->params,
 			    &q->acc);
-	ret = mdr_key_mac(c->target.key, &t, mac);
+	mdr_auth_transcript(&t[1], MDR_AUTH_LABEL_NODE, nonce, &q->params,
+			    &q->acc);
+	/* both now: the node's proof is checked against the same secret */
+	ret = mdr_key_macs(c->target.key, c->auth_tfm, t, &mac[0][0], 2);
 	if (ret) {
+		atomic64_inc(&c->stats.auth_failures);
 		mdr_conn_warn_rl(c, "key %d cannot be used: %d\n",
-				 c->target.key->serial, ret);
+				 c->key_serial, ret);
 		return ret;
 	}
 	spin_lock_irqsave(&c->lock, flags);
@@ -1139,7 +1181,7 @@ static int mdr_queue_auth(struct mdr_conn *c, struct mdr_queue *q)
 		spin_unlock_irqrestore(&c->lock, flags);
 		return -EBUSY;
 	}
-	s->len = mdr_msg_host_auth_req(s->buf, 0, nonce, mac);
+	s->len = mdr_msg_host_auth_req(s->buf, 0, nonce, mac[0]);
 	ret = mdr_rpc_post_wait(c, q, s, &req, flags);
 	if (ret == -EPERM) {
 		atomic64_inc(&c->stats.auth_failures);
@@ -1149,18 +1191,11 @@ static int mdr_queue_auth(struct mdr_conn *c, struct mdr_queue *q)
 	}
 	if (ret)
 		return ret;
-
-	mdr_auth_transcript(&t, MDR_AUTH_LABEL_NODE, nonce, &q->params,
-			    &q->acc);
-	ret = mdr_key_mac(c->target.key, &t, mac);
-	if (ret)
-		return ret;
-	if (crypto_memneq(mac, reply.auth_mac, sizeof(mac))) {
+	if (crypto_memneq(mac[1], reply.auth_mac, sizeof(mac[1]))) {
 		atomic64_inc(&c->stats.auth_failures);
 		mdr_conn_warn_rl(c, "the node did not prove it holds this host's key: not the storage node the key is for\n");
 		return -EKEYREJECTED;
 	}
-	WRITE_ONCE(q->unproven, false);
 	return 0;
 }
 
@@ -1403,8 +1438,8 @@ static int mdr_push_recv(struct mdr_queue *q, const struct mdr_msg *m,
 
 	if (m->opcode != MDR_OP_INVALIDATE)
 		return 0;	/* PING from mdnode: nothing asked of us */
-	if (READ_ONCE(q->unproven)) {
-		*why = "push before the host authenticated";
+	if (READ_ONCE(q->prelive)) {
+		*why = "push before the connection was live";
 		return -EPROTO;
 	}
 	if (m->inval.reason == MDR_INVAL_TRACK && q->acc.version < 2) {
@@ -1512,6 +1547,8 @@ static int mdr_cm_established(struct mdr_queue *q, struct rdma_cm_event *ev)
 		mdr_conn_warn_rl(q->conn, "bad accept from mdnode: %s\n", why);
 		return ret;
 	}
+	q->acc.host_qpn = q->qp->qp_num;
+	q->acc.node_qpn = ev->param.conn.qp_num;
 	q->established = true;
 	return 0;
 }
@@ -1821,7 +1858,11 @@ static int mdr_queue_connect(struct mdr_conn *c)
 	if (!q)
 		return -ENOMEM;
 	q->conn = c;
+	q->prelive = true;	/* before a receive is posted */
 	init_completion(&q->cm_done);
+	spin_lock_irqsave(&c->lock, flags);
+	c->connecting = q;
+	spin_unlock_irqrestore(&c->lock, flags);
 	/*
 	 * A host with a key speaks only versions that authenticate: a node
 	 * (or an impostor) offering less is refused, never served without
@@ -1875,20 +1916,22 @@ static int mdr_queue_connect(struct mdr_conn *c)
 
 	q->nr_rpc = q->acc.queue_depth;
 	q->next_seq = 1;
-	if (c->target.key) {
-		/* before the queue is live: nothing else is sent until then */
+	/* before the queue is live: nothing else is sent until then */
+	if (c->target.key)
 		ret = mdr_queue_auth(c, q);
-		if (ret) {
-			mdr_queue_destroy(c, q);
-			return ret;
-		}
-	}
 	spin_lock_irqsave(&c->lock, flags);
-	if (c->state == MDR_CONN_DEAD) {
-		spin_unlock_irqrestore(&c->lock, flags);
+	if (!ret && q->failed)
+		ret = READ_ONCE(q->error) ?: -ENOTCONN;
+	if (!ret && c->state == MDR_CONN_DEAD)
 		ret = -ESHUTDOWN;
-		goto out_free;
+	c->connecting = NULL;
+	if (ret) {
+		spin_unlock_irqrestore(&c->lock, flags);
+		/* the proof may have armed a slot's timer: the full teardown */
+		mdr_queue_destroy(c, q);
+		return ret;
 	}
+	q->prelive = false;
 	q->inc = ++c->inc;
 	c->q = q;
 	c->state = MDR_CONN_LIVE;
@@ -1901,6 +1944,9 @@ static int mdr_queue_connect(struct mdr_conn *c)
 	return 0;
 
 out_free:
+	spin_lock_irqsave(&c->lock, flags);
+	c->connecting = NULL;
+	spin_unlock_irqrestore(&c->lock, flags);
 	if (q->qp) {
 		rdma_disconnect(q->cm_id);
 		ib_drain_qp(q->qp);
@@ -2387,7 +2433,7 @@ static int mdr_conn_show(struct seq_file *m, void *unused)
 		   c->boot_id);
 	seq_printf(m, "version: %u\nqueue_depth: %u\npush_credits: %u\n",
 		   version, qd, credits);
-	seq_printf(m, "key: %d\n", c->target.key ? c->target.key->serial : 0);
+	seq_printf(m, "key: %d\n", READ_ONCE(c->key_serial));
 	seq_printf(m, "volumes: %u\npending: %u\n", vols, pending);
 #define MDR_SHOW(f) seq_printf(m, #f ": %lld\n", atomic64_read(&st->f))
 	MDR_SHOW(reads);
@@ -2434,8 +2480,17 @@ static struct mdr_conn *mdr_conn_alloc(const struct mdr_target *t)
 	}
 	kref_init(&c->ref);
 	c->target = *t;
-	if (t->key)
+	if (t->key) {
+		c->auth_tfm = mdr_auth_tfm_alloc();
+		if (IS_ERR(c->auth_tfm)) {
+			c->auth_tfm = NULL;
+			kfree(c->req_pool);
+			kfree(c);
+			return NULL;
+		}
 		key_get(t->key);	/* put by mdr_conn_release() */
+		c->key_serial = t->key->serial;
+	}
 	mutex_init(&c->mutex);
 	mutex_init(&c->vols_mutex);
 	INIT_LIST_HEAD(&c->vols);
@@ -2494,6 +2549,31 @@ static void mdr_conn_shutdown(struct mdr_conn *c)
 	mdr_conn_put(c);
 }
 
+/*
+ * An attach names @key for a connection whose key can no longer be used
+ * (revoked, expired, invalidated): @key replaces it, or every volume on
+ * the connection would have to be detached to attach again. A connection
+ * whose key still works keeps it.
+ * Context: process, mdr_conns_mutex held. Return: 0 or -EINVAL.
+ */
+static int mdr_conn_rekey(struct mdr_conn *c, struct key *key)
+{
+	struct key *old;
+
+	if (!c->target.key || !key || !key_validate(c->target.key) ||
+	    key_validate(key))
+		return -EINVAL;
+	mutex_lock(&c->mutex);
+	old = c->target.key;
+	c->target.key = key_get(key);
+	WRITE_ONCE(c->key_serial, key->serial);
+	mutex_unlock(&c->mutex);
+	mdr_conn_info(c, "key %d replaces key %d, which can no longer be used\n",
+		      key->serial, old->serial);
+	key_put(old);
+	return 0;
+}
+
 /* A user of the connection to @t, connected; or ERR_PTR(). */
 static struct mdr_conn *mdr_conn_get(const struct mdr_target *t)
 {
@@ -2504,11 +2584,11 @@ static struct mdr_conn *mdr_conn_get(const struct mdr_target *t)
 	list_for_each_entry(c, &mdr_conns, node) {
 		if (mdr_same_target(&c->target, t)) {
 			/* one host, one node, one tenant: one secret */
-			if (c->target.key != t->key) {
+			if (c->target.key != t->key && mdr_conn_rekey(c, t->key)) {
 				/* c lives while mdr_conns_mutex is held */
 				mdr_conn_warn_rl(c, "an attach names key %d, the connection uses %d\n",
 						 t->key ? t->key->serial : 0,
-						 c->target.key ? c->target.key->serial : 0);
+						 c->key_serial);
 				mutex_unlock(&mdr_conns_mutex);
 				return ERR_PTR(-EINVAL);
 			}

@@ -67,25 +67,13 @@ static int mdr_target_from_ioctl(const struct mdr_ioctl_target *in,
 				 struct mdr_target *t)
 {
 	u16 port = in->port ? in->port : MDR_WIRE_PORT;
+	int ret;
 
 	memset(t, 0, sizeof(*t));
 	if (!in->host_id || in->key < 0)
 		return -EINVAL;
 	t->tenant = in->tenant;
 	t->host_id = in->host_id;
-	if (in->key) {
-		/* the caller's keyrings: only here, in its context */
-		t->key = mdr_key_get(in->key);
-		if (IS_ERR(t->key)) {
-			int ret = PTR_ERR(t->key);
-
-			t->key = NULL;
-			pr_warn_ratelimited("attach: key %d cannot be used (%d): it must be a logon key of %u to %u bytes the caller possesses\n",
-					    in->key, ret, MDR_HOST_KEY_MIN,
-					    MDR_HOST_KEY_MAX);
-			return ret;
-		}
-	}
 	switch (in->family) {
 	case AF_INET: {
 		struct sockaddr_in *sin = (struct sockaddr_in *)&t->addr;
@@ -96,7 +84,7 @@ static int mdr_target_from_ioctl(const struct mdr_ioctl_target *in,
 		if (memchr_inv(in->addr + 4, 0, sizeof(in->addr) - 4) ||
 		    in->scope_id)
 			return -EINVAL;
-		return 0;
+		break;
 	}
 	case AF_INET6: {
 		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&t->addr;
@@ -105,11 +93,22 @@ static int mdr_target_from_ioctl(const struct mdr_ioctl_target *in,
 		sin6->sin6_port = htons(port);
 		memcpy(&sin6->sin6_addr, in->addr, 16);
 		sin6->sin6_scope_id = in->scope_id;
-		return 0;
+		break;
 	}
 	default:
 		return -EAFNOSUPPORT;
 	}
+	if (!in->key)
+		return 0;
+	/* the caller's keyrings: only here, in its context */
+	t->key = mdr_key_get(in->key);
+	if (!IS_ERR(t->key))
+		return 0;
+	ret = PTR_ERR(t->key);
+	t->key = NULL;
+	pr_warn_ratelimited("attach: key %d cannot be used (%d): it must be a logon key of %u to %u bytes the caller may search for\n",
+			    in->key, ret, MDR_HOST_KEY_MIN, MDR_HOST_KEY_MAX);
+	return ret;
 }
 
 static void mdr_target_to_ioctl(const struct mdr_target *t,

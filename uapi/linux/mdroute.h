@@ -27,7 +27,7 @@
 #define MDR_CONTROL_NAME	"mdroute-control"	/* /dev/mdroute-control */
 
 #define MDR_IOCTL_VERSION_MAJOR	0
-#define MDR_IOCTL_VERSION_MINOR	1
+#define MDR_IOCTL_VERSION_MINOR	2
 #define MDR_IOCTL_VERSION_PATCH	0
 
 #define MDR_IOCTL_TYPE		0xE4	/* free in ioctl-number.rst */

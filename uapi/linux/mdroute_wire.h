@@ -479,6 +479,13 @@ struct mdr_wire_host_auth_rep {
  * @tenant:	mdr_wire_conn_req.tenant
  * @version:	mdr_wire_conn_rep.version (negotiated)
  * @role:	MDR_ROLE_HOST
+ * @host_qpn:	the host's QP number on this connection, as rdma_cm gives
+ *		it to each side (the host's own QP; the node's connect request
+ *		event)
+ * @node_qpn:	mdnode's QP number on it (mdnode's own QP; the host's
+ *		ESTABLISHED event): a relay between the two holds two
+ *		connections, so the proofs it passes on name QPs neither end
+ *		sees on its own
  */
 struct mdr_wire_auth_transcript {
 	__u8 label[16];
@@ -490,6 +497,8 @@ struct mdr_wire_auth_transcript {
 	__le32 tenant;
 	__le16 version;
 	__le16 role;
+	__le32 host_qpn;
+	__le32 node_qpn;
 };
 
 /* ---------------------------------------------------------------------- */
@@ -954,7 +963,7 @@ MDR_WIRE_ASSERT(sizeof(struct mdr_wire_drain_req) == 32, "drain_req");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_drain_rep) == 72, "drain_rep");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_host_auth_req) == 72, "host_auth_req");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_host_auth_rep) == 56, "host_auth_rep");
-MDR_WIRE_ASSERT(sizeof(struct mdr_wire_auth_transcript) == 80,
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_auth_transcript) == 88,
 		"auth_transcript");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_host_add_req) == 104, "host_add_req");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_host_remove_req) == 32,
