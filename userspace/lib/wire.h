@@ -40,8 +40,12 @@
 //     mdr_wire_node_stats_mig), then the push counters (struct
 //     mdr_wire_node_stats_push), then the copy counters (struct
 //     mdr_wire_node_stats_copy), are read when the length covers them
-//     (zero otherwise), and counters beyond them are ignored; this build
-//     always sends them;
+//     (zero otherwise), then the authentication counters (struct
+//     mdr_wire_node_stats_auth), and counters beyond them are ignored;
+//     this build always sends them;
+//   - the accept of a host connection carries a nonce from version 3 on,
+//     and an all-zero one before; the OK replies to HOST_ADD and
+//     HOST_REMOVE are the header alone;
 //   - MOVE by id carries an all-zero name, MOVE by name a zero volume id;
 //     its reply has exactly one element per extent asked for.
 #ifndef MDR_WIRE_H
@@ -91,6 +95,14 @@ std::string opcode_name(uint16_t opcode);
 // proved the admin key (MDR_OP_AUTH): every admin RPC but AUTH itself.
 // False for an opcode this build does not know. The opcode table says it.
 bool needs_auth(uint16_t opcode);
+// Whether a message of this opcode (a request, or the ack of a push) is
+// taken on a host connection of that negotiated version only once the
+// host proved its key (MDR_OP_HOST_AUTH): from version 3 on, every host
+// opcode but HOST_AUTH and PING. The opcode table says it.
+bool needs_host_auth(uint16_t opcode, uint16_t version);
+// The version from which host connections authenticate, and the accept
+// of a host connection carries a nonce.
+inline constexpr uint16_t kHostAuthVersion = 3;
 
 // [A-Za-z0-9._-], 1 to MDR_WIRE_NAME_LEN - 1 characters.
 bool valid_volume_name(std::string_view name);
@@ -158,7 +170,7 @@ struct ConnRep {
 	uint32_t max_msg = MDR_WIRE_MSG_MIN;
 	uint64_t node_id = 0;
 	uint64_t boot_id = 0;
-	std::array<uint8_t, 16> nonce{};	// zero on host connections
+	std::array<uint8_t, 16> nonce{};	// zero on host connections < v3
 
 	bool operator==(const ConnRep &) const = default;
 };
@@ -334,6 +346,70 @@ struct AuthRep {
 	bool operator==(const AuthRep &) const = default;
 };
 
+// A host's proof (version 3): its challenge to mdnode (not all zero) and
+// HMAC-SHA256 over the transcript (lib/auth.h).
+struct HostAuthReq {
+	MDR_WIRE_MSG(MDR_OP_HOST_AUTH, false);
+	std::array<uint8_t, 16> nonce{};
+	std::array<uint8_t, 32> mac{};
+	bool operator==(const HostAuthReq &) const = default;
+};
+
+// mdnode's proof back.
+struct HostAuthRep {
+	MDR_WIRE_MSG(MDR_OP_HOST_AUTH, true);
+	std::array<uint8_t, 32> mac{};
+	bool operator==(const HostAuthRep &) const = default;
+};
+
+// A registered host (struct mdr_wire_host); never its key.
+struct Host {
+	uint64_t host_id = 0;		// non-zero
+	uint32_t tenant = 0;		// non-zero
+	uint32_t connections = 0;	// authenticated, now
+	uint32_t leases = 0;		// held, now
+	bool operator==(const Host &) const = default;
+};
+
+struct HostAddReq {
+	MDR_WIRE_MSG(MDR_OP_HOST_ADD, false);
+	uint64_t host_id = 0;		// non-zero
+	uint32_t tenant = 0;		// non-zero
+	uint16_t flags = 0;		// MDR_HOST_ADD_F_*
+	uint16_t key_len = 0;		// MDR_HOST_KEY_MIN ..= MDR_HOST_KEY_MAX
+	std::array<uint8_t, MDR_HOST_KEY_MAX> wrapped{};	// lib/auth.h
+	bool operator==(const HostAddReq &) const = default;
+};
+
+struct HostAddRep {
+	MDR_WIRE_MSG(MDR_OP_HOST_ADD, true);
+	bool operator==(const HostAddRep &) const = default;
+};
+
+struct HostRemoveReq {
+	MDR_WIRE_MSG(MDR_OP_HOST_REMOVE, false);
+	uint64_t host_id = 0;		// non-zero
+	bool operator==(const HostRemoveReq &) const = default;
+};
+
+struct HostRemoveRep {
+	MDR_WIRE_MSG(MDR_OP_HOST_REMOVE, true);
+	bool operator==(const HostRemoveRep &) const = default;
+};
+
+struct HostListReq {
+	MDR_WIRE_MSG(MDR_OP_HOST_LIST, false);
+	uint64_t cursor = 0;		// a host id
+	bool operator==(const HostListReq &) const = default;
+};
+
+struct HostListRep {
+	MDR_WIRE_MSG(MDR_OP_HOST_LIST, true);
+	uint64_t next = 0;		// 0 on the last page
+	std::vector<Host> hosts{};	// ascending host ids
+	bool operator==(const HostListRep &) const = default;
+};
+
 struct VolCreateReq {
 	MDR_WIRE_MSG(MDR_OP_VOL_CREATE, false);
 	uint64_t size = 0;		// > 0, a multiple of 4096
@@ -447,6 +523,9 @@ struct NodeStatsRep {
 	// struct mdr_wire_node_stats_copy: zero from a node that lacks it
 	uint64_t precopy_bytes = 0;
 	uint64_t freeze_bytes = 0;
+	// struct mdr_wire_node_stats_auth: zero from a node that lacks it
+	uint64_t auth_failures = 0;
+	uint64_t hosts = 0;
 	bool operator==(const NodeStatsRep &) const = default;
 };
 
@@ -529,7 +608,8 @@ using Body = std::variant<
 	VolListReq, VolListRep, VolInfoReq, VolInfoRep,
 	VolResizeReq, VolResizeRep, DevListReq, DevListRep,
 	NodeStatsReq, NodeStatsRep, PingReq, PingRep, ErrorRep,
-	MoveReq, MoveRep, DrainReq, DrainRep>;
+	MoveReq, MoveRep, DrainReq, DrainRep, HostAuthReq, HostAuthRep,
+	HostAddReq, HostAddRep, HostRemoveReq, HostRemoveRep, HostListReq, HostListRep>;
 
 // struct mdr_wire_hdr, host-endian.
 struct Header {

@@ -123,6 +123,7 @@ mdr_wire_role role_of(const w::Body &b)
 	case MDR_OP_RENEW:
 	case MDR_OP_ALLOC:
 	case MDR_OP_INVALIDATE:
+	case MDR_OP_HOST_AUTH:
 	case MDR_OP_PING:
 		return MDR_ROLE_HOST;
 	default:
@@ -273,6 +274,8 @@ w::NodeStatsRep node_stats_rep()
 	m.push_timeouts = 19;
 	m.precopy_bytes = 20;
 	m.freeze_bytes = 21;
+	m.auth_failures = 22;
+	m.hosts = 23;
 	return m;
 }
 
@@ -305,11 +308,32 @@ w::DrainRep drain_rep()
 	return m;
 }
 
+w::HostListRep host_list_rep()
+{
+	w::HostListRep m;
+	m.next = 0x200;
+	m.hosts = {{.host_id = 0x93, .tenant = 1, .connections = 2, .leases = 3},
+		   {.host_id = 0x100, .tenant = 7, .connections = 0, .leases = 0}};
+	return m;
+}
+
 std::vector<w::Body> samples()
 {
 	w::AuthReq auth;
 	for (size_t i = 0; i < auth.mac.size(); i++)
 		auth.mac[i] = static_cast<uint8_t>(i * 7);
+	w::HostAuthReq host_auth;
+	w::HostAuthRep host_auth_rep;
+	for (size_t i = 0; i < 16; i++)
+		host_auth.nonce[i] = static_cast<uint8_t>(0x10 + i);
+	for (size_t i = 0; i < 32; i++) {
+		host_auth.mac[i] = static_cast<uint8_t>(i * 3);
+		host_auth_rep.mac[i] = static_cast<uint8_t>(0xff - i);
+	}
+	w::HostAddReq host_add{.host_id = 0x93, .tenant = 1, .flags = MDR_HOST_ADD_F_REPLACE,
+			       .key_len = 32};
+	for (size_t i = 0; i < host_add.wrapped.size(); i++)
+		host_add.wrapped[i] = static_cast<uint8_t>(i * 5 + 1);
 
 	return {
 		w::OpenReq{.volume_id = kVol},
@@ -353,6 +377,17 @@ std::vector<w::Body> samples()
 		w::DrainReq{.dev_id = 1, .to_dev = 0},
 		w::DrainReq{.dev_id = 1, .to_dev = 2},
 		drain_rep(),
+		host_auth,
+		host_auth_rep,
+		host_add,
+		w::HostAddReq{.host_id = 1, .tenant = UINT32_MAX, .key_len = MDR_HOST_KEY_MAX},
+		w::HostAddRep{},
+		w::HostRemoveReq{.host_id = 0x93},
+		w::HostRemoveRep{},
+		w::HostListReq{.cursor = 0x93},
+		host_list_rep(),
+		w::HostListRep{},
+		w::ErrorRep{.opcode = MDR_OP_HOST_AUTH, .status = MDR_ST_PERM},
 		w::ErrorRep{.opcode = MDR_OP_OPEN, .status = MDR_ST_NOSPC},
 		w::ErrorRep{.opcode = MDR_OP_MOVE, .status = MDR_ST_BUSY},
 		w::ErrorRep{.opcode = MDR_OP_VOL_CREATE, .status = MDR_ST_EXIST},
@@ -372,14 +407,16 @@ void check_canonical(std::span<const std::byte> received, const w::Msg &m)
 		fail_msg("re-encode of a parsed %s: %s",
 			 w::opcode_name(m.hdr.opcode).c_str(), n.message().c_str());
 	if (std::holds_alternative<w::NodeStatsRep>(m.body)) {
-		// Version 1's counters, then the migration ones, the push ones
-		// and the copy ones when the received length covered them
-		// (else they are zero).
+		// Version 1's counters, then the migration ones, the push ones,
+		// the copy ones and the authentication ones when the received
+		// length covered them (else they are zero).
 		const size_t v1 = sizeof(mdr_wire_node_stats_rep);
 		const size_t mig = v1 + sizeof(mdr_wire_node_stats_mig);
 		const size_t push = mig + sizeof(mdr_wire_node_stats_push);
-		const size_t full = push + sizeof(mdr_wire_node_stats_copy);
+		const size_t copy = push + sizeof(mdr_wire_node_stats_copy);
+		const size_t full = copy + sizeof(mdr_wire_node_stats_auth);
 		const size_t same = m.hdr.length >= full   ? full
+				    : m.hdr.length >= copy ? copy
 				    : m.hdr.length >= push ? push
 				    : m.hdr.length >= mig  ? mig
 							   : v1;
@@ -624,7 +661,7 @@ std::vector<Row> reject_rows()
 		{"length < header", open_id, set32(kLen, 23), -EPROTO,
 		 "length 23 shorter than a header"},
 		{"length zero", open_id, set32(kLen, 0), -EPROTO, "shorter than a header"},
-		{"opcode unknown", open_id, set16(2, 0x05), -EPROTO, "hdr: unknown opcode 0x5"},
+		{"opcode unknown", open_id, set16(2, 0x06), -EPROTO, "hdr: unknown opcode 0x6"},
 		{"opcode zero", open_id, set16(2, 0), -EPROTO, "unknown opcode 0x0"},
 		{"opcode high byte", open_id, set16(2, 0x0101), -EPROTO, "unknown opcode"},
 		{"flags unknown", open_id, set16(4, 0x0002), -EPROTO,
@@ -1079,6 +1116,22 @@ void test_encoders_refuse_what_receivers_refuse(void **)
 		 "move_req: count 0 outside"},
 		{w::MoveRep{.volume_id = 1}, -EINVAL, "move_rep: count 0 outside"},
 		{w::DrainReq{.dev_id = 2, .to_dev = 2}, -EINVAL, "to_dev is the device"},
+		{w::HostAuthReq{}, -EINVAL, "host_auth_req: nonce all zero"},
+		{w::HostAddReq{.host_id = 0, .tenant = 1, .key_len = 32}, -EINVAL,
+		 "host_add_req: host_id zero"},
+		{w::HostAddReq{.host_id = 1, .tenant = 0, .key_len = 32}, -EINVAL,
+		 "host_add_req: tenant zero"},
+		{w::HostAddReq{.host_id = 1, .tenant = 1, .flags = 2, .key_len = 32}, -EINVAL,
+		 "host_add_req: unknown flags 0x2"},
+		{w::HostAddReq{.host_id = 1, .tenant = 1, .key_len = 15}, -EINVAL,
+		 "host_add_req: key_len 15 outside [16, 64]"},
+		{w::HostAddReq{.host_id = 1, .tenant = 1, .key_len = 65}, -EINVAL,
+		 "key_len 65 outside"},
+		{w::HostRemoveReq{.host_id = 0}, -EINVAL, "host_remove_req: host_id zero"},
+		{w::HostListRep{.hosts = {{.host_id = 2, .tenant = 1}, {.host_id = 2, .tenant = 1}}},
+		 -EINVAL, "host_list_rep: hosts[1]: host_id 2 not in ascending order"},
+		{w::HostListRep{.hosts = {{.host_id = 2, .tenant = 0}}}, -EINVAL,
+		 "host_list_rep: hosts[0]: tenant zero"},
 		{w::InvalidateAck{{.volume_id = 1, .count = 1, .generation = 1,
 				   .reason = MDR_INVAL_MOVE}, false, MDR_INVAL_ACK_F_TRACKED, 0},
 		 -EINVAL, "flags or dirty in version 1's ack"},
@@ -1124,16 +1177,24 @@ void test_node_stats_lengths(void **)
 	const w::NodeStatsRep full = node_stats_rep();
 	Buf b = encode(full);
 
-	assert_int_equal(b.size(), 192);
+	assert_int_equal(b.size(), 208);
 	auto m = w::parse(b, Side::client, MDR_ROLE_ADMIN);
 	assert_true(m.ok());
 	assert_true(std::get<w::NodeStatsRep>(m.value().body) == full);
+
+	// A node from before hosts authenticate: 192 bytes.
+	Buf copy(b.begin(), b.begin() + 192);
+	put32(copy, kLen, 192);
+	m = w::parse(copy, Side::client, MDR_ROLE_ADMIN);
+	assert_true(m.ok());
+	w::NodeStatsRep want = full;
+	want.auth_failures = want.hosts = 0;
+	assert_true(std::get<w::NodeStatsRep>(m.value().body) == want);
 
 	Buf push(b.begin(), b.begin() + 176);
 	put32(push, kLen, 176);
 	m = w::parse(push, Side::client, MDR_ROLE_ADMIN);
 	assert_true(m.ok());
-	w::NodeStatsRep want = full;
 	want.precopy_bytes = want.freeze_bytes = 0;
 	assert_true(std::get<w::NodeStatsRep>(m.value().body) == want);
 
@@ -1152,8 +1213,8 @@ void test_node_stats_lengths(void **)
 	want.move_bytes = want.stall_max_us = want.stall_total_us = 0;
 	assert_true(std::get<w::NodeStatsRep>(m.value().body) == want);
 
-	b.resize(192 + 16, std::byte{0x5a});
-	put32(b, kLen, 192 + 16);
+	b.resize(208 + 16, std::byte{0x5a});
+	put32(b, kLen, 208 + 16);
 	m = w::parse(b, Side::client, MDR_ROLE_ADMIN);
 	assert_true(m.ok());
 	assert_true(std::get<w::NodeStatsRep>(m.value().body) == full);
@@ -1451,17 +1512,18 @@ void test_conn_req(void **)
 
 void test_negotiate_version(void **)
 {
-	static_assert(MDR_WIRE_VERSION_MIN == 1 && MDR_WIRE_VERSION == 2,
+	static_assert(MDR_WIRE_VERSION_MIN == 1 && MDR_WIRE_VERSION == 3,
 		      "update the cases for a new version");
 	assert_int_equal(w::negotiate_version(1, 1).value(), 1);
 	assert_int_equal(w::negotiate_version(1, 2).value(), 2);
 	assert_int_equal(w::negotiate_version(2, 2).value(), 2);
-	assert_int_equal(w::negotiate_version(1, 9).value(), 2);
-	assert_int_equal(w::negotiate_version(2, 9).value(), 2);
+	assert_int_equal(w::negotiate_version(3, 3).value(), 3);
+	assert_int_equal(w::negotiate_version(1, 9).value(), 3);
+	assert_int_equal(w::negotiate_version(2, 9).value(), 3);
 	assert_int_equal(w::negotiate_version(0, 1).value(), 1);
 
 	const std::pair<uint16_t, uint16_t> none[] = {
-		{3, 4}, {0, 0}, {3, 1}, {UINT16_MAX, UINT16_MAX}};
+		{4, 5}, {0, 0}, {3, 1}, {UINT16_MAX, UINT16_MAX}};
 
 	for (const auto &[lo, hi] : none) {
 		auto v = w::negotiate_version(lo, hi);
@@ -1568,6 +1630,65 @@ void test_conn_rep(void **)
 	auto r = w::encode_conn_rep(no_nonce, admin_req());
 	assert_false(r.ok());
 	assert_true(contains(r.message(), "conn_rep: no nonce on an admin connection"));
+}
+
+// Host accepts carry the challenge of MDR_OP_HOST_AUTH from version 3 on,
+// and none before.
+void test_conn_rep_host_nonce(void **)
+{
+	w::ConnReq req = host_req();
+	req.version_max = 3;
+	w::ConnRep rep = host_rep();
+	for (size_t i = 0; i < rep.nonce.size(); i++)
+		rep.nonce[i] = static_cast<uint8_t>(i);
+
+	for (uint16_t v = 1; v <= 3; v++) {
+		rep.version = v;
+		auto wire = w::encode_conn_rep(rep, req);
+		assert_int_equal(wire.ok(), v >= w::kHostAuthVersion);
+		if (v < w::kHostAuthVersion)
+			assert_true(contains(wire.message(), "nonce on a host connection of version"));
+		w::ConnRep zero = rep;
+		zero.nonce.fill(0);
+		auto z = w::encode_conn_rep(zero, req);
+		assert_true(z.ok());
+		assert_true(w::parse_conn_rep(padded(z.value(), 196), req).value() == zero);
+	}
+	rep.version = 3;
+	auto back = w::parse_conn_rep(padded(w::encode_conn_rep(rep, req).value(), 196), req);
+	assert_true(back.ok());
+	assert_true(back.value().nonce == rep.nonce);
+}
+
+// The opcode table says what needs which proof.
+void test_needs_auth(void **)
+{
+	const uint16_t host_ops[] = {MDR_OP_OPEN, MDR_OP_CLOSE, MDR_OP_RENEW, MDR_OP_ALLOC,
+				     MDR_OP_INVALIDATE};
+	for (uint16_t op : host_ops) {
+		assert_true(w::needs_host_auth(op, 3));
+		assert_false(w::needs_host_auth(op, 2));
+		assert_false(w::needs_host_auth(op, 1));
+		assert_false(w::needs_auth(op));
+	}
+	assert_false(w::needs_host_auth(MDR_OP_HOST_AUTH, 3));
+	assert_false(w::needs_host_auth(MDR_OP_PING, 3));
+	assert_false(w::needs_auth(MDR_OP_HOST_AUTH));
+	for (uint16_t op : {MDR_OP_HOST_ADD, MDR_OP_HOST_REMOVE, MDR_OP_HOST_LIST,
+			    MDR_OP_VOL_CREATE}) {
+		assert_true(w::needs_auth(op));
+		assert_false(w::needs_host_auth(op, 3));
+	}
+	assert_false(w::needs_auth(MDR_OP_AUTH));
+	assert_false(w::needs_host_auth(0x7777, 3));
+	// Roles: HOST_AUTH on an admin connection, HOST_ADD on a host one.
+	Buf b = encode(w::HostRemoveReq{.host_id = 1});
+	assert_int_equal(w::parse(b, Side::node, MDR_ROLE_HOST).error(), -EPERM);
+	w::HostAuthReq a;
+	a.nonce[3] = 1;
+	b = encode(a);
+	assert_int_equal(w::parse(b, Side::node, MDR_ROLE_ADMIN).error(), -EPERM);
+	assert_true(w::parse(b, Side::node, MDR_ROLE_HOST).ok());
 }
 
 void test_conn_rej(void **)
@@ -1836,6 +1957,8 @@ int main()
 		cmocka_unit_test(test_negotiate_version),
 		cmocka_unit_test(test_track_granules),
 		cmocka_unit_test(test_conn_rep),
+		cmocka_unit_test(test_conn_rep_host_nonce),
+		cmocka_unit_test(test_needs_auth),
 		cmocka_unit_test(test_conn_rej),
 		cmocka_unit_test(test_status_errno),
 		cmocka_unit_test(test_fuzz_random_buffers),

@@ -19,7 +19,8 @@
 //   doc()	the message table's words where a struct alone does not say it;
 //   refuse()	what an encoder refuses that the wire cannot show.
 // Messages without a body struct (PING, NODE_STATS requests, the OK replies
-// to CLOSE, AUTH and VOL_DELETE) are the header alone: the primary template.
+// to CLOSE, AUTH, VOL_DELETE, HOST_ADD and HOST_REMOVE) are the header
+// alone: the primary template.
 #ifndef MDR_WIRE_LAYOUTS_H
 #define MDR_WIRE_LAYOUTS_H
 
@@ -325,6 +326,64 @@ struct Layout<AuthReq> {
 	}
 };
 
+// ---- Host authentication and the host registry (version 3) ---------------
+
+template <>
+struct Layout<HostAuthReq> {
+	MDR_WIRE_STRUCT(mdr_wire_host_auth_req);
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		v.bytes(m.nonce, w.nonce);
+		v.rule([&](What at) { return fail_if(all_zero(m.nonce), at, "nonce all zero"); });
+		v.bytes(m.mac, w.mac);
+	}
+};
+
+template <>
+struct Layout<HostAuthRep> {
+	MDR_WIRE_STRUCT(mdr_wire_host_auth_rep);
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		v.bytes(m.mac, w.mac);
+	}
+};
+
+template <>
+struct Layout<Host> {
+	MDR_WIRE_STRUCT(mdr_wire_host);
+	static constexpr const char *noun = "hosts";
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		v.zero("reserved", w.reserved);
+		MDR_FIELD(host_id, nonzero);
+		MDR_FIELD(tenant, nonzero);
+		MDR_FIELD(connections);
+		MDR_FIELD(leases);
+	}
+};
+
+template <>
+struct Layout<HostAddReq> {
+	MDR_WIRE_STRUCT(mdr_wire_host_add_req);
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		MDR_FIELD(host_id, nonzero);
+		MDR_FIELD(tenant, nonzero);
+		MDR_FIELD(flags, flags_in{MDR_HOST_ADD_F_REPLACE});
+		MDR_FIELD(key_len, within{MDR_HOST_KEY_MIN, MDR_HOST_KEY_MAX});
+		v.bytes(m.wrapped, w.wrapped);
+	}
+};
+
+template <>
+struct Layout<HostRemoveReq> {
+	MDR_WIRE_STRUCT(mdr_wire_host_remove_req);
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		MDR_FIELD(host_id, nonzero);
+	}
+};
+
 template <>
 struct Layout<VolCreateReq> {
 	MDR_WIRE_STRUCT(mdr_wire_vol_create_req);
@@ -376,9 +435,10 @@ struct Layout<T> {
 	}
 };
 
-// VOL_LIST and DEV_LIST requests.
+// VOL_LIST, DEV_LIST and HOST_LIST requests.
 template <typename T>
-	requires std::is_same_v<T, VolListReq> || std::is_same_v<T, DevListReq>
+	requires std::is_same_v<T, VolListReq> || std::is_same_v<T, DevListReq> ||
+		 std::is_same_v<T, HostListReq>
 struct Layout<T> {
 	MDR_WIRE_STRUCT(mdr_wire_list_req);
 	static void fields(auto &v, auto &m, auto &w)
@@ -416,19 +476,28 @@ struct Layout<DevListRep>
 	static constexpr const char *array = "devs", *id_name = "dev_id";
 };
 
-// Version 1's counters, then the migration ones, the push ones and the
-// copy ones: this build sends them all, and reads what the length covers
-// (a node without them sends 120, 168 or 176 bytes). Later versions append
-// more __le64 counters, which are ignored.
+template <>
+struct Layout<HostListRep>
+	: PagedList<Layout<HostListRep>, Host, &HostListRep::hosts, &Host::host_id> {
+	MDR_WIRE_STRUCT(mdr_wire_host_list_rep);
+	static constexpr const char *array = "hosts", *id_name = "host_id";
+};
+
+// Version 1's counters, then the migration ones, the push ones, the copy
+// ones and the authentication ones: this build sends them all, and reads
+// what the length covers (a node without them sends 120, 168, 176 or 192
+// bytes). Later versions append more __le64 counters, which are ignored.
 struct NodeStatsWire {
 	mdr_wire_node_stats_rep v1;
 	mdr_wire_node_stats_mig mig;
 	mdr_wire_node_stats_push push;
 	mdr_wire_node_stats_copy copy;
+	mdr_wire_node_stats_auth auth;
 };
 static_assert(sizeof(NodeStatsWire) == sizeof(mdr_wire_node_stats_rep) +
 	      sizeof(mdr_wire_node_stats_mig) + sizeof(mdr_wire_node_stats_push) +
-	      sizeof(mdr_wire_node_stats_copy), "no padding between the parts");
+	      sizeof(mdr_wire_node_stats_copy) + sizeof(mdr_wire_node_stats_auth),
+	      "no padding between the parts");
 
 template <>
 struct Layout<NodeStatsRep> {
@@ -436,7 +505,7 @@ struct Layout<NodeStatsRep> {
 	static constexpr Shape shape{sizeof(mdr_wire_node_stats_rep), sizeof(__le64)};
 	static constexpr size_t part_ends[] = {
 		offsetof(Wire, mig), offsetof(Wire, push), offsetof(Wire, copy),
-		sizeof(Wire)};
+		offsetof(Wire, auth), sizeof(Wire)};
 	static void fields(auto &v, auto &m, auto &wire)
 	{
 		auto &w = wire.v1;
@@ -456,6 +525,8 @@ struct Layout<NodeStatsRep> {
 		v.num("push_timeouts", m.push_timeouts, wire.push.push_timeouts);
 		v.num("precopy_bytes", m.precopy_bytes, wire.copy.precopy_bytes);
 		v.num("freeze_bytes", m.freeze_bytes, wire.copy.freeze_bytes);
+		v.num("auth_failures", m.auth_failures, wire.auth.auth_failures);
+		v.num("hosts", m.hosts, wire.auth.hosts);
 	}
 	static void mig_fields(auto &v, auto &m, auto &w)
 	{
@@ -472,6 +543,7 @@ struct Layout<NodeStatsRep> {
 		       " + " + struct_doc("mdr_wire_node_stats_mig", sizeof(mdr_wire_node_stats_mig)) +
 		       " + " + struct_doc("mdr_wire_node_stats_push", sizeof(mdr_wire_node_stats_push)) +
 		       " + " + struct_doc("mdr_wire_node_stats_copy", sizeof(mdr_wire_node_stats_copy)) +
+		       " + " + struct_doc("mdr_wire_node_stats_auth", sizeof(mdr_wire_node_stats_auth)) +
 		       ": " + std::to_string(sizeof(Wire)) + "; any " +
 		       std::to_string(shape.size) + " + " + std::to_string(shape.elem) +
 		       " n is accepted";
@@ -618,9 +690,11 @@ struct Layout<ConnRep> {
 		MDR_FIELD(node_id);
 		MDR_FIELD(boot_id);
 		v.bytes(m.nonce, w.nonce);
+		// A host proves its key from version 3 on, against this nonce.
 		v.rule([&](What at) {
-			return fail_if(sent.role == MDR_ROLE_HOST && !all_zero(m.nonce), at,
-				       "nonce on a host connection");
+			return fail_if(sent.role == MDR_ROLE_HOST && m.version < kHostAuthVersion &&
+				       !all_zero(m.nonce), at, "nonce on a host connection of version ",
+				       m.version);
 		});
 		v.rule([&](What at) {
 			return fail_if(sent.role == MDR_ROLE_ADMIN && all_zero(m.nonce), at,

@@ -13,8 +13,9 @@ namespace mdr::wire {
 
 namespace {
 
-// Whether a request needs a connection that proved the admin key.
-enum class Auth { none, key };
+// Whether a request needs a connection that proved the admin key (key),
+// or, from version 3 on, one whose host proved its key (host).
+enum class Auth { none, key, host };
 
 template <typename T, typename... A>
 consteval size_t index_in(const std::variant<A...> *)
@@ -46,22 +47,26 @@ consteval OpInfo row(uint16_t opcode, const char *cname, const char *req,
 		throw "the row's types are not its opcode's request and reply";
 	if (auth == Auth::key && roles != kOnAdmin)
 		throw "only admin RPCs need the key";
-	return {opcode, cname, roles, flow, auth == Auth::key, msg<Req>(req),
-		msg<Rep>(rep)};
+	if (auth == Auth::host && roles != kOnHost)
+		throw "only host messages need the host's proof";
+	return {opcode, cname, roles, flow, auth == Auth::key, auth == Auth::host,
+		msg<Req>(req), msg<Rep>(rep)};
 }
 
 #define MDR_OP(op) op, #op
 constexpr OpInfo kOps[] = {
 	row<OpenReq, OpenRep>(MDR_OP(MDR_OP_OPEN), "open_req", "open_rep",
-			      kOnHost, Flow::rpc, Auth::none),
+			      kOnHost, Flow::rpc, Auth::host),
 	row<CloseReq, CloseRep>(MDR_OP(MDR_OP_CLOSE), "close_req", "close_rep",
-				kOnHost, Flow::rpc, Auth::none),
+				kOnHost, Flow::rpc, Auth::host),
 	row<RenewReq, RenewRep>(MDR_OP(MDR_OP_RENEW), "renew_req", "renew_rep",
-				kOnHost, Flow::rpc, Auth::none),
+				kOnHost, Flow::rpc, Auth::host),
 	row<AllocReq, AllocRep>(MDR_OP(MDR_OP_ALLOC), "alloc_req", "alloc_rep",
-				kOnHost, Flow::rpc, Auth::none),
+				kOnHost, Flow::rpc, Auth::host),
+	row<HostAuthReq, HostAuthRep>(MDR_OP(MDR_OP_HOST_AUTH), "host_auth_req",
+				      "host_auth_rep", kOnHost, Flow::rpc, Auth::none),
 	row<Invalidate, InvalidateAck>(MDR_OP(MDR_OP_INVALIDATE), "inval", "inval_ack",
-				       kOnHost, Flow::push, Auth::none),
+				       kOnHost, Flow::push, Auth::host),
 	row<AuthReq, AuthRep>(MDR_OP(MDR_OP_AUTH), "auth_req", "auth_rep",
 			      kOnAdmin, Flow::rpc, Auth::none),
 	row<VolCreateReq, VolCreateRep>(MDR_OP(MDR_OP_VOL_CREATE), "vol_create_req",
@@ -82,6 +87,12 @@ constexpr OpInfo kOps[] = {
 			      kOnAdmin, Flow::rpc, Auth::key),
 	row<DrainReq, DrainRep>(MDR_OP(MDR_OP_DRAIN), "drain_req", "drain_rep",
 				kOnAdmin, Flow::rpc, Auth::key),
+	row<HostAddReq, HostAddRep>(MDR_OP(MDR_OP_HOST_ADD), "host_add_req",
+				    "host_add_rep", kOnAdmin, Flow::rpc, Auth::key),
+	row<HostRemoveReq, HostRemoveRep>(MDR_OP(MDR_OP_HOST_REMOVE), "host_remove_req",
+					  "host_remove_rep", kOnAdmin, Flow::rpc, Auth::key),
+	row<HostListReq, HostListRep>(MDR_OP(MDR_OP_HOST_LIST), "host_list_req",
+				      "host_list_rep", kOnAdmin, Flow::rpc, Auth::key),
 	row<PingReq, PingRep>(MDR_OP(MDR_OP_PING), "ping_req", "ping_rep",
 			      kOnHost | kOnAdmin, Flow::both, Auth::none),
 };
@@ -142,6 +153,13 @@ bool needs_auth(uint16_t opcode)
 	return op && op->needs_key;
 }
 
+bool needs_host_auth(uint16_t opcode, uint16_t version)
+{
+	const OpInfo *op = find_op(opcode);
+
+	return op && op->needs_host_key && version >= kHostAuthVersion;
+}
+
 std::string opcode_name(uint16_t opcode)
 {
 	if (const OpInfo *op = find_op(opcode))
@@ -156,7 +174,7 @@ const char kTableEnd[] = "<!-- end of the message table -->";
 
 std::string message_table()
 {
-	std::string t = "| opcode | value | role | needs `AUTH` | request (size) | reply (size) |\n"
+	std::string t = "| opcode | value | role | needs | request (size) | reply (size) |\n"
 			"|---|---|---|---|---|---|\n";
 
 	for (const OpInfo &op : kOps) {
@@ -178,7 +196,8 @@ std::string message_table()
 			break;
 		}
 		t += std::string("| `") + op.cname + "` | " + value + " | " +
-		     roles_name(op.roles) + " | " + (op.needs_key ? "yes" : "no") +
+		     roles_name(op.roles) + " | " +
+		     (op.needs_key ? "`AUTH`" : op.needs_host_key ? "`HOST_AUTH` (v3)" : "-") +
 		     " | " + req + " | " + rep + " |\n";
 	}
 	return t;

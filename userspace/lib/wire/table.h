@@ -4,7 +4,8 @@
 // allowed on, which way it travels, whether it needs the admin key, and
 // the layout of its request and of its OK reply. The parser's checks of
 // route, role and size, the decoders, the encoders' names, mdnode's
-// question "does this request need the key?" (wire::needs_auth()) and the
+// questions "does this request need the admin key?" (wire::needs_auth())
+// and "does it need the host's proof?" (wire::needs_host_auth()) and the
 // docs' message table all come from it. Internal to lib/wire/.
 //
 // Adding a message: its struct in <linux/mdroute_wire.h>, its host struct
@@ -48,6 +49,9 @@ struct OpInfo {
 	unsigned roles;		// kOnHost, kOnAdmin
 	Flow flow;
 	bool needs_key;		// requests only after MDR_OP_AUTH proved the key
+	// From version 3 on: taken (requests and acks) only after
+	// MDR_OP_HOST_AUTH proved the host's key
+	bool needs_host_key;
 	MsgInfo req;
 	MsgInfo rep;
 };
