@@ -3,17 +3,11 @@
 // admin_rpc.cc - see admin_rpc.h.
 #include "mdnode/admin_rpc.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
-#include <endian.h>
-
 #include <cerrno>
-#include <cstring>
 #include <utility>
 #include <vector>
 
+#include "lib/auth.h"
 #include "mdnode/log.h"
 
 namespace mdnode {
@@ -28,18 +22,10 @@ namespace wire = mdr::wire;
 
 void AdminRpc::do_auth(Session &s, uint64_t req_id, const wire::AuthReq &r)
 {
-	unsigned char mac[EVP_MAX_MD_SIZE];
-	unsigned int mac_len = 0;
-	unsigned char msg[16 + 8];
-	uint64_t host_le = htole64(s.peer.host_id);
-
 	if (s.peer.role != MDR_ROLE_ADMIN)
 		return core_.reply_error(s.peer.id, req_id, MDR_OP_AUTH, -EPERM);
-	std::memcpy(msg, s.peer.nonce.data(), 16);
-	std::memcpy(msg + 16, &host_le, 8);
-	if (!HMAC(EVP_sha256(), core_.opts.admin_key.data(), int(core_.opts.admin_key.size()),
-		  msg, sizeof(msg), mac, &mac_len) || mac_len != r.mac.size() ||
-	    CRYPTO_memcmp(mac, r.mac.data(), mac_len) != 0) {
+	if (!mdr::mac_equal(mdr::admin_mac(core_.opts.admin_key, s.peer.nonce, s.peer.host_id),
+			    r.mac)) {
 		core_.stats.auth_failures++;
 		log_warn_rl("admin %s: authentication failed", s.peer.address.c_str());
 		core_.reply_error(s.peer.id, req_id, MDR_OP_AUTH, -EPERM);
@@ -229,6 +215,8 @@ void AdminRpc::do_stats(Session &s, uint64_t req_id)
 		.push_timeouts = core_.stats.push_timeouts,
 		.precopy_bytes = core_.stats.precopy_bytes,
 		.freeze_bytes = core_.stats.freeze_bytes,
+		.auth_failures = core_.stats.auth_failures,
+		.hosts = core_.store.counts().hosts,
 	});
 }
 

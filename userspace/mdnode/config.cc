@@ -19,6 +19,7 @@ const char kUsage[] =
 	"Usage: mdnode --listen ADDR[:PORT] --data-dir DIR --device ID=PATH [--device ...]\n"
 	"              [--config FILE] [--admin-key FILE] [--lease-ms N]\n"
 	"              [--io-hold-ms N] [--max-connections N] [--log-level LEVEL]\n"
+	"              [--host-auth required|optional] [--host-auth-timeout-ms N]\n"
 	"\n"
 	"The storage-node metadata responder of mdroute: serves the extent tables\n"
 	"of its volumes to hosts over RDMA, and journals every change in DIR.\n"
@@ -34,6 +35,13 @@ const char kUsage[] =
 	"                            0..600000 (20000): data a host whose lease ran\n"
 	"                            out may still write moves only this much later\n"
 	"      --max-connections N   refuse connections beyond N (1024)\n"
+	"      --host-auth POLICY    required (default): hosts prove their key (wire\n"
+	"                            version 3), older hosts are refused; optional:\n"
+	"                            hosts of version 1 and 2 are served unproven\n"
+	"                            (while upgrading; version 3 hosts still prove)\n"
+	"      --host-auth-timeout-ms N\n"
+	"                            cut a host that has not proven its key N ms\n"
+	"                            after connecting, 100..60000 (5000)\n"
 	"      --log-level LEVEL     error, warn, info (default) or debug\n"
 	"      --test-drop-invalidations\n"
 	"                            TEST ONLY, breaks the consistency rule: push no\n"
@@ -46,7 +54,7 @@ namespace {
 
 enum Opt {
 	kListen, kDataDir, kDevice, kConfig, kAdminKey, kLeaseMs, kIoHoldMs, kMaxConn,
-	kLogLevel, kHelp, kVersion, kTestDropInval,
+	kLogLevel, kHelp, kVersion, kTestDropInval, kHostAuth, kHostAuthTimeout,
 };
 
 constexpr mdr::OptionSpec kSpecs[] = {
@@ -62,6 +70,8 @@ constexpr mdr::OptionSpec kSpecs[] = {
 	{kHelp, "help", 'h', false},
 	{kVersion, "version", 'V', false},
 	{kTestDropInval, "test-drop-invalidations", 0, false},
+	{kHostAuth, "host-auth", 0, true},
+	{kHostAuthTimeout, "host-auth-timeout-ms", 0, true},
 };
 
 mdr::Error bad(std::string_view where, std::string_view what)
@@ -165,6 +175,17 @@ mdr::Status apply(Config &c, std::vector<DeviceArg> &devices, int opt,
 		if (!parse_uint<uint32_t>(value, c.max_connections, 1, 65536))
 			return bad(where, "max-connections '" + std::string(value) +
 					  "': want 1..65536");
+		return {};
+	case kHostAuth:
+		if (value != "required" && value != "optional")
+			return bad(where, "host-auth '" + std::string(value) +
+					  "': want required or optional");
+		c.host_auth_required = value == "required";
+		return {};
+	case kHostAuthTimeout:
+		if (!parse_uint<uint32_t>(value, c.host_auth_timeout_ms, 100, 60000))
+			return bad(where, "host-auth-timeout-ms '" + std::string(value) +
+					  "': want 100..60000");
 		return {};
 	case kLogLevel: {
 		std::string v(value);

@@ -44,6 +44,10 @@ struct Config {
 	// NodeOptions::io_hold_ms.
 	uint32_t io_hold_ms = 20000;
 	uint32_t max_connections = 1024;
+	// --host-auth required|optional: NodeOptions::host_auth_required.
+	bool host_auth_required = true;
+	// --host-auth-timeout-ms: NodeOptions::host_auth_timeout_ms.
+	uint32_t host_auth_timeout_ms = 5000;
 	LogLevel log_level = LogLevel::info;
 	// Test only (--test-drop-invalidations, never from a file): see
 	// NodeOptions::test_drop_invalidations.

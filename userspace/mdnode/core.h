@@ -42,7 +42,15 @@ struct NodeOptions {
 	// grace. Documentation/volumes.md, "Against lease expiry".
 	uint32_t io_hold_ms = 20000;
 	std::vector<uint8_t> admin_key;		// empty: admin connections refused
+	uint64_t node_id = 0;			// as the accept tells it
 	uint64_t boot_id = 0;
+	// Hosts of wire version 1 and 2 (unauthenticated) are refused; false:
+	// served as before authentication (the upgrade path). Version 3 hosts
+	// authenticate either way.
+	bool host_auth_required = true;
+	// A version 3 host that has not authenticated this long after it
+	// connected is cut off.
+	uint32_t host_auth_timeout_ms = 5000;
 	uint64_t checkpoint_records = 100000;	// checkpoint after this many
 	CopierOptions copier{};
 	// Device id -> path, for the copier; empty: the store's device paths.
@@ -55,7 +63,10 @@ struct NodeOptions {
 
 struct NodeStats {
 	uint64_t requests = 0, errors = 0, bad_messages = 0;
-	uint64_t invalidations = 0, lease_expiries = 0, auth_failures = 0;
+	uint64_t invalidations = 0, lease_expiries = 0;
+	// Proofs refused or missing: admin AUTH, host HOST_AUTH, host
+	// requests before HOST_AUTH, hosts silent past the auth timeout.
+	uint64_t auth_failures = 0;
 	// Moves of one extent each.
 	uint64_t moves_done = 0, moves_failed = 0, move_bytes = 0;
 	uint64_t stall_max_us = 0, stall_total_us = 0;

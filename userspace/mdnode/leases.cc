@@ -126,4 +126,13 @@ Leases::Expired Leases::expire(int64_t now)
 	return out;
 }
 
+uint32_t Leases::held_by(uint64_t host_id) const
+{
+	uint32_t n = 0;
+
+	for (const auto &[key, l] : leases_)
+		n += key.host_id == host_id;
+	return n;
+}
+
 } // namespace mdnode

@@ -77,6 +77,8 @@ public:
 	Range on_volume(uint64_t volume_id) const;
 	// The leases held over conn, by the index.
 	std::vector<LeaseKey> of_conn(ConnId conn) const;
+	// Leases (valid or lapsed) the host holds, over any connection.
+	uint32_t held_by(uint64_t host_id) const;
 	size_t size() const { return leases_.size(); }
 
 	// Marks lapsed what expired by now, erases what has also been lapsed

@@ -54,7 +54,8 @@ int run(const Config &cfg)
 		return 1;
 	Journal &j = *journal;
 
-	const NodeOptions no = node_options(cfg);
+	NodeOptions no = node_options(cfg);
+	no.node_id = *id;	// the accept's, in every host's transcript
 	Node node(no, *store, j, steady_ms);
 	if (auto st = node.recover_moves(); !st.ok()) {
 		log_error("cannot roll back the moves the journal holds unfinished: %s",

@@ -24,7 +24,8 @@ namespace wire = mdr::wire;
 Node::Node(const NodeOptions &opts, Store &store, Journal &journal,
 	   std::function<int64_t()> now_ms)
 	: core_(opts, store, journal, std::move(now_ms)), pushes_(core_),
-	  mover_(core_, pushes_), host_(core_, pushes_), admin_(core_, mover_)
+	  mover_(core_, pushes_), host_(core_, pushes_), auth_(core_),
+	  admin_(core_, mover_)
 {
 	// Moves first: a lease granted or lost changes what a move trusts
 	// before the fan-outs waiting for that host settle.
@@ -39,14 +40,17 @@ uint16_t Node::on_connect(const PeerInfo &peer)
 			    peer.address.c_str());
 		return MDR_ST_PERM;
 	}
-	return MDR_ST_OK;
+	return auth_.admit(peer);
 }
 
 void Node::on_established(const PeerInfo &peer)
 {
 	// The session starts here, not at on_connect: a connection that never
 	// completes leaves nothing behind.
-	core_.sessions[peer.id].peer = peer;
+	Session &s = core_.sessions[peer.id];
+
+	s.peer = peer;
+	s.since_ms = core_.now();
 }
 
 void Node::on_message(ConnId conn, std::span<const std::byte> msg)
@@ -100,6 +104,10 @@ void Node::handle(Session &s, const wire::Msg &m)
 	// Admin operations need a proven key first (the opcode table says which).
 	if (!m.hdr.reply() && wire::needs_auth(m.hdr.opcode) && !s.authenticated)
 		return core_.reply_error(s.peer.id, id, m.hdr.opcode, -EPERM);
+	// Host messages of version 3 need the host's proof first (the table
+	// says which); without it the host is cut off.
+	if (!auth_.allowed(s, m.hdr))
+		return;
 	std::visit([&](const auto &b) {
 		using T = std::decay_t<decltype(b)>;
 		if constexpr (std::is_same_v<T, wire::OpenReq>)
@@ -112,8 +120,16 @@ void Node::handle(Session &s, const wire::Msg &m)
 			host_.do_alloc(s, id, b);
 		else if constexpr (std::is_same_v<T, wire::InvalidateAck>)
 			host_.do_ack(s, id, b);
+		else if constexpr (std::is_same_v<T, wire::HostAuthReq>)
+			auth_.do_host_auth(s, id, b);
 		else if constexpr (std::is_same_v<T, wire::AuthReq>)
 			admin_.do_auth(s, id, b);
+		else if constexpr (std::is_same_v<T, wire::HostAddReq>)
+			auth_.do_add(s, id, b);
+		else if constexpr (std::is_same_v<T, wire::HostRemoveReq>)
+			auth_.do_remove(s, id, b);
+		else if constexpr (std::is_same_v<T, wire::HostListReq>)
+			auth_.do_list(s, id, b);
 		else if constexpr (std::is_same_v<T, wire::VolCreateReq>)
 			admin_.do_create(s, id, b);
 		else if constexpr (std::is_same_v<T, wire::VolDeleteReq>)
@@ -161,6 +177,7 @@ void Node::tick()
 		core_.lease_gone(key.volume_id, key.host_id);
 	// Pushes held back go when they can; overdue ones cut their connection.
 	pushes_.expire_pushes();
+	auth_.expire();
 	mover_.tick();
 }
 

@@ -9,15 +9,19 @@
 //			per-connection index
 //	pushes.h	invalidation fan-out, pushes and their credits
 //	host_rpc.h	OPEN, RENEW, ALLOC, CLOSE, acks of pushes
+//	host_auth.h	HOST_AUTH, the refusal of unproven hosts, and the
+//			host registry's HOST_ADD, HOST_REMOVE, HOST_LIST
 //	admin_rpc.h	AUTH, volumes, devices, statistics
 //	moves.h		MOVE and DRAIN: live moves of extents
 //
 // Node itself makes and ends sessions, dispatches each request to its
-// room (refusing admin requests before AUTH), and runs the clock: tick()
-// lapses leases, sends what was held back and goes on with moves.
+// room (refusing admin requests before AUTH, and host messages of version
+// 3 before HOST_AUTH), and runs the clock: tick() lapses leases, sends
+// what was held back, cuts hosts that never authenticated and goes on
+// with moves.
 //
 // What may call what: node -> admin_rpc -> moves -> pushes -> core;
-// node -> host_rpc -> pushes -> core. A room hears of leases granted,
+// node -> host_rpc -> pushes -> core; node -> host_auth -> core. A room hears of leases granted,
 // lapsed or gone through core's LeaseEvents, not by calling up.
 #ifndef MDNODE_NODE_H
 #define MDNODE_NODE_H
@@ -29,6 +33,7 @@
 #include "lib/wire.h"
 #include "mdnode/admin_rpc.h"
 #include "mdnode/core.h"
+#include "mdnode/host_auth.h"
 #include "mdnode/host_rpc.h"
 #include "mdnode/journal.h"
 #include "mdnode/moves.h"
@@ -78,6 +83,7 @@ private:
 	Pushes pushes_;
 	Mover mover_;
 	HostRpc host_;
+	HostAuth auth_;
 	AdminRpc admin_;
 };
 

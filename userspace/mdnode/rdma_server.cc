@@ -19,13 +19,13 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
-#include <random>
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
 #include "lib/errors.h"
 #include "lib/wire.h"
+#include "lib/auth.h"
 #include "mdnode/log.h"
 
 namespace mdnode {
@@ -362,10 +362,18 @@ void RdmaServer::on_connect_request(rdma_cm_event *ev)
 		std::min<uint32_t>(opts_.push_credits, r.recv_depth - c->peer.queue_depth));
 	c->peer.max_msg = r.max_msg;
 	c->peer.address = peer_address(id);
-	if (c->peer.role == MDR_ROLE_ADMIN) {
-		std::random_device rd;
-		for (auto &b : c->peer.nonce)
-			b = static_cast<uint8_t>(rd());
+	// The challenge of an admin, and of a host from version 3 on: 16
+	// random bytes (zero for older hosts, as their version says).
+	c->peer.nonce = {};
+	if (c->peer.role == MDR_ROLE_ADMIN || c->peer.version >= mdr::wire::kHostAuthVersion) {
+		auto nonce = mdr::random_nonce();
+		if (!nonce.ok()) {
+			log_error_rl("connect from %s refused: %s", c->peer.address.c_str(),
+				     nonce.message().c_str());
+			reject(id, MDR_ST_NOMEM);
+			return;		// ~Conn destroys the id
+		}
+		c->peer.nonce = nonce.value();
 	}
 
 	// Fills in the connection's resources; rejects on any failure.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cerrno>
+#include <cstdio>
 
 #include <linux/mdroute_wire.h>
 
@@ -29,6 +30,8 @@ constexpr Format kFormats[] = {
 	{kMoveBegin, "MOVE_BEGIN", 56},
 	{kMoveDone, "MOVE_DONE", 40},
 	{kMoveAbort, "MOVE_ABORT", 40},
+	{kHostAdd, "HOST_ADD", 88},
+	{kHostRemove, "HOST_REMOVE", 16},
 };
 
 const Format *format(uint16_t type)
@@ -47,6 +50,23 @@ Writer &Writer::name(std::string_view name)
 	bytes_.insert(bytes_.end(), name.begin(), name.end());
 	bytes_.resize(bytes_.size() + MDR_WIRE_NAME_LEN - name.size());
 	return *this;
+}
+
+Writer &Writer::padded(std::span<const uint8_t> bytes, size_t n)
+{
+	assert(bytes.size() <= n);
+	bytes_.insert(bytes_.end(), bytes.begin(), bytes.end());
+	bytes_.resize(bytes_.size() + n - bytes.size());
+	return *this;
+}
+
+std::span<const uint8_t> Reader::bytes(size_t n)
+{
+	assert(left() >= n);
+	std::span<const uint8_t> b = in_.subspan(pos_, n);
+
+	pos_ += n;
+	return b;
 }
 
 std::optional<std::string> Reader::name()
@@ -97,6 +117,13 @@ Change encode_record(const Record &r)
 	case kMoveBegin:
 		out.le32(r.dev_id).le64(r.volume_id).le64(r.index).le64(r.pstart)
 			.le32(r.new_dev).le32(0).le64(r.new_pstart).le64(r.generation);
+		break;
+	case kHostAdd:
+		out.le32(r.tenant).le64(r.host_id).le16(uint16_t(r.secret.size()))
+			.le16(r.flags).le32(0).padded(r.secret, MDR_HOST_KEY_MAX);
+		break;
+	case kHostRemove:
+		out.le32(0).le64(r.host_id);
 		break;
 	}
 	Change c{r.type, out.take()};
@@ -165,6 +192,26 @@ mdr::Result<Record> decode_record(uint16_t type, std::span<const uint8_t> payloa
 		r.new_pstart = in.le64();
 		r.generation = in.le64();
 		break;
+	case kHostAdd: {
+		r.tenant = in.le32();
+		r.host_id = in.le64();
+		const uint16_t key_len = in.le16();
+		r.flags = in.le16();
+		reserved |= in.le32() != 0;
+		std::span<const uint8_t> key = in.bytes(MDR_HOST_KEY_MAX);
+		if (key_len < MDR_HOST_KEY_MIN || key_len > MDR_HOST_KEY_MAX ||
+		    std::any_of(key.begin() + key_len, key.end(), [](uint8_t c) { return c; }))
+			return mdr::Error(-EINVAL, what + ": key_len " + std::to_string(key_len) +
+					  " out of range, or the key not zero-padded");
+		if (r.flags & ~kHostAddReplace)
+			return mdr::Error(-EINVAL, what + ": unknown flags");
+		r.secret.assign(key.begin(), key.begin() + key_len);
+		break;
+	}
+	case kHostRemove:
+		reserved |= in.le32() != 0;
+		r.host_id = in.le64();
+		break;
 	}
 	if (reserved)
 		return mdr::Error(-EINVAL, what + ": a reserved field is not zero");
@@ -173,6 +220,12 @@ mdr::Result<Record> decode_record(uint16_t type, std::span<const uint8_t> payloa
 
 std::string describe_record(const Record &r)
 {
+	if (r.of_host()) {
+		char id[24];
+
+		std::snprintf(id, sizeof(id), "%016llx", (unsigned long long)r.host_id);
+		return std::string("record ") + format(r.type)->name + " (host " + id + ")";
+	}
 	std::string s = std::string("record ") + format(r.type)->name +
 			" (volume " + std::to_string(r.volume_id);
 

@@ -37,6 +37,15 @@
 //	32 __le64 generation (g1 + 1)
 //   7 MOVE_ABORT, 40 bytes: the extent is mapped at its old place again,
 //     the new one is free
+//   8 HOST_ADD, 88 bytes: a host and its key join the registry (or, with
+//     the flag REPLACE, a known host of that tenant gets a new key)
+//	 0 __le16 version, reserved   4 __le32 tenant     8 __le64 host_id
+//	16 __le16 key_len            18 __le16 flags (1: REPLACE)
+//	20 __le32 reserved           24 __u8 key[64], zero-padded
+//   9 HOST_REMOVE, 16 bytes
+//	 0 __le16 version, reserved   4 __le32 reserved   8 __le64 host_id
+// The host records hold keys: the data directory is root's alone
+// (Documentation/security.md).
 #ifndef MDNODE_RECORDS_H
 #define MDNODE_RECORDS_H
 
@@ -61,7 +70,12 @@ enum RecordType : uint16_t {
 	kMoveBegin = 5,
 	kMoveDone = 6,
 	kMoveAbort = 7,
+	kHostAdd = 8,
+	kHostRemove = 9,
 };
+
+// HOST_ADD's flags.
+inline constexpr uint16_t kHostAddReplace = 1;
 
 // A record to journal, from Store::prepare_*(). Once the journal has it
 // durably, pass it to Store::commit(); if the journal failed, to
@@ -73,7 +87,7 @@ struct Change {
 
 // Changes in flight, moves and reservations are keyed by (volume id,
 // extent index); changes of a whole volume use kWholeVolume, beyond every
-// index.
+// index; changes of the host registry (0, host id): no volume has id 0.
 using ExtentKey = std::pair<uint64_t, uint64_t>;
 inline constexpr uint64_t kWholeVolume = UINT64_MAX;
 
@@ -93,13 +107,22 @@ struct Record {
 	uint64_t pstart = 0;		// 512-byte sectors
 	uint32_t new_dev = 0;		// MOVE_BEGIN
 	uint64_t new_pstart = 0;	// MOVE_BEGIN
+	uint64_t host_id = 0;		// HOST_*
+	uint16_t flags = 0;		// HOST_ADD: kHostAdd*
+	std::vector<uint8_t> secret{};	// HOST_ADD: the host's key
 
 	bool whole_volume() const
 	{
 		return type == kVolumeCreate || type == kVolumeDelete ||
 		       type == kVolumeResize;
 	}
-	ExtentKey key() const { return {volume_id, whole_volume() ? kWholeVolume : index}; }
+	bool of_host() const { return type == kHostAdd || type == kHostRemove; }
+	ExtentKey key() const
+	{
+		if (of_host())
+			return {0, host_id};
+		return {volume_id, whole_volume() ? kWholeVolume : index};
+	}
 };
 
 // The record's bytes, in the layout of its type.
@@ -118,6 +141,8 @@ public:
 	Writer &le64(uint64_t v) { return put(v, 8); }
 	// NUL-padded to MDR_WIRE_NAME_LEN bytes.
 	Writer &name(std::string_view name);
+	// The bytes, zero-padded to n (bytes.size() <= n).
+	Writer &padded(std::span<const uint8_t> bytes, size_t n);
 
 	std::vector<uint8_t> take() { return std::move(bytes_); }
 
@@ -143,6 +168,8 @@ public:
 	// A NUL-padded name field; none when it holds no NUL, or bytes other
 	// than NUL after the first one.
 	std::optional<std::string> name();
+	// n bytes.
+	std::span<const uint8_t> bytes(size_t n);
 
 	size_t left() const { return in_.size() - pos_; }
 

@@ -16,7 +16,11 @@ namespace mdnode {
 
 struct Session {
 	PeerInfo peer;
+	// Admin: proved the admin key (MDR_OP_AUTH). Host: proved its key
+	// (MDR_OP_HOST_AUTH) as a host of the registry, whose host id and
+	// tenant are the peer's.
 	bool authenticated = false;
+	int64_t since_ms = 0;		// established, by the node's clock
 	// Cut by us (a push timed out): what it still sends is ignored,
 	// as the transport does once the connection is closing.
 	bool closing = false;

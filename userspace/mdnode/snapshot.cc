@@ -3,8 +3,8 @@
 // snapshot.cc - see store.h: the committed state as one checkpoint, and
 // back.
 //
-// Snapshot, version 1 (little-endian):
-//	header, 24 bytes: 0 __le32 magic "MDRS", 4 __le16 version (1),
+// Snapshot, version 2 (little-endian):
+//	header, 24 bytes: 0 __le32 magic "MDRS", 4 __le16 version (2),
 //		6 __le16 reserved, 8 __le64 next_volume_id, 16 __le64 nr_volumes
 //	then per volume, by ascending id, 104 bytes: 0 __le64 volume_id,
 //		8 __le64 size, 16 __le64 generation, 24 __le32 extent_shift,
@@ -12,14 +12,21 @@
 //	then its nr_mapped mapped entries, by ascending index, 32 bytes each:
 //		0 __le64 index, 8 __le64 generation, 16 __le64 pstart,
 //		24 __le32 dev_id, 28 __le32 reserved
+//	then the host registry: __le64 nr_hosts, and per host, by ascending
+//		id, 80 bytes: 0 __le64 host_id, 8 __le32 tenant, 12 __le16
+//		key_len, 14 __le16 reserved, 16 __u8 key[64], zero-padded
+// Version 1 is version 2 without the host registry: read as one with no
+// host (a node from before hosts authenticate).
 // Every other entry is unallocated with generation 1: no record of this
 // version unmaps an extent and keeps its index. The allocators are rebuilt
 // from the mapped entries.
 #include "mdnode/store.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <utility>
 
+#include "lib/auth.h"
 #include "mdnode/store_checks.h"
 
 namespace mdnode {
@@ -29,8 +36,9 @@ using namespace store_checks;
 namespace {
 
 constexpr uint32_t kSnapshotMagic = 0x5352444d;	// "MDRS" as LE bytes
-constexpr uint16_t kSnapshotVersion = 1;
+constexpr uint16_t kSnapshotVersion = 2, kSnapshotNoHosts = 1;
 constexpr size_t kSnapshotHeader = 24, kSnapshotVolume = 104, kSnapshotEntry = 32;
+constexpr size_t kSnapshotHost = 80;
 
 } // namespace
 
@@ -51,6 +59,10 @@ std::vector<uint8_t> Store::snapshot() const
 					.le32(e.dev_id).le32(0);
 		}
 	}
+	out.le64(hosts_.size());
+	for (const auto &[id, h] : hosts_)
+		out.le64(id).le32(h.tenant).le16(uint16_t(h.key.size())).le16(0)
+			.padded(h.key, MDR_HOST_KEY_MAX);
 	return out.take();
 }
 
@@ -60,7 +72,7 @@ mdr::Status Store::load_snapshot(std::span<const uint8_t> bytes)
 		return mdr::Error(-EINVAL, "snapshot: " + what);
 	};
 
-	if (!volumes_.empty() || !pending_.empty())
+	if (!volumes_.empty() || !pending_.empty() || !hosts_.empty())
 		return mdr::Error(-EBUSY, "snapshot: the store is not empty");
 	if (bytes.size() < kSnapshotHeader)
 		return bad(std::to_string(bytes.size()) + " bytes, shorter than a header");
@@ -70,7 +82,8 @@ mdr::Status Store::load_snapshot(std::span<const uint8_t> bytes)
 
 	if (in.le32() != kSnapshotMagic)
 		return bad("bad magic");
-	if (const uint16_t version = in.le16(); version != kSnapshotVersion)
+	const uint16_t version = in.le16();
+	if (version != kSnapshotVersion && version != kSnapshotNoHosts)
 		return bad("unknown version " + std::to_string(version));
 	if (in.le16() != 0)
 		return bad("a reserved field is not zero");
@@ -137,9 +150,58 @@ mdr::Status Store::load_snapshot(std::span<const uint8_t> bytes)
 			next_index = index + 1;
 		}
 	}
+	if (version != kSnapshotNoHosts)
+		if (mdr::Status ok = loaded.load_hosts(in); !ok.ok())
+			return ok;
 	if (in.left() != 0)
-		return bad(std::to_string(in.left()) + " bytes after the last volume");
+		return bad(std::to_string(in.left()) + " bytes after the last " +
+			   (version == kSnapshotNoHosts ? "volume" : "host"));
 	*this = std::move(loaded);
+	return {};
+}
+
+// The registry of a snapshot, each host checked as its HOST_ADD is.
+mdr::Status Store::load_hosts(Reader &in)
+{
+	auto bad = [](const std::string &what) {
+		return mdr::Error(-EINVAL, "snapshot: " + what);
+	};
+
+	if (in.left() < 8)
+		return bad("ends before the host registry");
+
+	const uint64_t nr_hosts = in.le64();
+	uint64_t last_id = 0;
+
+	for (uint64_t n = 0; n < nr_hosts; n++) {
+		if (in.left() < kSnapshotHost)
+			return bad("ends within host " + std::to_string(n + 1) + " of " +
+				   std::to_string(nr_hosts));
+
+		Record r{.type = kHostAdd};
+
+		r.host_id = in.le64();
+		r.tenant = in.le32();
+
+		const uint16_t key_len = in.le16();
+		const bool reserved = in.le16() != 0;
+		std::span<const uint8_t> key = in.bytes(MDR_HOST_KEY_MAX);
+		const std::string what = "host " + std::to_string(r.host_id);
+
+		if (reserved)
+			return bad(what + ": a reserved field is not zero");
+		if (r.host_id <= last_id)
+			return bad(what + ": ids must ascend");
+		if (key_len > MDR_HOST_KEY_MAX ||
+		    std::any_of(key.begin() + key_len, key.end(), [](uint8_t c) { return c; }))
+			return bad(what + ": the key is not zero-padded");
+		r.secret.assign(key.begin(), key.begin() + key_len);
+		mdr::Result<Applied> added = apply_host_add(r);
+		mdr::wipe(r.secret);
+		if (!added.ok())
+			return fail(added, "snapshot: " + what);
+		last_id = r.host_id;
+	}
 	return {};
 }
 

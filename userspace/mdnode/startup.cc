@@ -93,6 +93,12 @@ bool lock_data_dir(const Config &cfg)
 		log_error("cannot create %s: %s", cfg.data_dir.c_str(), strerror(errno));
 		return false;
 	}
+	// The journal holds the hosts' keys: the directory is root's alone.
+	struct stat st;
+	if (stat(cfg.data_dir.c_str(), &st) == 0 && (st.st_mode & 077))
+		log_warn("%s is accessible by group or others (mode %03o): it holds the "
+			 "keys of the registered hosts; chmod 0700 it",
+			 cfg.data_dir.c_str(), unsigned(st.st_mode & 0777));
 	const std::string lock_path = cfg.data_dir + "/lock";
 	int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB)) {
@@ -164,9 +170,9 @@ std::unique_ptr<Journal> recover(const Config &cfg, Store &store)
 			  mdr::describe_errno(-journal.error()).c_str());
 		return nullptr;
 	}
-	log_info("recovered %" PRIu64 " volumes from a checkpoint and %" PRIu64
-		 " journal records in %" PRId64 " ms%s",
-		 store.counts().volumes, replayed, steady_ms() - t0,
+	log_info("recovered %" PRIu64 " volumes and %" PRIu64 " hosts from a checkpoint "
+		 "and %" PRIu64 " journal records in %" PRId64 " ms%s",
+		 store.counts().volumes, store.counts().hosts, replayed, steady_ms() - t0,
 		 journal.value()->direct_io() ? "" : " (no O_DIRECT on this file system)");
 	return std::move(journal).value();
 }
@@ -185,6 +191,12 @@ NodeOptions node_options(const Config &cfg)
 			 "margin and io hold): hosts with the default fast_io_fail_tmo of 30 s "
 			 "fail their IO to it first", frozen);
 	no.boot_id = random_u64();
+	no.host_auth_required = cfg.host_auth_required;
+	no.host_auth_timeout_ms = cfg.host_auth_timeout_ms;
+	if (!no.host_auth_required)
+		log_warn("--host-auth optional: hosts of wire version 1 and 2 are served "
+			 "without proving who they are; switch to required once every "
+			 "host is registered and upgraded");
 	no.test_drop_invalidations = cfg.test_drop_invalidations;
 	if (no.test_drop_invalidations)
 		log_warn("TEST MODE --test-drop-invalidations: hosts are told of no "

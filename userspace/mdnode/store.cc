@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <utility>
 
+#include "lib/auth.h"
 #include "mdnode/store_checks.h"
 
 namespace mdnode {
@@ -303,6 +304,63 @@ mdr::Result<Change> Store::prepare_move_abort(uint64_t volume_id, uint64_t index
 	return prepare_move_end(volume_id, index, false);
 }
 
+// ---------------------------------------------------------------------------
+// The host registry.
+
+mdr::Result<Change> Store::prepare_host_add(uint64_t host_id, uint32_t tenant,
+					    std::span<const uint8_t> key, bool replace)
+{
+	Record r{.type = kHostAdd, .tenant = tenant, .host_id = host_id,
+		 .flags = uint16_t(replace ? kHostAddReplace : 0),
+		 .secret = std::vector<uint8_t>(key.begin(), key.end())};
+
+	if (pending_.contains(r.key())) {
+		mdr::wipe(r.secret);
+		return mdr::Error(-EBUSY, describe_record(r) + ": a change of the host is in flight");
+	}
+	mdr::Status ok = check_host_add(r);
+	std::optional<Change> c;
+
+	if (ok.ok())
+		c = reserve(r, std::nullopt);
+	mdr::wipe(r.secret);
+	if (!ok.ok())
+		return mdr::Error(ok.error(), ok.message());
+	return std::move(*c);
+}
+
+mdr::Result<Change> Store::prepare_host_remove(uint64_t host_id)
+{
+	const Record r{.type = kHostRemove, .host_id = host_id};
+
+	if (!hosts_.contains(host_id))
+		return mdr::Error(-ENOENT, describe_record(r) + ": no such host");
+	if (pending_.contains(r.key()))
+		return mdr::Error(-EBUSY, describe_record(r) + ": a change of the host is in flight");
+	return reserve(r, std::nullopt);
+}
+
+const RegisteredHost *Store::host(uint64_t id) const
+{
+	auto it = hosts_.find(id);
+
+	return it == hosts_.end() ? nullptr : &it->second;
+}
+
+HostPage Store::list_hosts(uint64_t cursor, size_t max) const
+{
+	HostPage page{{}, 0};
+
+	for (auto it = hosts_.lower_bound(cursor); it != hosts_.end(); ++it) {
+		if (page.hosts.size() == max) {
+			page.next = it->first;
+			break;
+		}
+		page.hosts.push_back(&it->second);
+	}
+	return page;
+}
+
 mdr::Result<Applied> Store::commit(const Change &change)
 {
 	mdr::Result<Record> r = decode_record(change.type, change.payload);
@@ -314,7 +372,10 @@ mdr::Result<Applied> Store::commit(const Change &change)
 
 	if (!p.ok())
 		return mdr::Error(p.error(), p.message());
-	return apply(r.value(), std::move(p.value().table));
+	mdr::Result<Applied> done = apply(r.value(), std::move(p.value().table));
+	mdr::wipe(r.value().secret);
+	mdr::wipe(p.value().payload);
+	return done;
 }
 
 mdr::Status Store::abort(const Change &change)
@@ -343,6 +404,7 @@ mdr::Status Store::replay(uint16_t type, std::span<const uint8_t> payload)
 
 	mdr::Result<Applied> done = apply(r.value(), std::nullopt);
 
+	mdr::wipe(r.value().secret);
 	if (!done.ok())
 		return mdr::Error(done.error(), done.message());
 	return {};
@@ -446,7 +508,7 @@ uint64_t Store::extents_on_device(uint32_t dev_id) const
 Counts Store::counts() const
 {
 	Counts c{.volumes = volumes_.size(), .extents = 0, .in_flight = pending_.size(),
-		 .moving = moves_.size()};
+		 .moving = moves_.size(), .hosts = hosts_.size()};
 
 	for (const auto &[id, v] : volumes_)
 		c.extents += v.allocated;

@@ -35,6 +35,9 @@
 // checkpoint is a snapshot of the committed state (snapshot.cc has its
 // layout).
 //
+// The host registry (HOST_ADD, HOST_REMOVE) is journaled and snapshotted
+// like volumes: a host's changes exclude each other (-EBUSY).
+//
 // A MOVE_BEGIN without its MOVE_DONE or MOVE_ABORT is a move in progress
 // (moves()): the server finishes it or, after a restart, aborts it. While
 // an extent moves, it is FROZEN at its old place: nothing else is prepared
@@ -79,6 +82,21 @@ struct Volume {
 	bool operator==(const Volume &) const = default;
 };
 
+// A host of the registry: who may connect as host_id, for which tenant,
+// proving which key (MDR_HOST_KEY_MIN ..= MDR_HOST_KEY_MAX bytes).
+struct RegisteredHost {
+	uint64_t id;		// non-zero
+	uint32_t tenant;	// non-zero
+	std::vector<uint8_t> key;
+
+	bool operator==(const RegisteredHost &) const = default;
+};
+
+struct HostPage {
+	std::vector<const RegisteredHost *> hosts;	// ascending ids
+	uint64_t next;					// 0: none
+};
+
 // What commit() changed, for the server to announce.
 struct Applied {
 	uint64_t volume_id = 0;
@@ -105,6 +123,7 @@ struct Counts {
 	uint64_t extents;	// mapped
 	uint64_t in_flight;	// changes prepared, not yet committed or aborted
 	uint64_t moving = 0;	// moves begun, neither done nor aborted
+	uint64_t hosts = 0;	// in the registry
 };
 
 // A move in progress: MOVE_BEGIN applied, MOVE_DONE or MOVE_ABORT not yet.
@@ -171,6 +190,19 @@ public:
 	// moving, -EBUSY when its end is in flight already.
 	mdr::Result<Change> prepare_move_done(uint64_t volume_id, uint64_t index);
 	mdr::Result<Change> prepare_move_abort(uint64_t volume_id, uint64_t index);
+	// The host registry. -EINVAL for host id or tenant 0 or a key outside
+	// MDR_HOST_KEY_MIN ..= MDR_HOST_KEY_MAX bytes, -EEXIST for a known host
+	// without replace, -ENOENT for an unknown one with replace, -EINVAL
+	// for a replace that changes the tenant, -EBUSY while a change of the
+	// host is in flight.
+	mdr::Result<Change> prepare_host_add(uint64_t host_id, uint32_t tenant,
+					     std::span<const uint8_t> key, bool replace);
+	// -ENOENT, -EBUSY.
+	mdr::Result<Change> prepare_host_remove(uint64_t host_id);
+	const RegisteredHost *host(uint64_t id) const;
+	// Up to max hosts from id cursor up.
+	HostPage list_hosts(uint64_t cursor, size_t max) const;
+
 	// Moves in progress, by (volume, index).
 	std::vector<Move> moves() const;
 	const Move *move(uint64_t volume_id, uint64_t index) const;
@@ -272,6 +304,11 @@ private:
 	mdr::Result<Applied> apply_alloc(const Record &r);
 	mdr::Result<Applied> apply_move_begin(const Record &r);
 	mdr::Result<Applied> apply_move_end(const Record &r);
+	mdr::Status check_host_add(const Record &r) const;
+	mdr::Result<Applied> apply_host_add(const Record &r);
+	mdr::Result<Applied> apply_host_remove(const Record &r);
+	// snapshot.cc: the host registry of a snapshot, into this Store.
+	mdr::Status load_hosts(Reader &in);
 	mdr::Result<Volume *> extent_volume(const Record &r);
 	mdr::Status map_extent(Volume &v, uint64_t index, uint32_t dev_id,
 			       uint64_t pstart, uint64_t generation);
@@ -285,6 +322,7 @@ private:
 	std::map<Key, Move> moves_;
 	// Places reserved by reserve_move().
 	std::map<Key, Place> move_places_;
+	std::map<uint64_t, RegisteredHost> hosts_;
 	uint64_t next_id_ = 1;
 };
 

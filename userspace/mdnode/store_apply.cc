@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <utility>
 
+#include "lib/auth.h"
 #include "mdnode/store_checks.h"
 
 namespace mdnode {
@@ -50,6 +51,10 @@ mdr::Result<Applied> Store::apply(const Record &r, std::optional<Table> table)
 		case kMoveDone:
 		case kMoveAbort:
 			return apply_move_end(r);
+		case kHostAdd:
+			return apply_host_add(r);
+		case kHostRemove:
+			return apply_host_remove(r);
 		default:
 			return apply_alloc(r);
 		}
@@ -251,6 +256,53 @@ mdr::Result<Applied> Store::apply_move_end(const Record &r)
 	moves_.erase(mv);
 	return Applied{.volume_id = r.volume_id, .index = r.index,
 		       .entry = v.table.entries()[r.index]};
+}
+
+// What prepare_host_add() and apply_host_add() both ask.
+mdr::Status Store::check_host_add(const Record &r) const
+{
+	const RegisteredHost *known = host(r.host_id);
+
+	if (!r.host_id || !r.tenant)
+		return mdr::Error(-EINVAL, "host id and tenant must not be 0");
+	if (r.secret.size() < MDR_HOST_KEY_MIN || r.secret.size() > MDR_HOST_KEY_MAX)
+		return mdr::Error(-EINVAL, "a host key has " + std::to_string(MDR_HOST_KEY_MIN) +
+				  " to " + std::to_string(MDR_HOST_KEY_MAX) + " bytes");
+	if (!(r.flags & kHostAddReplace)) {
+		if (known)
+			return mdr::Error(-EEXIST, "the host is registered already");
+		return {};
+	}
+	if (!known)
+		return mdr::Error(-ENOENT, "no such host to replace the key of");
+	if (known->tenant != r.tenant)
+		return mdr::Error(-EINVAL, "the host is registered for tenant " +
+				  std::to_string(known->tenant) + ", not " +
+				  std::to_string(r.tenant) + ": remove it first");
+	return {};
+}
+
+mdr::Result<Applied> Store::apply_host_add(const Record &r)
+{
+	if (mdr::Status ok = check_host_add(r); !ok.ok())
+		return mdr::Error(ok.error(), ok.message());
+
+	RegisteredHost &h = hosts_[r.host_id];
+
+	mdr::wipe(h.key);
+	h = RegisteredHost{.id = r.host_id, .tenant = r.tenant, .key = r.secret};
+	return Applied{};
+}
+
+mdr::Result<Applied> Store::apply_host_remove(const Record &r)
+{
+	auto it = hosts_.find(r.host_id);
+
+	if (it == hosts_.end())
+		return mdr::Error(-ENOENT, "no such host");
+	mdr::wipe(it->second.key);
+	hosts_.erase(it);
+	return Applied{};
 }
 
 mdr::Status Store::map_extent(Volume &v, uint64_t index, uint32_t dev_id,

@@ -295,6 +295,38 @@ void test_config_io_hold_ms_range(void **)
 	assert_int_equal(r.value().io_hold_ms, 9000);
 }
 
+// --host-auth: required by default, optional on request, nothing else;
+// from the file too; and its timeout's range.
+void test_config_host_auth(void **)
+{
+	Result<Config> r = parse({"-l", "a", "-d", "/d", "-D", "1=/a"});
+	assert_true(r.ok());
+	assert_true(r.value().host_auth_required);
+	assert_int_equal(r.value().host_auth_timeout_ms, 5000);
+
+	r = parse({"-l", "a", "-d", "/d", "-D", "1=/a", "--host-auth", "optional",
+		   "--host-auth-timeout-ms", "100"});
+	assert_true(r.ok());
+	assert_false(r.value().host_auth_required);
+	assert_int_equal(r.value().host_auth_timeout_ms, 100);
+
+	TempFile f(std::string(kRequired) + "host-auth = optional\nhost-auth-timeout-ms = 60000\n");
+	r = parse_file(f);
+	assert_true(r.ok());
+	assert_false(r.value().host_auth_required);
+	assert_int_equal(r.value().host_auth_timeout_ms, 60000);
+
+	for (const char *v : {"", "yes", "Required", "off"})
+		assert_fails(parse({"-l", "a", "-d", "/d", "-D", "1=/a", "--host-auth", v}),
+			     std::string("--host-auth: host-auth '") + v +
+				     "': want required or optional");
+	for (const char *v : {"99", "60001", "5s"})
+		assert_fails(parse({"-l", "a", "-d", "/d", "-D", "1=/a", "--host-auth-timeout-ms",
+				    v}),
+			     std::string("--host-auth-timeout-ms: host-auth-timeout-ms '") + v +
+				     "': want 100..60000");
+}
+
 void test_config_other_bad_values(void **)
 {
 	assert_fails(parse({"-l", "a", "-d", "/d", "-D", "1=/a", "--max-connections", "0"}),
@@ -408,6 +440,7 @@ int main()
 		cmocka_unit_test(test_config_line_without_equals),
 		cmocka_unit_test(test_config_lease_ms_range),
 		cmocka_unit_test(test_config_io_hold_ms_range),
+		cmocka_unit_test(test_config_host_auth),
 		cmocka_unit_test(test_config_other_bad_values),
 		cmocka_unit_test(test_config_missing_required),
 		cmocka_unit_test(test_config_missing_file),

@@ -188,6 +188,7 @@ struct Rig {
 		o.drift_margin_ms = kMarginMs;
 		o.io_hold_ms = io_hold_ms;
 		o.admin_key.assign(kAdminKey.begin(), kAdminKey.end());
+		o.host_auth_required = false;
 		o.boot_id = 0xb007 + restarts;
 		o.copier.chunk = 128 << 10;	// 8 chunks an extent
 		o.copier.depth = 3;
@@ -222,7 +223,9 @@ struct Rig {
 		PeerInfo p{};
 		p.id = next_conn++;
 		p.role = role;
-		p.version = MDR_WIRE_VERSION;
+		// Hosts speak version 2 here, unauthenticated under --host-auth
+		// optional; test_host_auth.cc has hosts that prove their key.
+		p.version = role == MDR_ROLE_HOST ? 2 : MDR_WIRE_VERSION;
 		p.tenant = tenant;
 		p.host_id = host_id;
 		p.queue_depth = 16;

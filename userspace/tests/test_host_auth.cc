@@ -1,0 +1,692 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// test_host_auth.cc - hosts authenticate (wire version 3) and the host
+// registry, in mdnode, through the Net seam with a fake transport: a good
+// proof and mdnode's proof back, a wrong proof, an unknown host, another
+// tenant, a request replayed on a new connection, OPEN and acks before
+// HOST_AUTH, a second HOST_AUTH, the auth timeout, version 2 hosts under
+// --host-auth required and optional, HOST_ADD's wrap (bad padding,
+// EXIST, REPLACE), HOST_REMOVE cutting connections while the leases run
+// out, HOST_LIST, the counters of NODE_STATS, and the registry across a
+// restart (journal replay and snapshot, and a snapshot of before hosts).
+//
+// The store and the journal are the real ones, on a directory under
+// /var/tmp; time is the Node's clock function, moved by hand.
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <stdlib.h>
+
+#include "lib/auth.h"
+#include "lib/wire.h"
+#include "mdnode/journal.h"
+#include "mdnode/log.h"
+#include "mdnode/node.h"
+#include "mdnode/rdma_server.h"
+#include "mdnode/store.h"
+
+#include "tests/common/cmocka_cxx.h"
+
+namespace fs = std::filesystem;
+namespace wire = mdr::wire;
+using mdnode::ConnId;
+using mdnode::Journal;
+using mdnode::Node;
+using mdnode::NodeOptions;
+using mdnode::PeerInfo;
+using mdnode::Store;
+
+namespace {
+
+using Bytes = std::vector<std::byte>;
+
+constexpr uint64_t MiB = uint64_t{1} << 20;
+constexpr uint64_t kNodeId = 0x1122334455667788, kBootId = 0x99aabbccddeeff00;
+constexpr uint32_t kLeaseMs = 1000, kMarginMs = 500, kIoHoldMs = 300;
+constexpr uint32_t kAuthTimeoutMs = 2000;
+constexpr uint64_t kHost = 0x93;
+const std::string kAdminKey = "0123456789abcdef-admin-key";
+const std::string kKey = "0123456789abcdef0123456789abcdef";
+const std::string kOtherKey = "another host key, 33 bytes long!!";
+
+std::span<const uint8_t> bytes(const std::string &s)
+{
+	return {reinterpret_cast<const uint8_t *>(s.data()), s.size()};
+}
+
+// Records what the node sends and whom it cuts; tables get one rkey per
+// connection and volume.
+class FakeNet : public mdnode::Net {
+public:
+	mdr::Status send(ConnId conn, std::span<const std::byte> msg) override
+	{
+		sent[conn].emplace_back(msg.begin(), msg.end());
+		return {};
+	}
+	void disconnect(ConnId conn) override { cut.insert(conn); }
+	mdr::Result<uint32_t> table_rkey(ConnId conn, uint64_t volume_id, const void *,
+					 size_t) override
+	{
+		return uint32_t(0x10000 * conn + volume_id);
+	}
+	void forget_table(uint64_t) override {}
+
+	std::map<ConnId, std::vector<Bytes>> sent;
+	std::set<ConnId> cut;
+};
+
+uint16_t status_of(const wire::Msg &m)
+{
+	if (auto *e = std::get_if<wire::ErrorRep>(&m.body))
+		return e->status;
+	return MDR_ST_OK;
+}
+
+NodeOptions node_options(bool required = true)
+{
+	NodeOptions o;
+	o.lease_ms = kLeaseMs;
+	o.drift_margin_ms = kMarginMs;
+	o.io_hold_ms = kIoHoldMs;
+	o.admin_key.assign(kAdminKey.begin(), kAdminKey.end());
+	o.node_id = kNodeId;
+	o.boot_id = kBootId;
+	o.host_auth_required = required;
+	o.host_auth_timeout_ms = kAuthTimeoutMs;
+	return o;
+}
+
+struct Rig {
+	explicit Rig(NodeOptions o = node_options(), std::string at = {}) : opts(o)
+	{
+		if (at.empty()) {
+			std::string tmpl = "/var/tmp/mdr-auth.XXXXXX";
+			assert_non_null(mkdtemp(tmpl.data()));
+			dir = tmpl;
+			owner = true;
+		} else {
+			dir = at;
+		}
+		start();
+	}
+	~Rig()
+	{
+		node.reset();
+		journal.reset();
+		std::error_code ec;
+		if (owner)
+			fs::remove_all(dir, ec);
+	}
+
+	// A node on the store the journal in dir recovers (as mdnode starts).
+	void start()
+	{
+		node.reset();
+		journal.reset();
+		auto s = Store::create({{1, "/dev/fake-a", "SER-A", 64 * MiB}});
+		assert_true(s.ok());
+		store.emplace(std::move(s).value());
+		mdnode::JournalOptions jo;
+		jo.dir = dir;
+		auto j = Journal::open(
+			jo,
+			[this](std::span<const std::byte> snap) {
+				return store->load_snapshot(
+					{reinterpret_cast<const uint8_t *>(snap.data()), snap.size()});
+			},
+			[this](uint16_t type, std::span<const std::byte> p) {
+				return store->replay(
+					type, {reinterpret_cast<const uint8_t *>(p.data()), p.size()});
+			});
+		if (!j.ok())
+			fail_msg("journal: %s", j.message().c_str());
+		journal = std::move(j).value();
+		node = std::make_unique<Node>(opts, *store, *journal, [this] { return now; });
+		node->attach(net);
+	}
+
+	// Admins and version 3 hosts get a nonce, as RdmaServer gives them.
+	PeerInfo peer(uint16_t role, uint32_t tenant, uint64_t host_id, uint16_t version = 3)
+	{
+		PeerInfo p{};
+		p.id = next_conn++;
+		p.role = role;
+		p.version = version;
+		p.tenant = tenant;
+		p.host_id = host_id;
+		p.queue_depth = 16;
+		p.push_credits = 16;
+		p.max_msg = 4096;
+		p.address = "192.0.2.1:" + std::to_string(40000 + p.id);
+		p.nonce = {};
+		if (role == MDR_ROLE_ADMIN || version >= 3)
+			p.nonce = mdr::random_nonce().value();
+		return p;
+	}
+
+	// MDR_ST_OK and the session, or the status on_connect refused with.
+	uint16_t connect(const PeerInfo &p)
+	{
+		const uint16_t st = node->on_connect(p);
+		if (st == MDR_ST_OK) {
+			node->on_established(p);
+			peers[p.id] = p;
+		}
+		return st;
+	}
+
+	ConnId admin()
+	{
+		const PeerInfo p = peer(MDR_ROLE_ADMIN, 0, 0xad00 + next_conn);
+		assert_int_equal(connect(p), MDR_ST_OK);
+		send(p.id, 1, wire::AuthReq{.mac = mdr::admin_mac(bytes(kAdminKey), p.nonce,
+								  p.host_id)});
+		assert_true(std::holds_alternative<wire::AuthRep>(one(p.id).body));
+		return p.id;
+	}
+
+	uint16_t add_host(ConnId a, uint64_t host, uint32_t tenant, const std::string &key,
+			  uint16_t flags = 0)
+	{
+		auto w = mdr::wrap_host_key(bytes(kAdminKey), peers.at(a).nonce, host, bytes(key));
+		assert_true(w.ok());
+		return call(a, 5, wire::HostAddReq{.host_id = host, .tenant = tenant,
+						   .flags = flags,
+						   .key_len = uint16_t(key.size()),
+						   .wrapped = w.value()});
+	}
+
+	mdr::HostTranscript transcript(ConnId c, const mdr::Nonce &host_nonce)
+	{
+		const PeerInfo &p = peers.at(c);
+		return {.node_nonce = p.nonce, .host_nonce = host_nonce, .host_id = p.host_id,
+			.node_id = kNodeId, .boot_id = kBootId, .tenant = p.tenant,
+			.version = p.version};
+	}
+
+	// The host's proof of key on connection c.
+	wire::HostAuthReq proof(ConnId c, const std::string &key)
+	{
+		wire::HostAuthReq r{.nonce = mdr::random_nonce().value()};
+		r.mac = mdr::host_mac(bytes(key), mdr::AuthLabel::host, transcript(c, r.nonce));
+		return r;
+	}
+
+	// A version 3 host connection that proved key; mdnode's proof checked.
+	ConnId host(uint32_t tenant, uint64_t host_id, const std::string &key = kKey)
+	{
+		const PeerInfo p = peer(MDR_ROLE_HOST, tenant, host_id);
+		assert_int_equal(connect(p), MDR_ST_OK);
+		const wire::HostAuthReq r = proof(p.id, key);
+		send(p.id, 1, r);
+		wire::Msg m = one(p.id);
+		auto *rep = std::get_if<wire::HostAuthRep>(&m.body);
+		if (!rep)
+			fail_msg("host auth: status %u", status_of(m));
+		assert_true(mdr::mac_equal(rep->mac, mdr::host_mac(bytes(key), mdr::AuthLabel::node,
+								   transcript(p.id, r.nonce))));
+		return p.id;
+	}
+
+	// A version 3 host connection that has not authenticated yet.
+	ConnId unproven(uint32_t tenant, uint64_t host_id)
+	{
+		const PeerInfo p = peer(MDR_ROLE_HOST, tenant, host_id);
+		assert_int_equal(connect(p), MDR_ST_OK);
+		return p.id;
+	}
+
+	void send(ConnId conn, uint64_t req_id, const wire::Body &body)
+	{
+		Bytes buf(wire::encoded_size(body));
+		auto n = wire::encode(buf, req_id, body);
+		if (!n.ok())
+			fail_msg("encode: %s", n.message().c_str());
+		node->on_message(conn, std::span(buf.data(), n.value()));
+	}
+
+	void flush()
+	{
+		auto st = journal->flush();
+		if (!st.ok())
+			fail_msg("journal: %s", st.message().c_str());
+	}
+
+	std::vector<wire::Msg> take(ConnId conn)
+	{
+		std::vector<wire::Msg> out;
+		for (const Bytes &b : net.sent[conn]) {
+			auto m = wire::parse(b, wire::Side::client,
+					     static_cast<mdr_wire_role>(peers.at(conn).role));
+			if (!m.ok())
+				fail_msg("conn %llu got a bad message: %s",
+					 (unsigned long long)conn, m.message().c_str());
+			out.push_back(std::move(m).value());
+		}
+		net.sent[conn].clear();
+		return out;
+	}
+
+	wire::Msg one(ConnId conn)
+	{
+		auto v = take(conn);
+		if (v.size() != 1)
+			fail_msg("conn %llu: %zu messages, expected 1", (unsigned long long)conn,
+				 v.size());
+		return std::move(v[0]);
+	}
+
+	uint16_t call(ConnId conn, uint64_t req_id, const wire::Body &body)
+	{
+		send(conn, req_id, body);
+		flush();
+		return status_of(one(conn));
+	}
+
+	uint64_t create(ConnId a, const std::string &name, uint32_t tenant)
+	{
+		send(a, 2, wire::VolCreateReq{.size = 4 * MiB, .extent_shift = 16,
+					      .tenant = tenant, .name = name});
+		flush();
+		wire::Msg m = one(a);
+		auto *rep = std::get_if<wire::VolCreateRep>(&m.body);
+		if (!rep)
+			fail_msg("create %s: status %u", name.c_str(), status_of(m));
+		return rep->vol.volume_id;
+	}
+
+	wire::HostListRep list(ConnId a, uint64_t cursor = 0)
+	{
+		send(a, 6, wire::HostListReq{.cursor = cursor});
+		wire::Msg m = one(a);
+		auto *rep = std::get_if<wire::HostListRep>(&m.body);
+		if (!rep)
+			fail_msg("host list: status %u", status_of(m));
+		return *rep;
+	}
+
+	wire::NodeStatsRep stats(ConnId a)
+	{
+		send(a, 7, wire::NodeStatsReq{});
+		return std::get<wire::NodeStatsRep>(one(a).body);
+	}
+
+	NodeOptions opts;
+	std::string dir;
+	bool owner = false;
+	int64_t now = 1000000;
+	std::optional<Store> store;
+	std::unique_ptr<Journal> journal;
+	FakeNet net;
+	std::unique_ptr<Node> node;
+	std::map<ConnId, PeerInfo> peers;
+	ConnId next_conn = 1;
+};
+
+// A registered host proves its key, gets mdnode's proof back, and then
+// opens its tenant's volume; HOST_LIST and NODE_STATS count it.
+void test_good_auth(void **)
+{
+	Rig r;
+	const ConnId a = r.admin();
+	assert_int_equal(r.add_host(a, kHost, 1, kKey), MDR_ST_OK);
+	const uint64_t vol = r.create(a, "v1", 1);
+	const ConnId h = r.host(1, kHost);
+
+	assert_int_equal(r.call(h, 3, wire::OpenReq{.volume_id = vol}), MDR_ST_OK);
+	assert_int_equal(r.call(h, 4, wire::PingReq{}), MDR_ST_OK);
+	const wire::HostListRep l = r.list(a);
+	assert_int_equal(l.hosts.size(), 1);
+	assert_true((l.hosts[0] == wire::Host{.host_id = kHost, .tenant = 1, .connections = 1,
+					       .leases = 1}));
+	assert_int_equal(l.next, 0);
+	const wire::NodeStatsRep st = r.stats(a);
+	assert_int_equal(st.hosts, 1);
+	assert_int_equal(st.auth_failures, 0);
+	assert_true(r.net.cut.empty());
+}
+
+// Wrong proof, unknown host, another tenant: PERM, counted, cut; what the
+// connection sends after that is ignored.
+void test_refused_proofs(void **)
+{
+	Rig r;
+	const ConnId a = r.admin();
+	assert_int_equal(r.add_host(a, kHost, 1, kKey), MDR_ST_OK);
+	assert_int_equal(r.add_host(a, 0x94, 2, kOtherKey), MDR_ST_OK);
+	r.create(a, "v1", 1);
+
+	const ConnId wrong = r.unproven(1, kHost);
+	const ConnId unknown = r.unproven(1, 0x95);
+	const ConnId tenant = r.unproven(1, 0x94);	// registered for tenant 2
+	const struct {
+		ConnId conn;
+		std::string key;
+	} cases[] = {{wrong, kOtherKey}, {unknown, kKey}, {tenant, kOtherKey}};
+	uint64_t failures = 0;
+
+	for (const auto &c : cases) {
+		assert_int_equal(r.call(c.conn, 1, r.proof(c.conn, c.key)), MDR_ST_PERM);
+		assert_true(r.net.cut.count(c.conn));
+		assert_int_equal(r.node->stats().auth_failures, ++failures);
+		// Cut: an OPEN now gets no answer at all.
+		r.send(c.conn, 2, wire::OpenReq{.flags = MDR_OPEN_F_BY_NAME, .name = "v1"});
+		assert_true(r.take(c.conn).empty());
+	}
+	assert_int_equal(r.stats(a).auth_failures, 3);
+	assert_int_equal(r.list(a).hosts[0].connections, 0);
+}
+
+// A request recorded from one connection is no proof on another: the
+// accept's nonce differs.
+void test_replayed_proof(void **)
+{
+	Rig r;
+	const ConnId a = r.admin();
+	assert_int_equal(r.add_host(a, kHost, 1, kKey), MDR_ST_OK);
+	const ConnId first = r.unproven(1, kHost);
+	const wire::HostAuthReq recorded = r.proof(first, kKey);
+	assert_int_equal(r.call(first, 1, recorded), MDR_ST_OK);
+
+	const ConnId second = r.unproven(1, kHost);
+	assert_int_equal(r.call(second, 1, recorded), MDR_ST_PERM);
+	assert_true(r.net.cut.count(second));
+	assert_false(r.net.cut.count(first));
+	assert_int_equal(r.node->stats().auth_failures, 1);
+}
+
+// OPEN, RENEW and acks before HOST_AUTH: refused and cut (an ack gets no
+// reply); PING is fine; a second HOST_AUTH and a nonce of zeros are
+// INVAL.
+void test_requests_before_auth(void **)
+{
+	Rig r;
+	const ConnId a = r.admin();
+	assert_int_equal(r.add_host(a, kHost, 1, kKey), MDR_ST_OK);
+	const uint64_t vol = r.create(a, "v1", 1);
+
+	ConnId h = r.unproven(1, kHost);
+	assert_int_equal(r.call(h, 1, wire::PingReq{}), MDR_ST_OK);
+	assert_int_equal(r.call(h, 2, wire::OpenReq{.volume_id = vol}), MDR_ST_PERM);
+	assert_true(r.net.cut.count(h));
+	assert_int_equal(r.node->stats().auth_failures, 1);
+
+	h = r.unproven(1, kHost);
+	assert_int_equal(r.call(h, 2, wire::RenewReq{}), MDR_ST_PERM);
+	assert_true(r.net.cut.count(h));
+
+	h = r.unproven(1, kHost);
+	wire::InvalidateAck ack{{.volume_id = vol, .first = 0, .count = 1, .generation = 2,
+				 .reason = MDR_INVAL_ALLOC}, true};
+	r.send(h, 9, ack);
+	assert_true(r.take(h).empty());
+	assert_true(r.net.cut.count(h));
+	assert_int_equal(r.node->stats().auth_failures, 3);
+
+	h = r.host(1, kHost);
+	assert_int_equal(r.call(h, 3, r.proof(h, kKey)), MDR_ST_INVAL);
+	assert_false(r.net.cut.count(h));
+
+	// The codec refuses a nonce of zeros: INVAL, as any bad field.
+	h = r.unproven(1, kHost);
+	Bytes buf(sizeof(mdr_wire_host_auth_req));
+	wire::HostAuthReq good = r.proof(h, kKey);
+	assert_true(wire::encode(buf, 4, good).ok());
+	std::memset(buf.data() + sizeof(mdr_wire_hdr), 0, 16);
+	r.node->on_message(h, buf);
+	assert_int_equal(status_of(r.one(h)), MDR_ST_INVAL);
+}
+
+// A version 3 host that never proves is cut after the timeout, counted.
+void test_auth_timeout(void **)
+{
+	Rig r;
+	const ConnId a = r.admin();
+	assert_int_equal(r.add_host(a, kHost, 1, kKey), MDR_ST_OK);
+	const ConnId silent = r.unproven(1, kHost);
+	const ConnId proven = r.host(1, kHost);
+
+	r.now += kAuthTimeoutMs - 1;
+	r.node->tick();
+	assert_false(r.net.cut.count(silent));
+	r.now += 1;
+	r.node->tick();
+	assert_true(r.net.cut.count(silent));
+	assert_false(r.net.cut.count(proven));
+	assert_int_equal(r.node->stats().auth_failures, 1);
+	r.node->tick();
+	assert_int_equal(r.node->stats().auth_failures, 1);
+}
+
+// Version 2 hosts: refused under required, served unproven under optional
+// (where version 3 hosts still prove).
+void test_version_2_hosts_by_policy(void **)
+{
+	{
+		Rig r;
+		assert_int_equal(r.connect(r.peer(MDR_ROLE_HOST, 1, kHost, 2)), MDR_ST_PERM);
+		assert_int_equal(r.connect(r.peer(MDR_ROLE_HOST, 1, kHost, 1)), MDR_ST_PERM);
+		assert_int_equal(r.connect(r.peer(MDR_ROLE_HOST, 1, kHost, 3)), MDR_ST_OK);
+	}
+	Rig r(node_options(false));
+	const ConnId a = r.admin();
+	const uint64_t vol = r.create(a, "v1", 1);
+	const PeerInfo old = r.peer(MDR_ROLE_HOST, 1, kHost, 2);
+	assert_int_equal(r.connect(old), MDR_ST_OK);
+	assert_int_equal(r.call(old.id, 1, wire::OpenReq{.volume_id = vol}), MDR_ST_OK);
+	// HOST_AUTH means nothing at version 2.
+	assert_int_equal(r.call(old.id, 2, r.proof(old.id, kKey)), MDR_ST_INVAL);
+	const ConnId v3 = r.unproven(1, kHost);
+	assert_int_equal(r.call(v3, 1, wire::OpenReq{.volume_id = vol}), MDR_ST_PERM);
+}
+
+// HOST_ADD: the key arrives wrapped for this admin connection; a wrap of
+// another connection, another admin key or bad padding is INVAL. EXIST
+// without REPLACE; REPLACE keeps the tenant and connections, and new ones
+// need the new key.
+void test_host_add_wrap_and_replace(void **)
+{
+	Rig r;
+	const ConnId a = r.admin();
+	const ConnId other = r.admin();
+
+	// Wrapped with the other connection's nonce.
+	auto w = mdr::wrap_host_key(bytes(kAdminKey), r.peers.at(other).nonce, kHost,
+				    bytes(kKey)).value();
+	wire::HostAddReq req{.host_id = kHost, .tenant = 1, .key_len = 32, .wrapped = w};
+	assert_int_equal(r.call(a, 1, req), MDR_ST_INVAL);
+	// With another admin key.
+	req.wrapped = mdr::wrap_host_key(bytes(kAdminKey + "?"), r.peers.at(a).nonce, kHost,
+					 bytes(kKey)).value();
+	assert_int_equal(r.call(a, 1, req), MDR_ST_INVAL);
+	// key_len shorter than the key: padding that is not zero.
+	req.wrapped = mdr::wrap_host_key(bytes(kAdminKey), r.peers.at(a).nonce, kHost,
+					 bytes(kKey)).value();
+	req.key_len = 31;
+	assert_int_equal(r.call(a, 1, req), MDR_ST_INVAL);
+	assert_int_equal(r.stats(a).hosts, 0);
+
+	assert_int_equal(r.add_host(a, kHost, 1, kKey), MDR_ST_OK);
+	assert_int_equal(r.add_host(a, kHost, 1, kKey), MDR_ST_EXIST);
+	assert_int_equal(r.add_host(a, kHost, 2, kOtherKey, MDR_HOST_ADD_F_REPLACE), MDR_ST_INVAL);
+	assert_int_equal(r.add_host(a, 0x99, 1, kKey, MDR_HOST_ADD_F_REPLACE), MDR_ST_NOENT);
+	const ConnId before = r.host(1, kHost, kKey);
+	assert_int_equal(r.add_host(a, kHost, 1, kOtherKey, MDR_HOST_ADD_F_REPLACE), MDR_ST_OK);
+	assert_false(r.net.cut.count(before));
+	assert_int_equal(r.call(before, 2, wire::PingReq{}), MDR_ST_OK);
+	const ConnId old_key = r.unproven(1, kHost);
+	assert_int_equal(r.call(old_key, 1, r.proof(old_key, kKey)), MDR_ST_PERM);
+	r.host(1, kHost, kOtherKey);
+	const wire::HostListRep l = r.list(a);
+	assert_int_equal(l.hosts.size(), 1);
+	assert_int_equal(l.hosts[0].tenant, 1);
+	assert_int_equal(l.hosts[0].connections, 2);
+}
+
+// HOST_REMOVE cuts the host's connections at once; its lease stays until
+// it has run out and its IO is waited out (a delete of the volume is
+// BUSY meanwhile, as for a silent host), and it cannot come back.
+void test_remove_cuts_connections_leases_run_out(void **)
+{
+	Rig r;
+	const ConnId a = r.admin();
+	assert_int_equal(r.add_host(a, kHost, 1, kKey), MDR_ST_OK);
+	assert_int_equal(r.add_host(a, 0x94, 1, kOtherKey), MDR_ST_OK);
+	const uint64_t vol = r.create(a, "v1", 1);
+	const ConnId h1 = r.host(1, kHost), h2 = r.host(1, kHost);
+	const ConnId other = r.host(1, 0x94, kOtherKey);
+	assert_int_equal(r.call(h1, 3, wire::OpenReq{.volume_id = vol}), MDR_ST_OK);
+
+	assert_int_equal(r.call(a, 8, wire::HostRemoveReq{.host_id = 0x77}), MDR_ST_NOENT);
+	assert_int_equal(r.call(a, 8, wire::HostRemoveReq{.host_id = kHost}), MDR_ST_OK);
+	assert_true(r.net.cut.count(h1) && r.net.cut.count(h2));
+	assert_false(r.net.cut.count(other));
+	r.node->on_disconnected(h1);
+	r.node->on_disconnected(h2);
+	assert_int_equal(r.stats(a).hosts, 1);
+
+	// The lease was renewed by nobody; it still counts until it is gone.
+	assert_int_equal(r.call(a, 9, wire::VolDeleteReq{.name = "v1"}), MDR_ST_BUSY);
+	const ConnId again = r.unproven(1, kHost);
+	assert_int_equal(r.call(again, 1, r.proof(again, kKey)), MDR_ST_PERM);
+	r.now += kLeaseMs + kMarginMs + kIoHoldMs;
+	r.node->tick();
+	r.now += kIoHoldMs;
+	r.node->tick();
+	assert_int_equal(r.call(a, 9, wire::VolDeleteReq{.name = "v1"}), MDR_ST_OK);
+}
+
+// HOST_LIST pages by the client's max_msg: 4096 bytes hold 169 hosts.
+void test_host_list_pages(void **)
+{
+	Rig r;
+	const ConnId a = r.admin();
+	const size_t room = (4096 - sizeof(mdr_wire_host_list_rep)) / sizeof(mdr_wire_host);
+
+	for (uint64_t h = 1; h <= room + 3; h++)
+		assert_int_equal(r.add_host(a, h * 2, 1, kKey), MDR_ST_OK);
+	const wire::HostListRep p1 = r.list(a);
+	assert_int_equal(p1.hosts.size(), room);
+	assert_int_equal(p1.next, (room + 1) * 2);
+	const wire::HostListRep p2 = r.list(a, p1.next);
+	assert_int_equal(p2.hosts.size(), 3);
+	assert_int_equal(p2.next, 0);
+	assert_int_equal(p2.hosts[2].host_id, (room + 3) * 2);
+}
+
+// The registry comes back from the journal after a restart, and from a
+// checkpoint; a snapshot of before hosts (version 1) loads with none.
+void test_registry_survives_restart(void **)
+{
+	std::string tmpl = "/var/tmp/mdr-auth-restart.XXXXXX";
+	assert_non_null(mkdtemp(tmpl.data()));
+	{
+		Rig r(node_options(), tmpl);
+		const ConnId a = r.admin();
+		assert_int_equal(r.add_host(a, kHost, 1, kKey), MDR_ST_OK);
+		assert_int_equal(r.add_host(a, 0x94, 2, kKey), MDR_ST_OK);
+		assert_int_equal(r.add_host(a, 0x95, 3, kKey), MDR_ST_OK);
+		assert_int_equal(r.add_host(a, kHost, 1, kOtherKey, MDR_HOST_ADD_F_REPLACE),
+				 MDR_ST_OK);
+		assert_int_equal(r.call(a, 8, wire::HostRemoveReq{.host_id = 0x94}), MDR_ST_OK);
+	}
+	{
+		// Replayed from the journal.
+		Rig r(node_options(), tmpl);
+		assert_int_equal(r.store->counts().hosts, 2);
+		assert_null(r.store->host(0x94));
+		const mdnode::RegisteredHost *h = r.store->host(kHost);
+		assert_non_null(h);
+		assert_int_equal(h->tenant, 1);
+		assert_true(h->key == std::vector<uint8_t>(kOtherKey.begin(), kOtherKey.end()));
+		r.host(1, kHost, kOtherKey);
+		r.host(3, 0x95, kKey);
+
+		// Snapshot round trip, and a checkpoint the next start reads.
+		const std::vector<uint8_t> snap = r.store->snapshot();
+		auto fresh = Store::create({{1, "/dev/fake-a", "SER-A", 64 * MiB}}).value();
+		assert_true(fresh.load_snapshot(snap).ok());
+		assert_true(fresh == *r.store);
+		assert_true(r.journal->checkpoint(std::as_bytes(std::span(snap))).ok());
+
+		// A snapshot without the registry: version 1, no trailer.
+		auto empty = Store::create({{1, "/dev/fake-a", "SER-A", 64 * MiB}}).value();
+		std::vector<uint8_t> v1 = empty.snapshot();
+		assert_int_equal(v1.size(), 24 + 8);
+		v1.resize(24);
+		v1[4] = 1;
+		auto old = Store::create({{1, "/dev/fake-a", "SER-A", 64 * MiB}}).value();
+		assert_true(old.load_snapshot(v1).ok());
+		assert_int_equal(old.counts().hosts, 0);
+		// A torn registry is refused.
+		std::vector<uint8_t> torn = snap;
+		torn.pop_back();
+		auto t = Store::create({{1, "/dev/fake-a", "SER-A", 64 * MiB}}).value();
+		assert_int_equal(t.load_snapshot(torn).error(), -EINVAL);
+	}
+	{
+		Rig r(node_options(), tmpl);
+		assert_int_equal(r.store->counts().hosts, 2);
+		r.host(1, kHost, kOtherKey);
+	}
+	std::error_code ec;
+	fs::remove_all(tmpl, ec);
+}
+
+// Replay refuses host records that do not fit: a second HOST_ADD, a
+// REPLACE of another tenant, a REMOVE of an unknown host.
+void test_replay_checks_host_records(void **)
+{
+	auto s = Store::create({{1, "/dev/fake-a", "SER-A", 64 * MiB}}).value();
+	mdnode::Record add{.type = mdnode::kHostAdd, .tenant = 1, .host_id = kHost,
+			   .secret = std::vector<uint8_t>(kKey.begin(), kKey.end())};
+	const mdnode::Change c = mdnode::encode_record(add);
+
+	assert_int_equal(c.payload.size(), 88);
+	assert_true(s.replay(c.type, c.payload).ok());
+	assert_int_equal(s.replay(c.type, c.payload).error(), -EEXIST);
+	add.flags = mdnode::kHostAddReplace;
+	add.tenant = 2;
+	const mdnode::Change other = mdnode::encode_record(add);
+	assert_int_equal(s.replay(other.type, other.payload).error(), -EINVAL);
+	const mdnode::Change rm = mdnode::encode_record({.type = mdnode::kHostRemove,
+							 .host_id = 0x77});
+	assert_int_equal(s.replay(rm.type, rm.payload).error(), -ENOENT);
+	// A key not zero-padded in the record.
+	std::vector<uint8_t> bad = c.payload;
+	bad.back() = 1;
+	assert_int_equal(mdnode::decode_record(c.type, bad).error(), -EINVAL);
+	auto back = mdnode::decode_record(c.type, c.payload);
+	assert_true(back.ok());
+	assert_true(back.value().secret == std::vector<uint8_t>(kKey.begin(), kKey.end()));
+}
+
+} // namespace
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_good_auth),
+		cmocka_unit_test(test_refused_proofs),
+		cmocka_unit_test(test_replayed_proof),
+		cmocka_unit_test(test_requests_before_auth),
+		cmocka_unit_test(test_auth_timeout),
+		cmocka_unit_test(test_version_2_hosts_by_policy),
+		cmocka_unit_test(test_host_add_wrap_and_replace),
+		cmocka_unit_test(test_remove_cuts_connections_leases_run_out),
+		cmocka_unit_test(test_host_list_pages),
+		cmocka_unit_test(test_registry_survives_restart),
+		cmocka_unit_test(test_replay_checks_host_records),
+	};
+
+	mdnode::set_log_level(mdnode::LogLevel::error);
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
