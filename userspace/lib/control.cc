@@ -75,6 +75,7 @@ Result<Target> target_from_ioctl(const struct mdr_ioctl_target &in)
 	std::copy(std::begin(in.addr), std::end(in.addr), t.addr.begin());
 	t.host_id = in.host_id;
 	t.scope_id = in.scope_id;
+	t.key = in.key;
 	return t;
 }
 
@@ -88,6 +89,7 @@ struct mdr_ioctl_target target_to_ioctl(const Target &t)
 	std::copy(t.addr.begin(), t.addr.end(), out.addr);
 	out.host_id = t.host_id;
 	out.scope_id = t.scope_id;
+	out.key = t.key;
 	return out;
 }
 

@@ -49,6 +49,10 @@ struct Target {
 	std::array<uint8_t, 16> addr{};	// network byte order; IPv4 in the first 4
 	uint64_t host_id = 0;		// non-zero
 	uint32_t scope_id = 0;		// IPv6 link-local scope; else 0
+	// Serial of a "logon" key the caller possesses holding this host's
+	// secret: the host then speaks wire version 3 and authenticates.
+	// 0: no key (version 2 at most, unauthenticated).
+	int32_t key = 0;
 };
 
 // An attached volume: struct mdr_ioctl_vol_info.

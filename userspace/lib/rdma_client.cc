@@ -14,8 +14,6 @@
 #include <random>
 
 #include <infiniband/verbs.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <rdma/rdma_cma.h>
 
 #include "lib/errors.h"
@@ -449,21 +447,42 @@ Status RdmaClient::serve_pushes(int ms)
 
 Status RdmaClient::authenticate(std::span<const uint8_t> key)
 {
-	unsigned char msg[16 + 8], mac[EVP_MAX_MD_SIZE];
-	unsigned int mac_len = 0;
-	const uint64_t host_le = htole64(opts_.host_id);
-	wire::AuthReq req;
+	auto r = call(wire::AuthReq{.mac = admin_mac(key, rep_.nonce, opts_.host_id)});
 
-	std::memcpy(msg, rep_.nonce.data(), 16);
-	std::memcpy(msg + 16, &host_le, 8);
-	if (!HMAC(EVP_sha256(), key.data(), int(key.size()), msg, sizeof(msg), mac, &mac_len) ||
-	    mac_len != req.mac.size())
-		return Error(-EIO, "HMAC-SHA256 failed");
-	std::memcpy(req.mac.data(), mac, mac_len);
-	auto r = call(req);
 	if (!r.ok())
 		return Error(r.error(), "authentication: " + r.message());
 	return {};
+}
+
+HostTranscript RdmaClient::host_transcript(const Nonce &host_nonce) const
+{
+	return HostTranscript{.node_nonce = rep_.nonce, .host_nonce = host_nonce,
+			      .host_id = req_.host_id, .node_id = rep_.node_id,
+			      .boot_id = rep_.boot_id, .tenant = req_.tenant,
+			      .version = rep_.version};
+}
+
+Result<wire::HostAuthReq> RdmaClient::authenticate_host(std::span<const uint8_t> key)
+{
+	if (opts_.role != MDR_ROLE_HOST || rep_.version < wire::kHostAuthVersion)
+		return Error(-EINVAL, "host authentication needs a host connection of wire "
+				      "version 3, not " + std::to_string(rep_.version));
+	auto nonce = random_nonce();
+	if (!nonce.ok())
+		return Error(nonce.error(), nonce.message());
+	const HostTranscript t = host_transcript(nonce.value());
+	wire::HostAuthReq req{.nonce = nonce.value(),
+			      .mac = host_mac(key, AuthLabel::host, t)};
+	auto r = call(req);
+	if (!r.ok())
+		return Error(r.error(), "authentication: " + r.message());
+	const auto *rep = std::get_if<wire::HostAuthRep>(&r.value().body);
+	if (!rep)
+		return Error(-EPROTO, "authentication: mdnode answered with another message");
+	if (!mac_equal(host_mac(key, AuthLabel::node, t), rep->mac))
+		return Error(-EACCES, "authentication: mdnode's proof is wrong: it does not "
+				      "hold this host's key");
+	return req;
 }
 
 } // namespace mdr

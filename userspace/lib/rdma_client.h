@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/auth.h"
 #include "lib/pipeline.h"
 #include "lib/result.h"
 #include "lib/wire.h"
@@ -56,6 +57,16 @@ public:
 	// Proves the admin key (HMAC-SHA256 over the accept's nonce and our
 	// host id).
 	Status authenticate(std::span<const uint8_t> key);
+
+	// What the proofs of this host connection cover, with host_nonce as
+	// ours (lib/auth.h).
+	HostTranscript host_transcript(const Nonce &host_nonce) const;
+	// MDR_OP_HOST_AUTH of a host connection of version 3: a fresh nonce
+	// and the proof of key, then mdnode's proof checked. -EPERM with
+	// "authentication: MDR_ST_PERM" when mdnode refused ours, -EACCES
+	// when mdnode's proof is wrong (the connection is not to be used: it
+	// is not the node that holds our key). Returns the request it sent.
+	Result<wire::HostAuthReq> authenticate_host(std::span<const uint8_t> key);
 
 	// Sends one request and waits for its reply, at most @timeout_ms
 	// (0: the connection's timeout_ms). A reply with a status other than

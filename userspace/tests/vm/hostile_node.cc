@@ -6,7 +6,7 @@
 // validation:
 //
 //	mdr-test-hostile-node --listen 192.0.2.2 [--port N] [--lease-ms MS]
-//		SCENARIO
+//		[--host-key FILE] SCENARIO
 //
 // Everything not named by the scenario is answered correctly: the accept,
 // OPEN (volume of 64 MiB, 4 MiB extents, a 16-entry table registered for
@@ -49,6 +49,19 @@
 //                   generation 100: every answer from then on is older
 //                   than the push
 //   alloc-again     every ALLOC is answered MDR_ST_AGAIN
+//   auth-wrong-mac  with --host-key: HOST_AUTH is answered with a proof
+//                   that is not the node's (one bit flipped): the host
+//                   must refuse the connection
+//   auth-perm       with --host-key: HOST_AUTH is answered MDR_ST_PERM
+//                   (and the connection cut), as mdnode refuses a host
+//
+// Host authentication (wire version 3): with --host-key FILE (the host's
+// key, 16 to 64 bytes, trailing newlines stripped) a host that asks for
+// version 3 gets it, with a random nonce in the accept, and its HOST_AUTH
+// is checked against that key (a wrong proof: MDR_ST_PERM and the
+// connection is cut, as mdnode does) and answered with the node's proof;
+// every scenario goes on after it. Without --host-key this node speaks
+// version 2 at most, as a node from before hosts authenticate.
 // Connections are served one at a time; a new one replaces the old, so a
 // host that reconnects meets the same scenario again. Prints one line per
 // event and runs until killed.
@@ -66,10 +79,13 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <variant>
+#include <vector>
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "lib/auth.h"
 #include "lib/wire.h"
 
 namespace {
@@ -111,6 +127,9 @@ void on_push_signal(int) { g_push_now = 1; }
 struct Server {
 	std::string scenario;
 	uint32_t lease_ms = 30000;
+	std::vector<uint8_t> host_key;	// --host-key: version 3 hosts prove it
+	wire::ConnReq conn_req{};	// of the connection served
+	wire::ConnRep conn_rep{};
 	rdma_event_channel *ec = nullptr;
 	rdma_cm_id *listen_id = nullptr;
 
@@ -317,8 +336,13 @@ void Server::on_connect_request(rdma_cm_event *ev)
 	wire::ConnRep rep{};
 	// As mdnode: the highest both speak (the kernel may be older), but
 	// push-track-v1 speaks version 1.
-	auto version = wire::negotiate_version(req.value().version_min, req.value().version_max);
-	rep.version = is("push-track-v1") ? 1 : version.ok() ? version.value() : MDR_WIRE_VERSION;
+	// Without a host key: a node of version 2, which no host proves to.
+	const uint16_t top = host_key.empty() ? 2 : MDR_WIRE_VERSION;
+	auto version = wire::negotiate_version(req.value().version_min,
+					       std::min(req.value().version_max, top));
+	rep.version = is("push-track-v1") ? 1 : version.ok() ? version.value() : top;
+	if (rep.version >= wire::kHostAuthVersion)
+		rep.nonce = mdr::random_nonce().value();
 	rep.queue_depth = req.value().queue_depth;
 	rep.push_credits = std::min<uint16_t>(16, req.value().recv_depth - rep.queue_depth);
 	rep.max_msg = kMsg;
@@ -331,6 +355,8 @@ void Server::on_connect_request(rdma_cm_event *ev)
 		return;
 	}
 	mdr_wire_conn_rep r = enc.value();
+	conn_req = req.value();
+	conn_rep = rep;
 	if (is("rep-magic"))
 		store(r.magic, 0x12345678);
 	else if (is("rep-version"))
@@ -369,6 +395,7 @@ void Server::on_message(const std::byte *b, uint32_t len)
 		mdr_wire_renew_rep renew;
 		mdr_wire_alloc_rep alloc;
 		mdr_wire_inval inval;
+		mdr_wire_host_auth_rep auth;
 		mdr_wire_hdr hdr;
 		std::byte raw[512];
 	} out{};
@@ -489,6 +516,35 @@ void Server::on_message(const std::byte *b, uint32_t len)
 	case MDR_OP_PING:
 		header(out.hdr, op, size);
 		break;
+	case MDR_OP_HOST_AUTH: {
+		auto m = wire::parse({b, len}, wire::Side::node, MDR_ROLE_HOST);
+		const auto *q = m.ok() ? std::get_if<wire::HostAuthReq>(&m.value().body) : nullptr;
+		const mdr::HostTranscript t{
+			.node_nonce = conn_rep.nonce, .host_nonce = q ? q->nonce : mdr::Nonce{},
+			.host_id = conn_req.host_id, .node_id = conn_rep.node_id,
+			.boot_id = conn_rep.boot_id, .tenant = conn_req.tenant,
+			.version = conn_rep.version};
+		if (!q || host_key.empty() || is("auth-perm") ||
+		    !mdr::mac_equal(mdr::host_mac(host_key, mdr::AuthLabel::host, t), q->mac)) {
+			printf("auth: refused (%s)\n", !q ? m.message().c_str()
+						  : host_key.empty() ? "no --host-key"
+						  : is("auth-perm") ? "auth-perm"
+								    : "wrong proof");
+			header(out.hdr, op, size);
+			store(out.hdr.status, MDR_ST_PERM);
+			send(&out, size);
+			rdma_disconnect(id);
+			return;
+		}
+		mdr::Mac mac = mdr::host_mac(host_key, mdr::AuthLabel::node, t);
+		if (is("auth-wrong-mac"))
+			mac[0] ^= 1;
+		size = sizeof(mdr_wire_host_auth_rep);
+		header(out.auth.hdr, op, size);
+		memcpy(out.auth.mac, mac.data(), mac.size());
+		printf("auth: ok%s\n", is("auth-wrong-mac") ? " (answered with a wrong proof)" : "");
+		break;
+	}
 	default:
 		header(out.hdr, op, size);
 		store(out.hdr.status, MDR_ST_PROTO);
@@ -612,12 +668,20 @@ int main(int argc, char **argv)
 			port = n;
 		else if (a == "--lease-ms" && num && n && n < (1ull << 32))
 			s.lease_ms = uint32_t(n);
-		else
+		else if (a == "--host-key") {
+			auto k = mdr::read_key_file(std::string(v), MDR_HOST_KEY_MIN,
+						    MDR_HOST_KEY_MAX);
+			if (!k.ok()) {
+				fprintf(stderr, "%s\n", k.message().c_str());
+				return 2;
+			}
+			s.host_key = std::move(k).value();
+		} else
 			break;
 	}
 	if (addr.empty() || i != argc - 1) {
-		fprintf(stderr, "usage: %s --listen ADDR [--port N] [--lease-ms MS] SCENARIO\n",
-			argv[0]);
+		fprintf(stderr, "usage: %s --listen ADDR [--port N] [--lease-ms MS] "
+			"[--host-key FILE] SCENARIO\n", argv[0]);
 		return 2;
 	}
 	s.scenario = argv[i];

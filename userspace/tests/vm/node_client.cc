@@ -33,6 +33,27 @@
 // --timeout MS: how long to wait for each connect step, reply and READ
 // (5000). --wire-version N: ask for wire versions up to N only (a host
 // at version 1 gets no TRACK push: mdnode moves without a pre-copy).
+//
+// Hosts and their proof (wire version 3):
+//   --key-file FILE    the host's key (16 to 64 bytes, trailing newlines
+//                      stripped): the host asks for version 3 and sends
+//                      HOST_AUTH right after connecting (every churn:
+//                      connection too), and checks mdnode's proof; it
+//                      prints "auth: ok", or "auth: error: ... (EPERM)"
+//                      when mdnode refused, or "auth: error: mdnode's
+//                      proof is wrong ... (EACCES)" and exits 1 without
+//                      a step. Without it a host asks for version 2 at
+//                      most (unauthenticated) unless --wire-version says.
+//   --forge-mac        with --key-file: flip a bit of the proof sent
+//   --record FILE      with --key-file: write the HOST_AUTH request sent
+//                      (nonce and mac, 96 hex digits) to FILE
+//   --replay FILE      send the HOST_AUTH request FILE holds (from
+//                      --record on an earlier connection) instead
+//   --skip-auth        ask for version 3 but send no HOST_AUTH: the steps
+//                      go unproven (mdnode answers MDR_ST_PERM and cuts)
+// An auth step's failure, as a step's, prints the status's name, as in
+// "auth: error: authentication: MDR_ST_PERM (EPERM)" and
+// "open: error: MDR_ST_PERM (EPERM)".
 #include <charconv>
 #include <chrono>
 #include <initializer_list>
@@ -44,6 +65,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/auth.h"
 #include "lib/errors.h"
 #include "lib/rdma_client.h"
 #include "lib/wire.h"
@@ -97,6 +119,94 @@ void print_entry(const char *what, uint64_t index, const wire::Entry &e)
 	       what, index, e.state, e.dev_id, e.pstart, e.generation);
 }
 
+std::string to_hex(std::span<const uint8_t> b)
+{
+	std::string s;
+	char d[3];
+
+	for (uint8_t c : b) {
+		snprintf(d, sizeof(d), "%02x", c);
+		s += d;
+	}
+	return s;
+}
+
+// What --record wrote: the nonce and the mac, in hex.
+mdr::Result<wire::HostAuthReq> read_recorded(const std::string &path)
+{
+	FILE *f = fopen(path.c_str(), "re");
+	char text[100] = {};
+	wire::HostAuthReq r;
+
+	if (!f)
+		return mdr::Error(-errno, "cannot read " + path);
+	const size_t n = fread(text, 1, 96, f);
+	fclose(f);
+	for (size_t i = 0; n == 96 && i < 48; i++) {
+		unsigned v;
+		if (sscanf(text + 2 * i, "%2x", &v) != 1)
+			break;
+		(i < 16 ? r.nonce[i] : r.mac[i - 16]) = uint8_t(v);
+		if (i == 47)
+			return r;
+	}
+	return mdr::Error(-EINVAL, path + " does not hold 96 hex digits");
+}
+
+// How a host proves itself on each connection: the options of the top.
+struct HostProof {
+	std::vector<uint8_t> key;
+	bool forge = false;
+	bool skip = false;
+	std::string record, replay;
+
+	bool wanted() const { return !key.empty() || !replay.empty(); }
+
+	// Prints "auth: ..."; false when the connection is not to be used.
+	bool run(mdr::RdmaClient &cl) const
+	{
+		if (skip || !wanted())
+			return true;
+		mdr::Result<wire::HostAuthReq> req = mdr::Error(-EINVAL, "");
+		if (!replay.empty()) {
+			req = read_recorded(replay);
+			if (req.ok()) {
+				auto r = cl.call(req.value());
+				if (!r.ok())
+					req = mdr::Error(r.error(), "authentication: " + r.message());
+			}
+		} else if (forge) {
+			wire::HostAuthReq forged{.nonce = mdr::random_nonce().value()};
+			forged.mac = mdr::host_mac(key, mdr::AuthLabel::host,
+						   cl.host_transcript(forged.nonce));
+			forged.mac[0] ^= 1;
+			auto r = cl.call(forged);
+			req = r.ok() ? mdr::Result<wire::HostAuthReq>(forged)
+				     : mdr::Error(r.error(), "authentication: " + r.message());
+		} else {
+			req = cl.authenticate_host(key);
+		}
+		if (!req.ok()) {
+			printf("auth: error: %s (%s)\n", req.message().c_str(),
+			       mdr::errno_name(-req.error()).c_str());
+			return false;
+		}
+		if (!record.empty()) {
+			FILE *f = fopen(record.c_str(), "we");
+			if (!f || fprintf(f, "%s%s\n", to_hex(req.value().nonce).c_str(),
+					  to_hex(req.value().mac).c_str()) < 0) {
+				printf("auth: error: cannot write %s\n", record.c_str());
+				if (f)
+					fclose(f);
+				return false;
+			}
+			fclose(f);
+		}
+		printf("auth: ok\n");
+		return true;
+	}
+};
+
 void print_volume(const char *what, const wire::Volume &v)
 {
 	printf("%s: volume_id=%" PRIu64 " name=%s size=%" PRIu64 " extent_shift=%u tenant=%u "
@@ -111,6 +221,8 @@ int main(int argc, char **argv)
 {
 	mdr::ClientOptions opts;
 	std::string key_file;
+	HostProof proof;
+	bool version_given = false;
 	bool keep_going = false;
 	bool timing = false;
 	int i = 1;
@@ -125,6 +237,10 @@ int main(int argc, char **argv)
 		}
 		if (a == "--time") {
 			timing = true;
+			continue;
+		}
+		if (a == "--forge-mac" || a == "--skip-auth") {
+			(a == "--forge-mac" ? proof.forge : proof.skip) = true;
 			continue;
 		}
 		if (i + 1 >= argc) {
@@ -143,9 +259,21 @@ int main(int argc, char **argv)
 		else if (a == "--timeout" && parse_u64(val, v))
 			opts.timeout_ms = int(v);
 		else if (a == "--wire-version" && parse_u64(val, v) &&
-			 v >= MDR_WIRE_VERSION_MIN && v <= MDR_WIRE_VERSION)
+			 v >= MDR_WIRE_VERSION_MIN && v <= MDR_WIRE_VERSION) {
 			opts.version_max = uint16_t(v);
-		else if (a == "--admin-key") {
+			version_given = true;
+		} else if (a == "--key-file") {
+			auto k = mdr::read_key_file(val, MDR_HOST_KEY_MIN, MDR_HOST_KEY_MAX);
+			if (!k.ok()) {
+				fprintf(stderr, "%s\n", k.message().c_str());
+				return 2;
+			}
+			proof.key = std::move(k).value();
+		} else if (a == "--record") {
+			proof.record = val;
+		} else if (a == "--replay") {
+			proof.replay = val;
+		} else if (a == "--admin-key") {
 			key_file = val;
 			opts.role = MDR_ROLE_ADMIN;
 		} else {
@@ -153,6 +281,14 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+
+	if ((proof.forge || !proof.record.empty()) && proof.key.empty()) {
+		fprintf(stderr, "--forge-mac and --record need --key-file\n");
+		return 2;
+	}
+	// A host without a key speaks version 2 at most: unauthenticated.
+	if (opts.role == MDR_ROLE_HOST && !version_given)
+		opts.version_max = proof.wanted() || proof.skip ? MDR_WIRE_VERSION : 2;
 
 	auto c = mdr::RdmaClient::connect(opts);
 	if (!c.ok()) {
@@ -169,6 +305,8 @@ int main(int argc, char **argv)
 	});
 	printf("connect: version=%u queue_depth=%u push_credits=%u\n", cl.accepted().version,
 	       cl.accepted().queue_depth, cl.accepted().push_credits);
+	if (opts.role == MDR_ROLE_HOST && !proof.run(cl))
+		return 1;
 	if (!key_file.empty()) {
 		FILE *f = fopen(key_file.c_str(), "re");
 		char buf[256];
@@ -335,6 +473,10 @@ int main(int argc, char **argv)
 				if (!cc.ok()) {
 					fail("connection " + std::to_string(k) + ": " + cc.message(),
 					     cc.error());
+					break;
+				}
+				if (opts.role == MDR_ROLE_HOST && !proof.run(*cc.value())) {
+					fail("connection " + std::to_string(k) + ": no proof", -EPERM);
 					break;
 				}
 				if (auto r = cc.value()->call(wire::PingReq{}); !r.ok()) {
