@@ -833,6 +833,7 @@ struct mdr_wire_drain_rep {
 
 #define MDR_HOST_ADD_F_REPLACE	0x0001	/* replace the key of a known host */
 #define MDR_AUTH_LABEL_WRAP	"mdroute-wrap-v3"	/* 15 + NUL = 16 bytes */
+#define MDR_AUTH_LABEL_HOST_ADD	"mdroute-hadd-v3"
 
 /**
  * struct mdr_wire_host_add_req - MDR_OP_HOST_ADD
@@ -840,16 +841,21 @@ struct mdr_wire_drain_rep {
  * @tenant:	the one tenant its connections may serve (non-zero)
  * @flags:	MDR_HOST_ADD_F_*
  * @key_len:	bytes of the secret, MDR_HOST_KEY_MIN ..= MDR_HOST_KEY_MAX
- * @wrapped:	the secret, zero-padded to 64 bytes, XORed with the
- *		keystream of this admin connection: bytes 32 * i ..= 32 * i + 31
- *		are HMAC-SHA256, keyed with the admin key, over
- *		MDR_AUTH_LABEL_WRAP (16 bytes) || the accept's nonce (16) ||
- *		@host_id (__le64) || i (one byte), for i = 0, 1. The padding
- *		must unwrap to zero.
+ * @nonce:	this request's own, random: no two requests of a connection
+ *		share a keystream
+ * @wrapped:	the secret, zero-padded to 64 bytes, XORed with a keystream:
+ *		bytes 32 * i ..= 32 * i + 31 are HMAC-SHA256, keyed with the
+ *		admin key, over MDR_AUTH_LABEL_WRAP (16 bytes) || the accept's
+ *		nonce (16) || @nonce (16) || @host_id (__le64) || i (one
+ *		byte), for i = 0, 1. The padding must unwrap to zero.
+ * @mac:	HMAC-SHA256, keyed with the admin key, over
+ *		MDR_AUTH_LABEL_HOST_ADD (16 bytes) || the accept's nonce (16)
+ *		|| the 96 bytes of this request from @host_id to the end of
+ *		@wrapped: who holds the admin key chose every field
  * Reply: a bare header. MDR_ST_EXIST: the host is known (and no
- * MDR_HOST_ADD_F_REPLACE); MDR_ST_INVAL: a field breaks a rule above.
- * With REPLACE the tenant must stay the same; connections already
- * authenticated stay, new ones need the new key.
+ * MDR_HOST_ADD_F_REPLACE); MDR_ST_PERM: @mac is wrong; MDR_ST_INVAL: a
+ * field breaks a rule above. With REPLACE the tenant must stay the same;
+ * connections already authenticated stay, new ones need the new key.
  */
 struct mdr_wire_host_add_req {
 	struct mdr_wire_hdr hdr;
@@ -857,7 +863,9 @@ struct mdr_wire_host_add_req {
 	__le32 tenant;
 	__le16 flags;
 	__le16 key_len;
+	__u8 nonce[16];
 	__u8 wrapped[MDR_HOST_KEY_MAX];
+	__u8 mac[32];
 };
 
 /**
@@ -965,7 +973,7 @@ MDR_WIRE_ASSERT(sizeof(struct mdr_wire_host_auth_req) == 72, "host_auth_req");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_host_auth_rep) == 56, "host_auth_rep");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_auth_transcript) == 88,
 		"auth_transcript");
-MDR_WIRE_ASSERT(sizeof(struct mdr_wire_host_add_req) == 104, "host_add_req");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_host_add_req) == 152, "host_add_req");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_host_remove_req) == 32,
 		"host_remove_req");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_host) == 24, "host");

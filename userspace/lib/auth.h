@@ -2,15 +2,16 @@
 //
 // auth.h - the secrets of the protocol, in one place: the proofs of a host
 // connection (HMAC-SHA256 over struct mdr_wire_auth_transcript, both
-// directions), the wrap of a host's key in MDR_OP_HOST_ADD (one function
-// both ways), the admin proof of MDR_OP_AUTH, random nonces, key files,
+// directions), the sealing of a host's key in MDR_OP_HOST_ADD (wrap and
+// MAC, and their check), the admin proof of MDR_OP_AUTH, random nonces, key files,
 // and wiping copies of keys. mdnode, mdctl and the test programs all use
 // these; nothing else computes a MAC of the protocol.
 //
 //	HostTranscript t{.node_nonce = rep.nonce, .host_nonce = mine,
 //			 .host_id = req.host_id, .node_id = rep.node_id,
 //			 .boot_id = rep.boot_id, .tenant = req.tenant,
-//			 .version = rep.version};
+//			 .version = rep.version, .host_qpn = my_qp,
+//			 .node_qpn = established.qp_num};
 //	auto proof = host_mac(key, AuthLabel::host, t);
 #ifndef MDR_AUTH_H
 #define MDR_AUTH_H
@@ -24,12 +25,12 @@
 #include <linux/mdroute_wire.h>
 
 #include "lib/result.h"
+#include "lib/wire.h"
 
 namespace mdr {
 
 using Mac = std::array<uint8_t, 32>;
 using Nonce = std::array<uint8_t, 16>;
-using WrappedKey = std::array<uint8_t, MDR_HOST_KEY_MAX>;
 
 // Whose proof: MDR_AUTH_LABEL_HOST or MDR_AUTH_LABEL_NODE.
 enum class AuthLabel { host, node };
@@ -44,9 +45,11 @@ struct HostTranscript {
 	uint64_t boot_id = 0;	// the accept's
 	uint32_t tenant = 0;	// the connect request's
 	uint16_t version = 0;	// negotiated (the accept's)
+	uint32_t host_qpn = 0;	// the host's QP on this connection
+	uint32_t node_qpn = 0;	// mdnode's QP on it
 };
 
-// The 80 bytes the MAC is computed over.
+// The 88 bytes the MAC is computed over.
 mdr_wire_auth_transcript auth_transcript(AuthLabel label, const HostTranscript &t);
 // HMAC-SHA256 keyed with the host's secret over auth_transcript().
 Mac host_mac(std::span<const uint8_t> key, AuthLabel label, const HostTranscript &t);
@@ -58,20 +61,26 @@ Mac admin_mac(std::span<const uint8_t> admin_key, const Nonce &nonce, uint64_t h
 // Constant time (CRYPTO_memcmp).
 bool mac_equal(const Mac &a, const Mac &b);
 
-// MDR_OP_HOST_ADD's wrap, which is its own inverse: the 64 bytes XORed
-// with the keystream HMAC-SHA256(admin key, MDR_AUTH_LABEL_WRAP (16) ||
-// nonce (16) || host_id (le64) || i (1)), i = 0, 1.
-WrappedKey xor_host_key(std::span<const uint8_t> admin_key, const Nonce &nonce,
-			uint64_t host_id, const WrappedKey &in);
-// The secret padded with zeros to 64 bytes and wrapped; -EINVAL for a key
-// outside MDR_HOST_KEY_MIN ..= MDR_HOST_KEY_MAX bytes.
-Result<WrappedKey> wrap_host_key(std::span<const uint8_t> admin_key, const Nonce &nonce,
-				 uint64_t host_id, std::span<const uint8_t> key);
-// The secret of key_len bytes; -EINVAL for a length out of range or
-// padding that does not unwrap to zero.
-Result<std::vector<uint8_t>> unwrap_host_key(std::span<const uint8_t> admin_key,
-					     const Nonce &nonce, uint64_t host_id,
-					     const WrappedKey &wrapped, uint16_t key_len);
+// MDR_OP_HOST_ADD of @host_key for the admin connection whose accept
+// carried @conn_nonce, keyed with @admin_key: a fresh request nonce, the
+// key wrapped (zero-padded to 64 bytes, XORed with the keystream of
+// struct mdr_wire_host_add_req) and the request's MAC. -EINVAL for a key
+// outside MDR_HOST_KEY_MIN ..= MDR_HOST_KEY_MAX bytes; -EIO: no random
+// bytes.
+Result<wire::HostAddReq> host_add_request(std::span<const uint8_t> admin_key,
+					  const Nonce &conn_nonce, uint64_t host_id,
+					  uint32_t tenant, uint16_t flags,
+					  std::span<const uint8_t> host_key);
+// The same with the request nonce @req.nonce chosen by the caller: fills
+// key_len, wrapped and mac of @req from its other fields.
+Status seal_host_add(std::span<const uint8_t> admin_key, const Nonce &conn_nonce,
+		     wire::HostAddReq &req, std::span<const uint8_t> host_key);
+// mdnode's side: the host's key out of @req once its MAC is right.
+// -EPERM: the MAC is not the admin key's over this connection's nonce;
+// -EINVAL: the padding does not unwrap to zero.
+Result<std::vector<uint8_t>> open_host_add(std::span<const uint8_t> admin_key,
+					   const Nonce &conn_nonce,
+					   const wire::HostAddReq &req);
 
 // Random bytes from the CSPRNG (RAND_bytes); -EIO if it has none.
 Status random_bytes(std::span<uint8_t> out);

@@ -76,10 +76,12 @@ Result<int> RdmaClient::wait_cm(int expected)
 		auto rep = wire::parse_conn_rep(
 			{static_cast<const std::byte *>(ev->param.conn.private_data),
 			 ev->param.conn.private_data_len}, req_);
+		const uint32_t node_qpn = ev->param.conn.qp_num;
 		rdma_ack_cm_event(ev);
 		if (!rep.ok())
 			return Error(rep.error(), "bad accept from mdnode: " + rep.message());
 		rep_ = rep.value();
+		node_qpn_ = node_qpn;
 		return got;
 	}
 	if (got == RDMA_CM_EVENT_REJECTED) {
@@ -459,7 +461,8 @@ HostTranscript RdmaClient::host_transcript(const Nonce &host_nonce) const
 	return HostTranscript{.node_nonce = rep_.nonce, .host_nonce = host_nonce,
 			      .host_id = req_.host_id, .node_id = rep_.node_id,
 			      .boot_id = rep_.boot_id, .tenant = req_.tenant,
-			      .version = rep_.version};
+			      .version = rep_.version, .host_qpn = id_->qp->qp_num,
+			      .node_qpn = node_qpn_};
 }
 
 Result<wire::HostAuthReq> RdmaClient::authenticate_host(std::span<const uint8_t> key)

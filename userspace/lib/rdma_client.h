@@ -125,6 +125,7 @@ private:
 	size_t buf_len_ = 0;
 	wire::ConnRep rep_;
 	wire::ConnReq req_;
+	uint32_t node_qpn_ = 0;		// mdnode's QP, from ESTABLISHED
 	uint64_t next_req_ = 1;
 	uint64_t invalidations_ = 0;
 	std::function<void(uint64_t, const wire::Invalidate &)> on_push_;

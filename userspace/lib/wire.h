@@ -317,7 +317,7 @@ struct Invalidate : InvalRange {
 };
 
 // The host's ack: the push's range and req_id. On version 1 it is the push
-// echoed (64 bytes); on version 2 struct mdr_wire_inval_ack (80 bytes),
+// echoed (64 bytes); from version 2 struct mdr_wire_inval_ack (80 bytes),
 // which adds flags and the dirty granules of a move. parse() takes either
 // size: which one a connection must use is for the receiver, which knows
 // the version, to check. flags and dirty are zero in the short form.
@@ -377,7 +377,9 @@ struct HostAddReq {
 	uint32_t tenant = 0;		// non-zero
 	uint16_t flags = 0;		// MDR_HOST_ADD_F_*
 	uint16_t key_len = 0;		// MDR_HOST_KEY_MIN ..= MDR_HOST_KEY_MAX
-	std::array<uint8_t, MDR_HOST_KEY_MAX> wrapped{};	// lib/auth.h
+	std::array<uint8_t, 16> nonce{};			// lib/auth.h:
+	std::array<uint8_t, MDR_HOST_KEY_MAX> wrapped{};	// host_add_request()
+	std::array<uint8_t, 32> mac{};
 	bool operator==(const HostAddReq &) const = default;
 };
 

@@ -30,6 +30,8 @@ mdr::HostTranscript transcript(const NodeCore &core, const Session &s,
 		.boot_id = core.opts.boot_id,
 		.tenant = s.peer.tenant,
 		.version = s.peer.version,
+		.host_qpn = s.peer.host_qpn,
+		.node_qpn = s.peer.node_qpn,
 	};
 }
 
@@ -108,8 +110,7 @@ void HostAuth::expire()
 void HostAuth::do_add(Session &s, uint64_t req_id, const wire::HostAddReq &r)
 {
 	const ConnId conn = s.peer.id;
-	auto key = mdr::unwrap_host_key(core_.opts.admin_key, s.peer.nonce, r.host_id,
-					r.wrapped, r.key_len);
+	auto key = mdr::open_host_add(core_.opts.admin_key, s.peer.nonce, r);
 
 	if (!key.ok()) {
 		log_warn_rl("admin %s: host %016llx not added: %s", s.peer.address.c_str(),

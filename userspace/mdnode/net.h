@@ -32,6 +32,8 @@ struct PeerInfo {
 	uint32_t max_msg;	// largest message it receives
 	std::string address;	// "192.0.2.1:43210"
 	std::array<uint8_t, 16> nonce;	// admin challenge sent in the accept
+	uint32_t host_qpn;	// the client's QP (its connect request)
+	uint32_t node_qpn;	// ours on this connection
 };
 
 // What the transport tells: called on the loop's thread.

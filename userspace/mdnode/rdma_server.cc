@@ -318,6 +318,8 @@ void RdmaServer::on_connect_request(rdma_cm_event *ev)
 	// request event, the client's initiator depth is reported here).
 	const uint8_t reads_in_flight = std::max(ev->param.conn.initiator_depth,
 						 ev->param.conn.responder_resources);
+	// The client's QP number, which a host's proof covers.
+	const uint32_t qp_num = ev->param.conn.qp_num;
 	auto req = mdr::wire::parse_conn_req(
 		std::span<const std::byte>(pd_bytes, pd_bytes ? ev->param.conn.private_data_len : 0));
 	rdma_ack_cm_event(ev);	// copied what we need; id stays ours
@@ -362,6 +364,8 @@ void RdmaServer::on_connect_request(rdma_cm_event *ev)
 		std::min<uint32_t>(opts_.push_credits, r.recv_depth - c->peer.queue_depth));
 	c->peer.max_msg = r.max_msg;
 	c->peer.address = peer_address(id);
+	c->peer.host_qpn = qp_num;
+	c->peer.node_qpn = 0;	// once the QP exists
 	// The challenge of an admin, and of a host from version 3 on: 16
 	// random bytes (zero for older hosts, as their version says).
 	c->peer.nonce = {};
@@ -430,6 +434,7 @@ void RdmaServer::on_connect_request(rdma_cm_event *ev)
 	qa.cap.max_recv_sge = 1;
 	if (rdma_create_qp(id, c->pd, &qa))
 		return fail("rdma_create_qp");
+	c->peer.node_qpn = id->qp->qp_num;
 
 	for (uint32_t i = 0; i < c->recv_slots; i++)
 		if (!post_recv(*c, i).ok())

@@ -55,11 +55,14 @@ std::string hex(const void *p, size_t n)
 }
 
 // The vector: node nonce 00..0f, host nonce 10..1f, host 0x93, node
-// 0x1122334455667788, boot 0x99aabbccddeeff00, tenant 1, version 3.
+// 0x1122334455667788, boot 0x99aabbccddeeff00, tenant 1, version 3, host
+// QP 0x11, node QP 0x22: the kernel's KUnit vector (ktests/proto_test.c),
+// so that both ends are held to the same bytes.
 mdr::HostTranscript vector_transcript()
 {
 	mdr::HostTranscript t{.host_id = 0x93, .node_id = 0x1122334455667788,
-			      .boot_id = 0x99aabbccddeeff00, .tenant = 1, .version = 3};
+			      .boot_id = 0x99aabbccddeeff00, .tenant = 1, .version = 3,
+			      .host_qpn = 0x11, .node_qpn = 0x22};
 
 	for (uint8_t i = 0; i < 16; i++) {
 		t.node_nonce[i] = i;
@@ -69,17 +72,18 @@ mdr::HostTranscript vector_transcript()
 }
 
 // Label, nonces, then little-endian host_id, node_id, boot_id, tenant,
-// version, role (1): written out by hand, not by the code under test.
+// version, role (1), host QP, node QP: written out by hand, not by the
+// code under test.
 const char kHostTranscript[] =
 	"6d64726f7574652d686f73742d763300" "000102030405060708090a0b0c0d0e0f"
 	"101112131415161718191a1b1c1d1e1f" "9300000000000000" "8877665544332211"
-	"00ffeeddccbbaa99" "01000000" "0300" "0100";
+	"00ffeeddccbbaa99" "01000000" "0300" "0100" "11000000" "22000000";
 const char kNodeTranscript[] =
 	"6d64726f7574652d6e6f64652d763300" "000102030405060708090a0b0c0d0e0f"
 	"101112131415161718191a1b1c1d1e1f" "9300000000000000" "8877665544332211"
-	"00ffeeddccbbaa99" "01000000" "0300" "0100";
-const char kHostMac[] = "904d4de986f865b0b47b88932ad7a337a0d23c6eeccc6be244fd0fe934e0b62b";
-const char kNodeMac[] = "5b6ca743324ecec4f4c8741620c7cf23bd7e86eb1753a803ab4d2fd921b94d59";
+	"00ffeeddccbbaa99" "01000000" "0300" "0100" "11000000" "22000000";
+const char kHostMac[] = "e8c4b66346dacc879fc559c19d590e7ceadf6fe4f594d26f0db2bc8a8bfc7f14";
+const char kNodeMac[] = "769be090c4a7a4b3a8fe25b1b7d3b09e2370d5c87f85bffc8fb99ef56c678c02";
 
 void test_transcript_and_proofs_known_answer(void **)
 {
@@ -95,7 +99,7 @@ void test_transcript_and_proofs_known_answer(void **)
 		const std::vector<uint8_t> want = unhex(c.transcript);
 
 		assert_int_equal(want.size(), sizeof(w));
-		assert_int_equal(sizeof(w), 80);
+		assert_int_equal(sizeof(w), 88);
 		assert_memory_equal(&w, want.data(), sizeof(w));
 
 		// OpenSSL's HMAC over the bytes written by hand.
@@ -118,7 +122,7 @@ void test_every_field_is_covered(void **)
 {
 	const mdr::HostTranscript t = vector_transcript();
 	const mdr::Mac base = mdr::host_mac(bytes(kKey), mdr::AuthLabel::host, t);
-	std::vector<mdr::HostTranscript> changed(8, t);
+	std::vector<mdr::HostTranscript> changed(9, t);
 
 	changed[0].node_nonce[15] ^= 1;
 	changed[1].host_nonce[0] ^= 1;
@@ -127,7 +131,9 @@ void test_every_field_is_covered(void **)
 	changed[4].boot_id ^= 1;
 	changed[5].tenant ^= 1;
 	changed[6].version = 2;
-	for (size_t i = 0; i < 7; i++)
+	changed[7].host_qpn ^= 1;
+	changed[8].node_qpn ^= 1;
+	for (size_t i = 0; i < changed.size(); i++)
 		assert_false(mdr::mac_equal(base, mdr::host_mac(bytes(kKey), mdr::AuthLabel::host,
 								 changed[i])));
 	assert_false(mdr::mac_equal(base, mdr::host_mac(bytes(kKey), mdr::AuthLabel::node, t)));
@@ -137,73 +143,91 @@ void test_every_field_is_covered(void **)
 }
 
 const std::string kAdminKey = "0123456789abcdef-admin-key";
+// HOST_ADD of kKey for host 0x93, tenant 7, REPLACE, connection nonce
+// a0..af, request nonce c0..cf: computed independently (Python's hmac).
 const char kWrapped[] =
-	"1244b447f4b3062d0deeeba44305dfd70e4a071406b18e883f812ee7062222ba"
-	"acc8b13745780fa0506a550b18ebf3c344de99b5c17cc23a1754fe6eb8cf347a";
+	"43ee363a10587fcec9a0d92652b5238986cb93495570dbe3fe38020a09041b81"
+	"bb9f5dca08ab6f9b6697f4b5bec537d7bdbe0fbd51bba9342263ea155fdf4478";
+const char kHostAddMac[] = "934599e1f9080eaf4b3468c93be1c81466f72025510d06e571eb5511d974d801";
 
-mdr::Nonce admin_nonce()
+mdr::Nonce nonce_from(uint8_t first)
 {
 	mdr::Nonce n;
 	for (uint8_t i = 0; i < 16; i++)
-		n[i] = uint8_t(0xa0 + i);
+		n[i] = uint8_t(first + i);
 	return n;
 }
 
-void test_wrap_known_answer_and_unwrap(void **)
+mdr::Nonce admin_nonce()
 {
-	auto w = mdr::wrap_host_key(bytes(kAdminKey), admin_nonce(), 0x93, bytes(kKey));
+	return nonce_from(0xa0);
+}
 
-	assert_true(w.ok());
-	assert_string_equal(hex(w.value().data(), w.value().size()).c_str(), kWrapped);
-	auto k = mdr::unwrap_host_key(bytes(kAdminKey), admin_nonce(), 0x93, w.value(),
-				      uint16_t(kKey.size()));
+mdr::wire::HostAddReq vector_host_add()
+{
+	mdr::wire::HostAddReq r{.host_id = 0x93, .tenant = 7, .flags = MDR_HOST_ADD_F_REPLACE,
+				.nonce = nonce_from(0xc0)};
+
+	assert_true(mdr::seal_host_add(bytes(kAdminKey), admin_nonce(), r, bytes(kKey)).ok());
+	return r;
+}
+
+void test_host_add_known_answer_and_open(void **)
+{
+	const mdr::wire::HostAddReq r = vector_host_add();
+
+	assert_int_equal(r.key_len, kKey.size());
+	assert_string_equal(hex(r.wrapped.data(), r.wrapped.size()).c_str(), kWrapped);
+	assert_string_equal(hex(r.mac.data(), r.mac.size()).c_str(), kHostAddMac);
+	auto k = mdr::open_host_add(bytes(kAdminKey), admin_nonce(), r);
 	assert_true(k.ok());
 	assert_true(std::string(k.value().begin(), k.value().end()) == kKey);
 
-	// Every length in range goes both ways.
+	// Every length in range goes both ways, each request with its own
+	// nonce, so two requests never share a keystream.
 	for (size_t n = MDR_HOST_KEY_MIN; n <= MDR_HOST_KEY_MAX; n++) {
 		std::vector<uint8_t> key(n);
 		for (size_t i = 0; i < n; i++)
 			key[i] = uint8_t(i * 13 + 1);
-		auto wn = mdr::wrap_host_key(bytes(kAdminKey), admin_nonce(), 7, key);
-		assert_true(wn.ok());
-		auto back = mdr::unwrap_host_key(bytes(kAdminKey), admin_nonce(), 7,
-						 wn.value(), uint16_t(n));
+		auto a = mdr::host_add_request(bytes(kAdminKey), admin_nonce(), 7, 1, 0, key);
+		auto b = mdr::host_add_request(bytes(kAdminKey), admin_nonce(), 7, 1, 0, key);
+		assert_true(a.ok() && b.ok());
+		assert_true(a.value().nonce != b.value().nonce);
+		assert_true(a.value().wrapped != b.value().wrapped);
+		auto back = mdr::open_host_add(bytes(kAdminKey), admin_nonce(), a.value());
 		assert_true(back.ok());
 		assert_true(back.value() == key);
 	}
 }
 
-// Another admin key, nonce or host id, a shorter key_len or a flipped
-// padding byte: the padding does not unwrap to zero.
-void test_unwrap_refuses_bad_padding(void **)
+// Another admin key or connection nonce, or any field of the request
+// changed after it was sealed: its MAC is wrong (-EPERM). (The padding
+// check behind it only catches a sealer that put bytes past key_len.)
+void test_host_add_refuses_tampering(void **)
 {
-	const mdr::WrappedKey w =
-		mdr::wrap_host_key(bytes(kAdminKey), admin_nonce(), 0x93, bytes(kKey)).value();
+	const mdr::wire::HostAddReq r = vector_host_add();
 	mdr::Nonce other = admin_nonce();
 	other[0] ^= 1;
-	mdr::WrappedKey flipped = w;
-	flipped[63] ^= 0x80;
+	std::vector<mdr::wire::HostAddReq> changed(7, r);
 
-	assert_int_equal(mdr::unwrap_host_key(bytes(kAdminKey + "!"), admin_nonce(), 0x93, w, 32)
-				 .error(), -EINVAL);
-	assert_int_equal(mdr::unwrap_host_key(bytes(kAdminKey), other, 0x93, w, 32).error(),
-			 -EINVAL);
-	assert_int_equal(mdr::unwrap_host_key(bytes(kAdminKey), admin_nonce(), 0x94, w, 32)
-				 .error(), -EINVAL);
-	assert_int_equal(mdr::unwrap_host_key(bytes(kAdminKey), admin_nonce(), 0x93, flipped, 32)
-				 .error(), -EINVAL);
-	// One byte less than the key: the key's last byte is the padding's first.
-	assert_int_equal(mdr::unwrap_host_key(bytes(kAdminKey), admin_nonce(), 0x93, w, 31)
-				 .error(), -EINVAL);
-	assert_int_equal(mdr::unwrap_host_key(bytes(kAdminKey), admin_nonce(), 0x93, w, 15)
-				 .error(), -EINVAL);
-	assert_int_equal(mdr::unwrap_host_key(bytes(kAdminKey), admin_nonce(), 0x93, w, 65)
-				 .error(), -EINVAL);
-	assert_int_equal(mdr::wrap_host_key(bytes(kAdminKey), admin_nonce(), 1,
-					    bytes("short")).error(), -EINVAL);
-	assert_int_equal(mdr::wrap_host_key(bytes(kAdminKey), admin_nonce(), 1,
-					    bytes(std::string(65, 'k'))).error(), -EINVAL);
+	assert_int_equal(mdr::open_host_add(bytes(kAdminKey + "!"), admin_nonce(), r).error(),
+			 -EPERM);
+	assert_int_equal(mdr::open_host_add(bytes(kAdminKey), other, r).error(), -EPERM);
+	changed[0].host_id ^= 1;
+	changed[1].tenant ^= 1;
+	changed[2].flags ^= 1;
+	changed[3].key_len--;
+	changed[4].nonce[15] ^= 1;
+	changed[5].wrapped[63] ^= 0x80;
+	changed[6].mac[0] ^= 1;
+	for (const auto &c : changed)
+		assert_int_equal(mdr::open_host_add(bytes(kAdminKey), admin_nonce(), c).error(),
+				 -EPERM);
+
+	assert_int_equal(mdr::host_add_request(bytes(kAdminKey), admin_nonce(), 1, 1, 0,
+					       bytes("short")).error(), -EINVAL);
+	assert_int_equal(mdr::host_add_request(bytes(kAdminKey), admin_nonce(), 1, 1, 0,
+					       bytes(std::string(65, 'k'))).error(), -EINVAL);
 }
 
 // The admin proof is HMAC over the nonce and the host id, as before.
@@ -265,8 +289,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_transcript_and_proofs_known_answer),
 		cmocka_unit_test(test_every_field_is_covered),
-		cmocka_unit_test(test_wrap_known_answer_and_unwrap),
-		cmocka_unit_test(test_unwrap_refuses_bad_padding),
+		cmocka_unit_test(test_host_add_known_answer_and_open),
+		cmocka_unit_test(test_host_add_refuses_tampering),
 		cmocka_unit_test(test_admin_mac),
 		cmocka_unit_test(test_random_nonces_differ),
 		cmocka_unit_test(test_key_files),

@@ -166,6 +166,8 @@ struct Rig {
 		p.push_credits = 16;
 		p.max_msg = 4096;
 		p.address = "192.0.2.1:" + std::to_string(40000 + p.id);
+		p.host_qpn = uint32_t(0x100 + p.id);
+		p.node_qpn = uint32_t(0x200 + p.id);
 		p.nonce = {};
 		if (role == MDR_ROLE_ADMIN || version >= 3)
 			p.nonce = mdr::random_nonce().value();
@@ -196,12 +198,10 @@ struct Rig {
 	uint16_t add_host(ConnId a, uint64_t host, uint32_t tenant, const std::string &key,
 			  uint16_t flags = 0)
 	{
-		auto w = mdr::wrap_host_key(bytes(kAdminKey), peers.at(a).nonce, host, bytes(key));
-		assert_true(w.ok());
-		return call(a, 5, wire::HostAddReq{.host_id = host, .tenant = tenant,
-						   .flags = flags,
-						   .key_len = uint16_t(key.size()),
-						   .wrapped = w.value()});
+		auto req = mdr::host_add_request(bytes(kAdminKey), peers.at(a).nonce, host,
+						 tenant, flags, bytes(key));
+		assert_true(req.ok());
+		return call(a, 5, req.value());
 	}
 
 	mdr::HostTranscript transcript(ConnId c, const mdr::Nonce &host_nonce)
@@ -209,7 +209,7 @@ struct Rig {
 		const PeerInfo &p = peers.at(c);
 		return {.node_nonce = p.nonce, .host_nonce = host_nonce, .host_id = p.host_id,
 			.node_id = kNodeId, .boot_id = kBootId, .tenant = p.tenant,
-			.version = p.version};
+			.version = p.version, .host_qpn = p.host_qpn, .node_qpn = p.node_qpn};
 	}
 
 	// The host's proof of key on connection c.
@@ -403,6 +403,29 @@ void test_replayed_proof(void **)
 	assert_int_equal(r.node->stats().auth_failures, 1);
 }
 
+// A relay between a host and mdnode holds two connections: the host's
+// proof names the QPs of its own, with the node nonce the relay passed on.
+// On the relay's connection to mdnode that proof is refused.
+void test_relayed_proof(void **)
+{
+	Rig r;
+	const ConnId a = r.admin();
+	assert_int_equal(r.add_host(a, kHost, 1, kKey), MDR_ST_OK);
+	const ConnId relayed = r.unproven(1, kHost);
+
+	for (int side = 0; side < 2; side++) {
+		const ConnId c = side ? r.unproven(1, kHost) : relayed;
+		wire::HostAuthReq q{.nonce = mdr::random_nonce().value()};
+		mdr::HostTranscript t = r.transcript(c, q.nonce);
+		// The QPs of the host's connection to the relay.
+		(side ? t.node_qpn : t.host_qpn) += 0x1000;
+		q.mac = mdr::host_mac(bytes(kKey), mdr::AuthLabel::host, t);
+		assert_int_equal(r.call(c, 1, q), MDR_ST_PERM);
+		assert_true(r.net.cut.count(c));
+	}
+	assert_int_equal(r.node->stats().auth_failures, 2);
+}
+
 // OPEN, RENEW and acks before HOST_AUTH: refused and cut (an ack gets no
 // reply); PING is fine; a second HOST_AUTH and a nonce of zeros are
 // INVAL.
@@ -488,30 +511,29 @@ void test_version_2_hosts_by_policy(void **)
 	assert_int_equal(r.call(v3, 1, wire::OpenReq{.volume_id = vol}), MDR_ST_PERM);
 }
 
-// HOST_ADD: the key arrives wrapped for this admin connection; a wrap of
-// another connection, another admin key or bad padding is INVAL. EXIST
-// without REPLACE; REPLACE keeps the tenant and connections, and new ones
-// need the new key.
+// HOST_ADD: the key arrives sealed for this admin connection; a request
+// sealed for another connection or with another admin key, or changed on
+// the way, is PERM. EXIST without REPLACE; REPLACE keeps the tenant and
+// connections, and new ones need the new key.
 void test_host_add_wrap_and_replace(void **)
 {
 	Rig r;
 	const ConnId a = r.admin();
 	const ConnId other = r.admin();
 
-	// Wrapped with the other connection's nonce.
-	auto w = mdr::wrap_host_key(bytes(kAdminKey), r.peers.at(other).nonce, kHost,
-				    bytes(kKey)).value();
-	wire::HostAddReq req{.host_id = kHost, .tenant = 1, .key_len = 32, .wrapped = w};
-	assert_int_equal(r.call(a, 1, req), MDR_ST_INVAL);
+	// Sealed for the other connection.
+	wire::HostAddReq req = mdr::host_add_request(bytes(kAdminKey), r.peers.at(other).nonce,
+						     kHost, 1, 0, bytes(kKey)).value();
+	assert_int_equal(r.call(a, 1, req), MDR_ST_PERM);
 	// With another admin key.
-	req.wrapped = mdr::wrap_host_key(bytes(kAdminKey + "?"), r.peers.at(a).nonce, kHost,
-					 bytes(kKey)).value();
-	assert_int_equal(r.call(a, 1, req), MDR_ST_INVAL);
-	// key_len shorter than the key: padding that is not zero.
-	req.wrapped = mdr::wrap_host_key(bytes(kAdminKey), r.peers.at(a).nonce, kHost,
-					 bytes(kKey)).value();
-	req.key_len = 31;
-	assert_int_equal(r.call(a, 1, req), MDR_ST_INVAL);
+	req = mdr::host_add_request(bytes(kAdminKey + "?"), r.peers.at(a).nonce, kHost, 1, 0,
+				    bytes(kKey)).value();
+	assert_int_equal(r.call(a, 1, req), MDR_ST_PERM);
+	// Its tenant changed on the way.
+	req = mdr::host_add_request(bytes(kAdminKey), r.peers.at(a).nonce, kHost, 1, 0,
+				    bytes(kKey)).value();
+	req.tenant = 2;
+	assert_int_equal(r.call(a, 1, req), MDR_ST_PERM);
 	assert_int_equal(r.stats(a).hosts, 0);
 
 	assert_int_equal(r.add_host(a, kHost, 1, kKey), MDR_ST_OK);
@@ -677,6 +699,7 @@ int main(void)
 		cmocka_unit_test(test_good_auth),
 		cmocka_unit_test(test_refused_proofs),
 		cmocka_unit_test(test_replayed_proof),
+		cmocka_unit_test(test_relayed_proof),
 		cmocka_unit_test(test_requests_before_auth),
 		cmocka_unit_test(test_auth_timeout),
 		cmocka_unit_test(test_version_2_hosts_by_policy),

@@ -311,7 +311,7 @@ struct Layout<InvalidateAck> {
 	{
 		return struct_doc("mdr_wire_inval", sizeof(mdr_wire_inval)) +
 		       " on version 1, " +
-		       struct_doc(wire_name, sizeof(Wire)) + " on version 2";
+		       struct_doc(wire_name, sizeof(Wire)) + " from version 2";
 	}
 };
 
@@ -371,7 +371,9 @@ struct Layout<HostAddReq> {
 		MDR_FIELD(tenant, nonzero);
 		MDR_FIELD(flags, flags_in{MDR_HOST_ADD_F_REPLACE});
 		MDR_FIELD(key_len, within{MDR_HOST_KEY_MIN, MDR_HOST_KEY_MAX});
+		v.bytes(m.nonce, w.nonce);
 		v.bytes(m.wrapped, w.wrapped);
+		v.bytes(m.mac, w.mac);
 	}
 };
 

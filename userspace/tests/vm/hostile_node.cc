@@ -130,6 +130,7 @@ struct Server {
 	std::vector<uint8_t> host_key;	// --host-key: version 3 hosts prove it
 	wire::ConnReq conn_req{};	// of the connection served
 	wire::ConnRep conn_rep{};
+	uint32_t host_qpn = 0;		// the host's QP (its connect request)
 	rdma_event_channel *ec = nullptr;
 	rdma_cm_id *listen_id = nullptr;
 
@@ -288,6 +289,7 @@ void Server::on_connect_request(rdma_cm_event *ev)
 	const auto *pd_bytes = static_cast<const std::byte *>(ev->param.conn.private_data);
 	auto req = wire::parse_conn_req({pd_bytes, ev->param.conn.private_data_len});
 	rdma_cm_id *nid = ev->id;
+	const uint32_t qp_num = ev->param.conn.qp_num;
 
 	if (!req.ok()) {
 		printf("connect: bad request: %s\n", req.message().c_str());
@@ -357,6 +359,7 @@ void Server::on_connect_request(rdma_cm_event *ev)
 	mdr_wire_conn_rep r = enc.value();
 	conn_req = req.value();
 	conn_rep = rep;
+	host_qpn = qp_num;
 	if (is("rep-magic"))
 		store(r.magic, 0x12345678);
 	else if (is("rep-version"))
@@ -523,7 +526,8 @@ void Server::on_message(const std::byte *b, uint32_t len)
 			.node_nonce = conn_rep.nonce, .host_nonce = q ? q->nonce : mdr::Nonce{},
 			.host_id = conn_req.host_id, .node_id = conn_rep.node_id,
 			.boot_id = conn_rep.boot_id, .tenant = conn_req.tenant,
-			.version = conn_rep.version};
+			.version = conn_rep.version, .host_qpn = host_qpn,
+			.node_qpn = id->qp->qp_num};
 		if (!q || host_key.empty() || is("auth-perm") ||
 		    !mdr::mac_equal(mdr::host_mac(host_key, mdr::AuthLabel::host, t), q->mac)) {
 			printf("auth: refused (%s)\n", !q ? m.message().c_str()
