@@ -122,13 +122,17 @@ mdr_assert_no_splat() {
 # are QEMU's and complete an IO within a second unless a test queues deep:
 # io-hold-ms is 2000 here, not the 20 s of mdnode's default, so that a
 # lapsed lease or a restart does not hold moves up for 25 s in every test. A test that queues deep gives its own (the last one counts).
+# Hosts need not authenticate (--host-auth optional) unless the test says
+# --host-auth itself: the tests of other things attach without a key and
+# run their test clients unauthenticated; the auth/ tests require it.
 mdr_mdnode_start() {
-	local dir=$1
+	local dir=$1 policy=(--host-auth optional)
 	shift
 	mdr_require_file "$MDNODE"
 	mkdir -p "$dir"
+	case " $* " in *" --host-auth "* | *" --host-auth="*) policy=() ;; esac
 	"$MDNODE" --listen "$MDR_NODE_ADDR:$MDR_NODE_PORT" --data-dir "$dir" \
-		--io-hold-ms 2000 "$@" >"$dir/mdnode.log" 2>&1 &
+		--io-hold-ms 2000 "${policy[@]}" "$@" >"$dir/mdnode.log" 2>&1 &
 	MDR_MDNODE_PID=$!
 	mdr_on_exit "mdr_mdnode_stop"
 	mdr_wait_for "rdma resource show cm_id | grep -q 'LISTEN.*$MDR_NODE_ADDR:$MDR_NODE_PORT'" 15
