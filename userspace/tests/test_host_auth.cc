@@ -14,89 +14,41 @@
 // /var/tmp; time is the Node's clock function, moved by hand.
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <map>
-#include <memory>
-#include <optional>
-#include <set>
 #include <string>
 #include <variant>
 #include <vector>
 
-#include <stdlib.h>
-
 #include "lib/auth.h"
 #include "lib/wire.h"
-#include "mdnode/journal.h"
 #include "mdnode/log.h"
 #include "mdnode/node.h"
-#include "mdnode/rdma_server.h"
 #include "mdnode/store.h"
+
+#include "tests/common/node_rig.h"
 
 #include "tests/common/cmocka_cxx.h"
 
-namespace fs = std::filesystem;
 namespace wire = mdr::wire;
 using mdnode::ConnId;
-using mdnode::Journal;
-using mdnode::Node;
 using mdnode::NodeOptions;
 using mdnode::PeerInfo;
 using mdnode::Store;
 
 namespace {
 
-using Bytes = std::vector<std::byte>;
+using namespace mdr::test;
 
-constexpr uint64_t MiB = uint64_t{1} << 20;
 constexpr uint64_t kNodeId = 0x1122334455667788, kBootId = 0x99aabbccddeeff00;
-constexpr uint32_t kLeaseMs = 1000, kMarginMs = 500, kIoHoldMs = 300;
+constexpr uint32_t kIoHoldMs = 300;
 constexpr uint32_t kAuthTimeoutMs = 2000;
 constexpr uint64_t kHost = 0x93;
-const std::string kAdminKey = "0123456789abcdef-admin-key";
 const std::string kKey = "0123456789abcdef0123456789abcdef";
 const std::string kOtherKey = "another host key, 33 bytes long!!";
 
-std::span<const uint8_t> bytes(const std::string &s)
-{
-	return {reinterpret_cast<const uint8_t *>(s.data()), s.size()};
-}
-
-// Records what the node sends and whom it cuts; tables get one rkey per
-// connection and volume.
-class FakeNet : public mdnode::Net {
-public:
-	mdr::Status send(ConnId conn, std::span<const std::byte> msg) override
-	{
-		sent[conn].emplace_back(msg.begin(), msg.end());
-		return {};
-	}
-	void disconnect(ConnId conn) override { cut.insert(conn); }
-	mdr::Result<uint32_t> table_rkey(ConnId conn, uint64_t volume_id, const void *,
-					 size_t) override
-	{
-		return uint32_t(0x10000 * conn + volume_id);
-	}
-	void forget_table(uint64_t) override {}
-
-	std::map<ConnId, std::vector<Bytes>> sent;
-	std::set<ConnId> cut;
-};
-
-uint16_t status_of(const wire::Msg &m)
-{
-	if (auto *e = std::get_if<wire::ErrorRep>(&m.body))
-		return e->status;
-	return MDR_ST_OK;
-}
-
 NodeOptions node_options(bool required = true)
 {
-	NodeOptions o;
-	o.lease_ms = kLeaseMs;
-	o.drift_margin_ms = kMarginMs;
+	NodeOptions o = rig_options();
 	o.io_hold_ms = kIoHoldMs;
-	o.admin_key.assign(kAdminKey.begin(), kAdminKey.end());
 	o.node_id = kNodeId;
 	o.boot_id = kBootId;
 	o.host_auth_required = required;
@@ -104,96 +56,16 @@ NodeOptions node_options(bool required = true)
 	return o;
 }
 
-struct Rig {
-	explicit Rig(NodeOptions o = node_options(), std::string at = {}) : opts(o)
+// Hosts speak version 3 unless a peer is given another.
+struct Rig : NodeRig {
+	explicit Rig(NodeOptions o = node_options(), std::string at = {})
+		: NodeRig("mdr-auth", 3, at), opts(o)
 	{
-		if (at.empty()) {
-			std::string tmpl = "/var/tmp/mdr-auth.XXXXXX";
-			assert_non_null(mkdtemp(tmpl.data()));
-			dir = tmpl;
-			owner = true;
-		} else {
-			dir = at;
-		}
 		start();
-	}
-	~Rig()
-	{
-		node.reset();
-		journal.reset();
-		std::error_code ec;
-		if (owner)
-			fs::remove_all(dir, ec);
 	}
 
 	// A node on the store the journal in dir recovers (as mdnode starts).
-	void start()
-	{
-		node.reset();
-		journal.reset();
-		auto s = Store::create({{1, "/dev/fake-a", "SER-A", 64 * MiB}});
-		assert_true(s.ok());
-		store.emplace(std::move(s).value());
-		mdnode::JournalOptions jo;
-		jo.dir = dir;
-		auto j = Journal::open(
-			jo,
-			[this](std::span<const std::byte> snap) {
-				return store->load_snapshot(
-					{reinterpret_cast<const uint8_t *>(snap.data()), snap.size()});
-			},
-			[this](uint16_t type, std::span<const std::byte> p) {
-				return store->replay(
-					type, {reinterpret_cast<const uint8_t *>(p.data()), p.size()});
-			});
-		if (!j.ok())
-			fail_msg("journal: %s", j.message().c_str());
-		journal = std::move(j).value();
-		node = std::make_unique<Node>(opts, *store, *journal, [this] { return now; });
-		node->attach(net);
-	}
-
-	// Admins and version 3 hosts get a nonce, as RdmaServer gives them.
-	PeerInfo peer(uint16_t role, uint32_t tenant, uint64_t host_id, uint16_t version = 3)
-	{
-		PeerInfo p{};
-		p.id = next_conn++;
-		p.role = role;
-		p.version = version;
-		p.tenant = tenant;
-		p.host_id = host_id;
-		p.queue_depth = 16;
-		p.push_credits = 16;
-		p.max_msg = 4096;
-		p.address = "192.0.2.1:" + std::to_string(40000 + p.id);
-		p.host_qpn = uint32_t(0x100 + p.id);
-		p.node_qpn = uint32_t(0x200 + p.id);
-		p.nonce = {};
-		if (role == MDR_ROLE_ADMIN || version >= 3)
-			p.nonce = mdr::random_nonce().value();
-		return p;
-	}
-
-	// MDR_ST_OK and the session, or the status on_connect refused with.
-	uint16_t connect(const PeerInfo &p)
-	{
-		const uint16_t st = node->on_connect(p);
-		if (st == MDR_ST_OK) {
-			node->on_established(p);
-			peers[p.id] = p;
-		}
-		return st;
-	}
-
-	ConnId admin()
-	{
-		const PeerInfo p = peer(MDR_ROLE_ADMIN, 0, 0xad00 + next_conn);
-		assert_int_equal(connect(p), MDR_ST_OK);
-		send(p.id, 1, wire::AuthReq{.mac = mdr::admin_mac(bytes(kAdminKey), p.nonce,
-								  p.host_id)});
-		assert_true(std::holds_alternative<wire::AuthRep>(one(p.id).body));
-		return p.id;
-	}
+	void start() { NodeRig::start({{1, "/dev/fake-a", "SER-A", 64 * MiB}}, opts, dir); }
 
 	uint16_t add_host(ConnId a, uint64_t host, uint32_t tenant, const std::string &key,
 			  uint16_t flags = 0)
@@ -223,84 +95,28 @@ struct Rig {
 	// A version 3 host connection that proved key; mdnode's proof checked.
 	ConnId host(uint32_t tenant, uint64_t host_id, const std::string &key = kKey)
 	{
-		const PeerInfo p = peer(MDR_ROLE_HOST, tenant, host_id);
-		assert_int_equal(connect(p), MDR_ST_OK);
-		const wire::HostAuthReq r = proof(p.id, key);
-		send(p.id, 1, r);
-		wire::Msg m = one(p.id);
+		const ConnId c = unproven(tenant, host_id);
+		const wire::HostAuthReq r = proof(c, key);
+		send(c, 1, r);
+		wire::Msg m = one(c);
 		auto *rep = std::get_if<wire::HostAuthRep>(&m.body);
 		if (!rep)
 			fail_msg("host auth: status %u", status_of(m));
 		assert_true(mdr::mac_equal(rep->mac, mdr::host_mac(bytes(key), mdr::AuthLabel::node,
-								   transcript(p.id, r.nonce))));
-		return p.id;
+								   transcript(c, r.nonce))));
+		return c;
 	}
 
 	// A version 3 host connection that has not authenticated yet.
 	ConnId unproven(uint32_t tenant, uint64_t host_id)
 	{
-		const PeerInfo p = peer(MDR_ROLE_HOST, tenant, host_id);
-		assert_int_equal(connect(p), MDR_ST_OK);
-		return p.id;
-	}
-
-	void send(ConnId conn, uint64_t req_id, const wire::Body &body)
-	{
-		Bytes buf(wire::encoded_size(body));
-		auto n = wire::encode(buf, req_id, body);
-		if (!n.ok())
-			fail_msg("encode: %s", n.message().c_str());
-		node->on_message(conn, std::span(buf.data(), n.value()));
-	}
-
-	void flush()
-	{
-		auto st = journal->flush();
-		if (!st.ok())
-			fail_msg("journal: %s", st.message().c_str());
-	}
-
-	std::vector<wire::Msg> take(ConnId conn)
-	{
-		std::vector<wire::Msg> out;
-		for (const Bytes &b : net.sent[conn]) {
-			auto m = wire::parse(b, wire::Side::client,
-					     static_cast<mdr_wire_role>(peers.at(conn).role));
-			if (!m.ok())
-				fail_msg("conn %llu got a bad message: %s",
-					 (unsigned long long)conn, m.message().c_str());
-			out.push_back(std::move(m).value());
-		}
-		net.sent[conn].clear();
-		return out;
-	}
-
-	wire::Msg one(ConnId conn)
-	{
-		auto v = take(conn);
-		if (v.size() != 1)
-			fail_msg("conn %llu: %zu messages, expected 1", (unsigned long long)conn,
-				 v.size());
-		return std::move(v[0]);
-	}
-
-	uint16_t call(ConnId conn, uint64_t req_id, const wire::Body &body)
-	{
-		send(conn, req_id, body);
-		flush();
-		return status_of(one(conn));
+		return establish(peer(MDR_ROLE_HOST, tenant, host_id));
 	}
 
 	uint64_t create(ConnId a, const std::string &name, uint32_t tenant)
 	{
-		send(a, 2, wire::VolCreateReq{.size = 4 * MiB, .extent_shift = 16,
-					      .tenant = tenant, .name = name});
-		flush();
-		wire::Msg m = one(a);
-		auto *rep = std::get_if<wire::VolCreateRep>(&m.body);
-		if (!rep)
-			fail_msg("create %s: status %u", name.c_str(), status_of(m));
-		return rep->vol.volume_id;
+		return NodeRig::create(a, {.size = 4 * MiB, .extent_shift = 16, .tenant = tenant,
+					   .name = name});
 	}
 
 	wire::HostListRep list(ConnId a, uint64_t cursor = 0)
@@ -320,15 +136,6 @@ struct Rig {
 	}
 
 	NodeOptions opts;
-	std::string dir;
-	bool owner = false;
-	int64_t now = 1000000;
-	std::optional<Store> store;
-	std::unique_ptr<Journal> journal;
-	FakeNet net;
-	std::unique_ptr<Node> node;
-	std::map<ConnId, PeerInfo> peers;
-	ConnId next_conn = 1;
 };
 
 // A registered host proves its key, gets mdnode's proof back, and then
@@ -351,7 +158,7 @@ void test_good_auth(void **)
 	const wire::NodeStatsRep st = r.stats(a);
 	assert_int_equal(st.hosts, 1);
 	assert_int_equal(st.auth_failures, 0);
-	assert_true(r.net.cut.empty());
+	assert_true(r.net.disconnects.empty());
 }
 
 // Wrong proof, unknown host, another tenant: PERM, counted, cut; what the
@@ -375,7 +182,7 @@ void test_refused_proofs(void **)
 
 	for (const auto &c : cases) {
 		assert_int_equal(r.call(c.conn, 1, r.proof(c.conn, c.key)), MDR_ST_PERM);
-		assert_true(r.net.cut.count(c.conn));
+		assert_true(r.net.cut(c.conn));
 		assert_int_equal(r.node->stats().auth_failures, ++failures);
 		// Cut: an OPEN now gets no answer at all.
 		r.send(c.conn, 2, wire::OpenReq{.flags = MDR_OPEN_F_BY_NAME, .name = "v1"});
@@ -398,8 +205,8 @@ void test_replayed_proof(void **)
 
 	const ConnId second = r.unproven(1, kHost);
 	assert_int_equal(r.call(second, 1, recorded), MDR_ST_PERM);
-	assert_true(r.net.cut.count(second));
-	assert_false(r.net.cut.count(first));
+	assert_true(r.net.cut(second));
+	assert_false(r.net.cut(first));
 	assert_int_equal(r.node->stats().auth_failures, 1);
 }
 
@@ -421,7 +228,7 @@ void test_relayed_proof(void **)
 		(side ? t.node_qpn : t.host_qpn) += 0x1000;
 		q.mac = mdr::host_mac(bytes(kKey), mdr::AuthLabel::host, t);
 		assert_int_equal(r.call(c, 1, q), MDR_ST_PERM);
-		assert_true(r.net.cut.count(c));
+		assert_true(r.net.cut(c));
 	}
 	assert_int_equal(r.node->stats().auth_failures, 2);
 }
@@ -439,24 +246,24 @@ void test_requests_before_auth(void **)
 	ConnId h = r.unproven(1, kHost);
 	assert_int_equal(r.call(h, 1, wire::PingReq{}), MDR_ST_OK);
 	assert_int_equal(r.call(h, 2, wire::OpenReq{.volume_id = vol}), MDR_ST_PERM);
-	assert_true(r.net.cut.count(h));
+	assert_true(r.net.cut(h));
 	assert_int_equal(r.node->stats().auth_failures, 1);
 
 	h = r.unproven(1, kHost);
 	assert_int_equal(r.call(h, 2, wire::RenewReq{}), MDR_ST_PERM);
-	assert_true(r.net.cut.count(h));
+	assert_true(r.net.cut(h));
 
 	h = r.unproven(1, kHost);
 	wire::InvalidateAck ack{{.volume_id = vol, .first = 0, .count = 1, .generation = 2,
 				 .reason = MDR_INVAL_ALLOC}, true};
 	r.send(h, 9, ack);
 	assert_true(r.take(h).empty());
-	assert_true(r.net.cut.count(h));
+	assert_true(r.net.cut(h));
 	assert_int_equal(r.node->stats().auth_failures, 3);
 
 	h = r.host(1, kHost);
 	assert_int_equal(r.call(h, 3, r.proof(h, kKey)), MDR_ST_INVAL);
-	assert_false(r.net.cut.count(h));
+	assert_false(r.net.cut(h));
 
 	// The codec refuses a nonce of zeros: INVAL, as any bad field.
 	h = r.unproven(1, kHost);
@@ -479,11 +286,11 @@ void test_auth_timeout(void **)
 
 	r.now += kAuthTimeoutMs - 1;
 	r.node->tick();
-	assert_false(r.net.cut.count(silent));
+	assert_false(r.net.cut(silent));
 	r.now += 1;
 	r.node->tick();
-	assert_true(r.net.cut.count(silent));
-	assert_false(r.net.cut.count(proven));
+	assert_true(r.net.cut(silent));
+	assert_false(r.net.cut(proven));
 	assert_int_equal(r.node->stats().auth_failures, 1);
 	r.node->tick();
 	assert_int_equal(r.node->stats().auth_failures, 1);
@@ -542,7 +349,7 @@ void test_host_add_wrap_and_replace(void **)
 	assert_int_equal(r.add_host(a, 0x99, 1, kKey, MDR_HOST_ADD_F_REPLACE), MDR_ST_NOENT);
 	const ConnId before = r.host(1, kHost, kKey);
 	assert_int_equal(r.add_host(a, kHost, 1, kOtherKey, MDR_HOST_ADD_F_REPLACE), MDR_ST_OK);
-	assert_false(r.net.cut.count(before));
+	assert_false(r.net.cut(before));
 	assert_int_equal(r.call(before, 2, wire::PingReq{}), MDR_ST_OK);
 	const ConnId old_key = r.unproven(1, kHost);
 	assert_int_equal(r.call(old_key, 1, r.proof(old_key, kKey)), MDR_ST_PERM);
@@ -569,8 +376,8 @@ void test_remove_cuts_connections_leases_run_out(void **)
 
 	assert_int_equal(r.call(a, 8, wire::HostRemoveReq{.host_id = 0x77}), MDR_ST_NOENT);
 	assert_int_equal(r.call(a, 8, wire::HostRemoveReq{.host_id = kHost}), MDR_ST_OK);
-	assert_true(r.net.cut.count(h1) && r.net.cut.count(h2));
-	assert_false(r.net.cut.count(other));
+	assert_true(r.net.cut(h1) && r.net.cut(h2));
+	assert_false(r.net.cut(other));
 	r.node->on_disconnected(h1);
 	r.node->on_disconnected(h2);
 	assert_int_equal(r.stats(a).hosts, 1);
@@ -608,10 +415,9 @@ void test_host_list_pages(void **)
 // checkpoint; a snapshot of before hosts (version 1) loads with none.
 void test_registry_survives_restart(void **)
 {
-	std::string tmpl = "/var/tmp/mdr-auth-restart.XXXXXX";
-	assert_non_null(mkdtemp(tmpl.data()));
+	const TempDir dir("mdr-auth-restart");
 	{
-		Rig r(node_options(), tmpl);
+		Rig r(node_options(), dir.path);
 		const ConnId a = r.admin();
 		assert_int_equal(r.add_host(a, kHost, 1, kKey), MDR_ST_OK);
 		assert_int_equal(r.add_host(a, 0x94, 2, kKey), MDR_ST_OK);
@@ -622,7 +428,7 @@ void test_registry_survives_restart(void **)
 	}
 	{
 		// Replayed from the journal.
-		Rig r(node_options(), tmpl);
+		Rig r(node_options(), dir.path);
 		assert_int_equal(r.store->counts().hosts, 2);
 		assert_null(r.store->host(0x94));
 		const mdnode::RegisteredHost *h = r.store->host(kHost);
@@ -655,12 +461,10 @@ void test_registry_survives_restart(void **)
 		assert_int_equal(t.load_snapshot(torn).error(), -EINVAL);
 	}
 	{
-		Rig r(node_options(), tmpl);
+		Rig r(node_options(), dir.path);
 		assert_int_equal(r.store->counts().hosts, 2);
 		r.host(1, kHost, kOtherKey);
 	}
-	std::error_code ec;
-	fs::remove_all(tmpl, ec);
 }
 
 // Replay refuses host records that do not fit: a second HOST_ADD, a

@@ -22,8 +22,6 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <memory>
-#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -34,38 +32,26 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 #include "lib/wire.h"
 #include "mdnode/copier.h"
-#include "mdnode/journal.h"
 #include "mdnode/log.h"
 #include "mdnode/node.h"
-#include "mdnode/rdma_server.h"
 #include "mdnode/store.h"
+
+#include "tests/common/node_rig.h"
 
 #include "tests/common/cmocka_cxx.h"
 
 namespace fs = std::filesystem;
 namespace wire = mdr::wire;
 using mdnode::ConnId;
-using mdnode::Journal;
-using mdnode::JournalOptions;
-using mdnode::Net;
-using mdnode::Node;
 using mdnode::NodeOptions;
 using mdnode::PeerInfo;
-using mdnode::Store;
 
 namespace {
 
-using Bytes = std::vector<std::byte>;
+using namespace mdr::test;
 
-constexpr uint64_t MiB = uint64_t{1} << 20;
-constexpr uint32_t kLeaseMs = 1000;
-constexpr uint32_t kMarginMs = 500;
-constexpr int64_t kHeldMs = kLeaseMs + kMarginMs;
 // A lapsed holder's IO may land this much longer; then data moves.
 constexpr uint32_t kIoHoldMs = 200;
 constexpr int64_t kWaitedOutMs = kHeldMs + kIoHoldMs;
@@ -73,52 +59,6 @@ constexpr uint32_t kShift = 20;		// 1 MiB extents: a few chunks each
 constexpr uint64_t kExtent = uint64_t{1} << kShift;
 constexpr uint64_t kDev1Size = 32 * MiB;
 constexpr uint64_t kDev2Size = 4 * MiB;	// 1 MiB label: room for 3 extents
-const std::string kAdminKey = "0123456789abcdef-admin-key";
-
-class TempDir {
-public:
-	TempDir()
-	{
-		std::string tmpl = "/var/tmp/mdr-migrate.XXXXXX";
-		assert_non_null(mkdtemp(tmpl.data()));
-		path = tmpl;
-	}
-	~TempDir()
-	{
-		std::error_code ec;
-		fs::remove_all(path, ec);
-	}
-	TempDir(const TempDir &) = delete;
-	TempDir &operator=(const TempDir &) = delete;
-
-	std::string path;
-};
-
-class FakeNet : public Net {
-public:
-	mdr::Status send(ConnId conn, std::span<const std::byte> msg) override
-	{
-		sent[conn].emplace_back(msg.begin(), msg.end());
-		return {};
-	}
-	void disconnect(ConnId conn) override { disconnects.push_back(conn); }
-	mdr::Result<uint32_t> table_rkey(ConnId conn, uint64_t volume_id, const void *,
-					 size_t) override
-	{
-		return uint32_t(0x10000 * conn + volume_id);
-	}
-	void forget_table(uint64_t) override {}
-
-	std::map<ConnId, std::vector<Bytes>> sent;
-	std::vector<ConnId> disconnects;
-};
-
-uint16_t status_of(const wire::Msg &m)
-{
-	if (auto *e = std::get_if<wire::ErrorRep>(&m.body))
-		return e->status;
-	return MDR_ST_OK;
-}
 
 // A block of 4 KiB stamped with where it belongs and a seed.
 void stamp(std::vector<uint8_t> &buf, uint64_t seed)
@@ -129,26 +69,21 @@ void stamp(std::vector<uint8_t> &buf, uint64_t seed)
 	}
 }
 
-struct Rig {
+// Hosts speak version 1 unless asked: no pre-copy, the whole extent is
+// copied under the freeze (the tests of the pre-copy ask for 2).
+struct Rig : NodeRig {
 	explicit Rig(bool bad_dev2_path = false, uint32_t hold_ms = kIoHoldMs)
-		: io_hold_ms(hold_ms)
+		: NodeRig("mdr-migrate", 1), io_hold_ms(hold_ms)
 	{
-		jdir = dir.path + "/journal";
+		jdir = dir + "/journal";
 		fs::create_directory(jdir);
-		dev_path[1] = dir.path + "/dev1";
-		dev_path[2] = dir.path + "/dev2";
+		dev_path[1] = dir + "/dev1";
+		dev_path[2] = dir + "/dev2";
 		make_file(dev_path[1], kDev1Size);
 		make_file(dev_path[2], kDev2Size);
 		if (bad_dev2_path)
-			copier_paths = {{1, dev_path[1]}, {2, dir.path + "/no-such-device"}};
+			copier_paths = {{1, dev_path[1]}, {2, dir + "/no-such-device"}};
 		start();
-	}
-
-	~Rig()
-	{
-		// The node (and its copier) before the journal and the store.
-		node.reset();
-		journal.reset();
 	}
 
 	static void make_file(const std::string &path, uint64_t size)
@@ -163,38 +98,15 @@ struct Rig {
 	// node, the roll-back of unfinished moves. now does not move.
 	void start()
 	{
-		auto s = Store::create({{1, dev_path[1], "SER-A", kDev1Size},
-					{2, dev_path[2], "SER-B", kDev2Size}});
-		assert_true(s.ok());
-		store.emplace(std::move(s).value());
-		JournalOptions jo;
-		jo.dir = jdir;
-		auto j = Journal::open(
-			jo,
-			[this](std::span<const std::byte> snap) {
-				return store->load_snapshot(
-					{reinterpret_cast<const uint8_t *>(snap.data()), snap.size()});
-			},
-			[this](uint16_t type, std::span<const std::byte> payload) {
-				return store->replay(type, {reinterpret_cast<const uint8_t *>(
-								    payload.data()),
-							    payload.size()});
-			});
-		if (!j.ok())
-			fail_msg("journal: %s", j.message().c_str());
-		journal = std::move(j).value();
-		NodeOptions o;
-		o.lease_ms = kLeaseMs;
-		o.drift_margin_ms = kMarginMs;
+		NodeOptions o = rig_options();
 		o.io_hold_ms = io_hold_ms;
-		o.admin_key.assign(kAdminKey.begin(), kAdminKey.end());
-		o.host_auth_required = false;
 		o.boot_id = 0xb007 + restarts;
 		o.copier.chunk = 128 << 10;	// 8 chunks an extent
 		o.copier.depth = 3;
 		o.device_paths = copier_paths;
-		node = std::make_unique<Node>(o, *store, *journal, [this] { return now; });
-		node->attach(net);
+		NodeRig::start({{1, dev_path[1], "SER-A", kDev1Size},
+				{2, dev_path[2], "SER-B", kDev2Size}},
+			       o, jdir);
 		auto st = node->recover_moves();
 		if (!st.ok())
 			fail_msg("recover: %s", st.message().c_str());
@@ -218,77 +130,9 @@ struct Rig {
 		node->tick();
 	}
 
-	PeerInfo peer(uint16_t role, uint32_t tenant, uint64_t host_id)
-	{
-		PeerInfo p{};
-		p.id = next_conn++;
-		p.role = role;
-		// Hosts speak version 2 here, unauthenticated under --host-auth
-		// optional; test_host_auth.cc has hosts that prove their key.
-		p.version = role == MDR_ROLE_HOST ? 2 : MDR_WIRE_VERSION;
-		p.tenant = tenant;
-		p.host_id = host_id;
-		p.queue_depth = 16;
-		p.push_credits = 16;
-		p.max_msg = 4096;
-		p.address = "192.0.2.1:" + std::to_string(40000 + p.id);
-		for (size_t i = 0; i < p.nonce.size(); i++)
-			p.nonce[i] = role == MDR_ROLE_ADMIN ? uint8_t(p.id * 31 + i) : 0;
-		return p;
-	}
-
-	ConnId establish(const PeerInfo &p)
-	{
-		assert_int_equal(node->on_connect(p), MDR_ST_OK);
-		node->on_established(p);
-		roles[p.id] = p.role;
-		versions[p.id] = p.version;
-		return p.id;
-	}
-
-	// Hosts speak version 1 unless asked: no pre-copy, the whole extent
-	// is copied under the freeze (the tests of the pre-copy ask for 2).
 	ConnId host(uint64_t host_id, uint16_t version = 1)
 	{
-		PeerInfo p = peer(MDR_ROLE_HOST, 7, host_id);
-
-		p.version = version;
-		return establish(p);
-	}
-
-	ConnId admin(bool authenticate = true)
-	{
-		const PeerInfo p = peer(MDR_ROLE_ADMIN, 0, 0xad00 + next_conn);
-		const ConnId c = establish(p);
-		if (!authenticate)
-			return c;
-		std::array<uint8_t, 32> mac{};
-		unsigned char msg[24];
-		uint64_t host_le = htole64(p.host_id);
-		unsigned int len = 0;
-		std::memcpy(msg, p.nonce.data(), 16);
-		std::memcpy(msg + 16, &host_le, 8);
-		assert_non_null(HMAC(EVP_sha256(), kAdminKey.data(), int(kAdminKey.size()),
-				     msg, sizeof(msg), mac.data(), &len));
-		send(c, 1, wire::AuthReq{.mac = mac});
-		assert_true(std::holds_alternative<wire::AuthRep>(one(c).body));
-		return c;
-	}
-
-	void send(ConnId conn, uint64_t req_id, const wire::Body &body)
-	{
-		Bytes buf(wire::encoded_size(body));
-		auto n = wire::encode(buf, req_id, body);
-		if (!n.ok())
-			fail_msg("encode: %s", n.message().c_str());
-		node->on_message(conn, std::span(buf.data(), n.value()));
-	}
-
-	void flush()
-	{
-		auto st = journal->flush();
-		if (!st.ok())
-			fail_msg("journal: %s", st.message().c_str());
+		return establish(peer(MDR_ROLE_HOST, 7, host_id, version));
 	}
 
 	// Copies finished and their ends journaled. The end of a pre-copy
@@ -302,58 +146,10 @@ struct Rig {
 		}
 	}
 
-	std::vector<wire::Msg> take(ConnId conn)
-	{
-		std::vector<wire::Msg> out;
-
-		for (const Bytes &b : net.sent[conn]) {
-			auto m = wire::parse(b, wire::Side::client,
-					     static_cast<mdr_wire_role>(roles.at(conn)));
-			if (!m.ok())
-				fail_msg("conn %llu got a bad message: %s",
-					 (unsigned long long)conn, m.message().c_str());
-			out.push_back(std::move(m).value());
-		}
-		net.sent[conn].clear();
-		return out;
-	}
-
-	wire::Msg one(ConnId conn)
-	{
-		auto v = take(conn);
-		if (v.size() != 1)
-			fail_msg("conn %llu: %zu messages, expected 1",
-				 (unsigned long long)conn, v.size());
-		return std::move(v[0]);
-	}
-
-	bool quiet(ConnId conn) { return net.sent[conn].empty(); }
-
-	uint16_t call(ConnId conn, uint64_t req_id, const wire::Body &body)
-	{
-		send(conn, req_id, body);
-		flush();
-		wire::Msg m = one(conn);
-		assert_int_equal(m.hdr.req_id, req_id);
-		return status_of(m);
-	}
-
 	uint64_t create(ConnId adm, const std::string &name, uint64_t size)
 	{
-		send(adm, 2, wire::VolCreateReq{.size = size, .extent_shift = kShift,
-						.tenant = 7, .name = name});
-		flush();
-		wire::Msg m = one(adm);
-		auto *rep = std::get_if<wire::VolCreateRep>(&m.body);
-		if (!rep)
-			fail_msg("create %s: status %u", name.c_str(), status_of(m));
-		return rep->vol.volume_id;
-	}
-
-	void open(ConnId conn, uint64_t volume_id)
-	{
-		send(conn, 3, wire::OpenReq{.volume_id = volume_id});
-		assert_true(std::holds_alternative<wire::OpenRep>(one(conn).body));
+		return NodeRig::create(adm, {.size = size, .extent_shift = kShift, .tenant = 7,
+					     .name = name});
 	}
 
 	// Allocated by a host with no other holder: answered at once.
@@ -409,52 +205,11 @@ struct Rig {
 	}
 
 	uint32_t io_hold_ms;	// NodeOptions::io_hold_ms of every start
-	TempDir dir;
 	std::string jdir;
 	std::map<uint32_t, std::string> dev_path;
 	std::map<uint32_t, std::string> copier_paths;
-	int64_t now = 1000000;
 	unsigned restarts = 0;
-	std::optional<Store> store;
-	std::unique_ptr<Journal> journal;
-	FakeNet net;
-	std::unique_ptr<Node> node;
-	std::map<ConnId, uint16_t> roles;
-	std::map<ConnId, uint16_t> versions;	// negotiated, of each connection
-	ConnId next_conn = 1;
 };
-
-const wire::Invalidate &expect_push(const wire::Msg &m, uint64_t volume_id, uint64_t index,
-				    uint64_t generation, uint32_t reason)
-{
-	auto *p = std::get_if<wire::Invalidate>(&m.body);
-	assert_non_null(p);
-	assert_int_equal(p->volume_id, volume_id);
-	assert_int_equal(p->first, index);
-	assert_int_equal(p->count, 1);
-	assert_int_equal(p->generation, generation);
-	assert_int_equal(p->reason, reason);
-	return *p;
-}
-
-// The ack of a push in the connection's version's form; on version 2 with
-// the flags and dirty granules given.
-wire::InvalidateAck ack_of(Rig &r, ConnId host, const wire::Invalidate &push,
-			   uint32_t flags = 0, uint64_t dirty = 0)
-{
-	wire::InvalidateAck ack;
-	static_cast<wire::InvalRange &>(ack) = push;
-	ack.extended = r.versions.at(host) >= 2;
-	ack.flags = flags;
-	ack.dirty = dirty;
-	return ack;
-}
-
-void ack(Rig &r, ConnId host, const wire::Msg &push, uint32_t flags = 0, uint64_t dirty = 0)
-{
-	r.send(host, push.hdr.req_id,
-	       ack_of(r, host, std::get<wire::Invalidate>(push.body), flags, dirty));
-}
 
 // A volume of 4 extents on device 1, extents 0 and 1 allocated by a host
 // that keeps its lease, stamped with known data.
@@ -513,7 +268,7 @@ void test_move_freezes_copies_and_publishes(void **)
 
 	// Acked: copied, journaled, published at the new place.
 	r.now += 20;
-	ack(r, s.host, push);
+	r.ack(s.host, push);
 	r.copies();
 	e = r.entry(s.vol, 1);
 	assert_int_equal(e.state, MDR_EXT_MAPPED);
@@ -525,7 +280,7 @@ void test_move_freezes_copies_and_publishes(void **)
 	push = r.one(s.host);
 	expect_push(push, s.vol, 1, 4, MDR_INVAL_ALLOC);
 	assert_true(r.quiet(s.adm));
-	ack(r, s.host, push);
+	r.ack(s.host, push);
 
 	wire::Msg m = r.one(s.adm);
 	assert_int_equal(m.hdr.req_id, 20);
@@ -586,11 +341,11 @@ void test_move_back_and_forth(void **)
 		r.flush();
 		wire::Msg push = r.one(s.host);
 		expect_push(push, s.vol, 1, g + 1, MDR_INVAL_MOVE);
-		ack(r, s.host, push);
+		r.ack(s.host, push);
 		r.copies();
 		push = r.one(s.host);
 		expect_push(push, s.vol, 1, g + 2, MDR_INVAL_ALLOC);
-		ack(r, s.host, push);
+		r.ack(s.host, push);
 		wire::Msg m = r.one(s.adm);
 		assert_int_equal(status_of(m), MDR_ST_OK);
 		const wire::Entry e = r.entry(s.vol, 1);
@@ -613,7 +368,7 @@ void move_acked(Rig &r, Setup &s)
 	r.flush();
 	const wire::Msg push = r.one(s.host);
 	expect_push(push, s.vol, 0, 3, MDR_INVAL_MOVE);
-	ack(r, s.host, push);
+	r.ack(s.host, push);
 }
 
 // Extent 0 is on device 2 with its data, the Setup's holder is told, and
@@ -626,7 +381,7 @@ wire::Msg expect_published(Rig &r, Setup &s)
 	assert_true(r.extent_holds(e, 100));
 	const wire::Msg push = r.one(s.host);
 	expect_push(push, s.vol, 0, 4, MDR_INVAL_ALLOC);
-	ack(r, s.host, push);
+	r.ack(s.host, push);
 	wire::Msg m = r.one(s.adm);
 	assert_int_equal(status_of(m), MDR_ST_OK);
 	return m;
@@ -662,7 +417,7 @@ void test_silent_holder_delays_the_copy_until_its_lease_expires(void **)
 	wire::Msg push = r.one(s.host);
 	expect_push(push, s.vol, 0, 3, MDR_INVAL_MOVE);
 	(void)r.one(other);	// pushed, never acked
-	ack(r, s.host, push);
+	r.ack(s.host, push);
 	r.node->on_disconnected(other);
 
 	r.now += kHeldMs - 1;
@@ -766,11 +521,11 @@ void test_reconnected_holder_gets_the_push_again(void **)
 	r.node->tick();
 	r.copies();
 	assert_int_equal(r.entry(s.vol, 0).state, MDR_EXT_FROZEN);
-	ack(r, again, push);
+	r.ack(again, push);
 	r.copies();
 	push = r.one(again);
 	expect_push(push, s.vol, 0, 4, MDR_INVAL_ALLOC);
-	ack(r, again, push);
+	r.ack(again, push);
 	assert_int_equal(status_of(r.one(s.adm)), MDR_ST_OK);
 	assert_true(r.extent_holds(r.entry(s.vol, 0), 100));
 }
@@ -828,7 +583,7 @@ void test_crash_at_each_step(void **)
 		wire::Msg push = r.one(s.host);
 		uint64_t seen = 3;	// FROZEN g1
 		if (step >= 1)
-			ack(r, s.host, push);	// the copy is queued
+			r.ack(s.host, push);	// the copy is queued
 		if (step >= 2)
 			r.node->wait_copies();	// the end is appended, not written
 		if (step == 3) {
@@ -921,9 +676,9 @@ void test_move_refusals(void **)
 	assert_int_equal(move(s.vol, 0, 1, 2), MDR_ST_BUSY);
 	assert_int_equal(r.call(s.host, 61, wire::AllocReq{.volume_id = s.vol, .index = 0}),
 			 MDR_ST_AGAIN);
-	ack(r, s.host, push);
+	r.ack(s.host, push);
 	r.copies();
-	ack(r, s.host, r.one(s.host));
+	r.ack(s.host, r.one(s.host));
 	assert_int_equal(status_of(r.one(s.adm)), MDR_ST_OK);
 
 	// Roles and authentication.
@@ -952,7 +707,7 @@ void test_failed_copy_rolls_back(void **)
 	r.send(s.adm, 20, wire::MoveReq{.volume_id = s.vol, .first = 0, .count = 1,
 					.to_dev = 2});
 	r.flush();
-	ack(r, s.host, r.one(s.host));
+	r.ack(s.host, r.one(s.host));
 	r.copies();
 	const wire::Entry e = r.entry(s.vol, 0);
 	assert_int_equal(e.state, MDR_EXT_MAPPED);
@@ -962,7 +717,7 @@ void test_failed_copy_rolls_back(void **)
 	assert_int_equal(r.used(2), used2);
 	wire::Msg push = r.one(s.host);
 	expect_push(push, s.vol, 0, 4, MDR_INVAL_ALLOC);
-	ack(r, s.host, push);
+	r.ack(s.host, push);
 	assert_int_equal(status_of(r.one(s.adm)), MDR_ST_IO);
 	assert_int_equal(r.node->stats().moves_failed, 1);
 	assert_int_equal(r.node->stats().moves_done, 0);
@@ -1048,7 +803,7 @@ struct PreSetup {
 				continue;	// no lease any more
 			wire::Msg push = r.one(c);
 			expect_push(push, vol, 1, e.generation, MDR_INVAL_ALLOC);
-			ack(r, c, push);
+			r.ack(c, push);
 		}
 		assert_int_equal(status_of(r.one(adm)), status);
 		return e;
@@ -1084,7 +839,7 @@ void test_precopy_copies_again_only_the_reported_granules(void **)
 	assert_true(r.quiet(s.h[0]));
 	assert_true(r.quiet(s.adm));
 
-	ack(r, s.h[0], track);
+	r.ack(s.h[0], track);
 	r.node->wait_copies();	// the pre-copy; MOVE_BEGIN appended
 	std::vector<uint8_t> want = stamped(101);
 	write_granule(r, s.at, 5, 205, &want);
@@ -1096,7 +851,7 @@ void test_precopy_copies_again_only_the_reported_granules(void **)
 	r.copies();
 	assert_int_equal(r.entry(s.vol, 1).state, MDR_EXT_FROZEN);	// no ack yet
 
-	ack(r, s.h[0], push, MDR_INVAL_ACK_F_TRACKED, uint64_t{1} << 5);
+	r.ack(s.h[0], push, MDR_INVAL_ACK_F_TRACKED, uint64_t{1} << 5);
 	r.copies();
 	const wire::Entry e = s.finish(r);
 	assert_int_equal(e.state, MDR_EXT_MAPPED);
@@ -1130,13 +885,13 @@ void test_precopy_dirty_masks(void **)
 		PreSetup s(r);
 
 		s.move(r);
-		ack(r, s.h[0], r.one(s.h[0]));
+		r.ack(s.h[0], r.one(s.h[0]));
 		r.node->wait_copies();
 		std::vector<uint8_t> want = stamped(101);
 		for (unsigned g = 0; g < 64; g++)
 			write_granule(r, s.at, g, 300 + g, mask >> g & 1 ? &want : nullptr);
 		r.flush();
-		ack(r, s.h[0], r.one(s.h[0]), MDR_INVAL_ACK_F_TRACKED, mask);
+		r.ack(s.h[0], r.one(s.h[0]), MDR_INVAL_ACK_F_TRACKED, mask);
 		r.copies();
 		const wire::Entry e = s.finish(r);
 		assert_int_equal(e.dev_id, 2);
@@ -1172,7 +927,7 @@ void test_precopy_falls_back_to_a_full_copy(void **)
 			s.h[0] = r.host(0x1111, 1);
 			r.open(s.h[0], s.vol);	// the OPEN reply only: no TRACK
 		} else {
-			ack(r, a, r.one(a));
+			r.ack(a, r.one(a));
 		}
 		if (c == late_opener) {
 			// A second host opens only now: no TRACK for it.
@@ -1187,7 +942,7 @@ void test_precopy_falls_back_to_a_full_copy(void **)
 			r.node->tick();
 			s.h.pop_back();
 		} else if (c == move_lease_lost) {
-			ack(r, s.h[1], r.one(s.h[1]));
+			r.ack(s.h[1], r.one(s.h[1]));
 		}
 		if (c == reopened) {
 			r.node->on_disconnected(a);
@@ -1200,10 +955,10 @@ void test_precopy_falls_back_to_a_full_copy(void **)
 		r.flush();
 
 		const ConnId now_a = s.h[0];
-		ack(r, now_a, r.one(now_a),
+		r.ack(now_a, r.one(now_a),
 		    c == untracked_ack || c == downgraded ? 0 : MDR_INVAL_ACK_F_TRACKED, 0);
 		if (c == late_opener)
-			ack(r, s.h[1], r.one(s.h[1]), MDR_INVAL_ACK_F_TRACKED, 0);
+			r.ack(s.h[1], r.one(s.h[1]), MDR_INVAL_ACK_F_TRACKED, 0);
 		if (c == move_lease_lost) {
 			(void)r.one(s.h[1]);	// never acked
 			r.copies();
@@ -1251,11 +1006,11 @@ void test_precopy_needs_every_holder_on_version_2(void **)
 		assert_int_equal(r.used(2), used2 + kExtent);
 		wire::Msg push = r.one(s.h[0]);
 		expect_push(push, s.vol, 1, 3, MDR_INVAL_MOVE);
-		ack(r, s.h[0], push, MDR_INVAL_ACK_F_TRACKED, 0);
+		r.ack(s.h[0], push, MDR_INVAL_ACK_F_TRACKED, 0);
 		if (!disconnected) {
 			push = r.one(s.h[1]);
 			expect_push(push, s.vol, 1, 3, MDR_INVAL_MOVE);
-			ack(r, s.h[1], push);
+			r.ack(s.h[1], push);
 		} else {
 			s.h.pop_back();
 			r.now += kHeldMs - 1;
@@ -1301,12 +1056,12 @@ void test_malformed_acks_are_refused(void **)
 		wire::Msg push = r.one(h);
 		if (c == beyond) {
 			// Tracked: MOVE comes after the pre-copy.
-			ack(r, h, push);
+			r.ack(h, push);
 			r.copies();
 			push = r.one(h);
 		}
 
-		wire::InvalidateAck a = ack_of(r, h, std::get<wire::Invalidate>(push.body));
+		wire::InvalidateAck a = r.ack_of(h, std::get<wire::Invalidate>(push.body));
 		a.extended = c != short_on_v2 && (c == long_on_v1 || a.extended);
 		if (c == beyond) {
 			a.flags = MDR_INVAL_ACK_F_TRACKED;
@@ -1358,7 +1113,7 @@ void test_move_failed_before_begin_frees_its_place(void **)
 		s.move(r);
 		assert_int_equal(r.used(2), used2 + kExtent);
 		assert_int_equal(r.store->free_extents(2, kShift), 2);
-		ack(r, s.h[0], r.one(s.h[0]));
+		r.ack(s.h[0], r.one(s.h[0]));
 		if (crash) {
 			r.crash_and_restart();
 		} else {
@@ -1391,11 +1146,11 @@ void test_drain_empties_a_device(void **)
 		r.flush();
 		wire::Msg push = r.one(s.host);
 		assert_int_equal(std::get<wire::Invalidate>(push.body).reason, MDR_INVAL_MOVE);
-		ack(r, s.host, push);
+		r.ack(s.host, push);
 		r.copies();
 		push = r.one(s.host);
 		assert_int_equal(std::get<wire::Invalidate>(push.body).reason, MDR_INVAL_ALLOC);
-		ack(r, s.host, push);
+		r.ack(s.host, push);
 	}
 	wire::Msg m = r.one(s.adm);
 	auto *rep = std::get_if<wire::DrainRep>(&m.body);
@@ -1438,13 +1193,13 @@ void test_drain_finds_extents_allocated_behind_it(void **)
 		assert_int_equal(inv.reason, MDR_INVAL_MOVE);
 		assert_int_equal(inv.volume_id, volume_id);
 		assert_int_equal(inv.first, index);
-		ack(r, host, push);
+		r.ack(host, push);
 	};
 	auto publish = [&] {
 		r.copies();
 		wire::Msg push = r.one(host);
 		assert_int_equal(std::get<wire::Invalidate>(push.body).reason, MDR_INVAL_ALLOC);
-		ack(r, host, push);
+		r.ack(host, push);
 	};
 
 	r.send(adm, 80, wire::DrainReq{.dev_id = 1});
@@ -1473,7 +1228,7 @@ void test_drain_finds_extents_allocated_behind_it(void **)
 // job that failed; its stamps are in order.
 void test_copier_copies_extents_with_its_defaults(void **)
 {
-	TempDir dir;
+	TempDir dir("mdr-migrate");
 	const std::string a = dir.path + "/a", b = dir.path + "/b";
 	constexpr uint64_t kBig = 4 * MiB;
 
@@ -1530,7 +1285,7 @@ void test_copier_copies_extents_with_its_defaults(void **)
 // the job are refused.
 void test_copier_copies_only_the_runs(void **)
 {
-	TempDir dir;
+	TempDir dir("mdr-migrate");
 	const std::string a = dir.path + "/a", b = dir.path + "/b";
 	constexpr uint64_t kLen = MiB;
 

@@ -13,193 +13,60 @@
 // /var/tmp; time is the Node's clock function, moved by hand.
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <map>
-#include <memory>
-#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
 
-#include <endian.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <sys/resource.h>
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
+#include "lib/auth.h"
 #include "lib/wire.h"
-#include "mdnode/journal.h"
 #include "mdnode/log.h"
 #include "mdnode/node.h"
-#include "mdnode/rdma_server.h"
 #include "mdnode/store.h"
+
+#include "tests/common/node_rig.h"
 
 #include "tests/common/cmocka_cxx.h"
 
 namespace fs = std::filesystem;
 namespace wire = mdr::wire;
 using mdnode::ConnId;
-using mdnode::Journal;
-using mdnode::JournalOptions;
-using mdnode::Net;
 using mdnode::Node;
 using mdnode::NodeOptions;
 using mdnode::PeerInfo;
-using mdnode::Store;
 
 namespace {
 
-using Bytes = std::vector<std::byte>;
+using namespace mdr::test;
 
-constexpr uint64_t MiB = uint64_t{1} << 20;
-constexpr uint32_t kLeaseMs = 1000;
-constexpr uint32_t kMarginMs = 500;
-// What mdnode believes in after an OPEN or a RENEW.
-constexpr int64_t kHeldMs = kLeaseMs + kMarginMs;
 // Then what the host sent before may still land this much longer.
 constexpr uint32_t kIoHoldMs = 300;
 constexpr int64_t kWaitedOutMs = kHeldMs + kIoHoldMs;
 constexpr uint32_t kShift = 16;	// 64 KiB extents: plenty on a small device
-const std::string kAdminKey = "0123456789abcdef-admin-key";
 
-// A directory removed with everything in it at the end of the test.
-class TempDir {
-public:
-	TempDir()
+// Two devices that are never read or written: the node only allocates.
+// Hosts speak version 2 here, unauthenticated under --host-auth optional;
+// test_host_auth.cc has hosts that prove their key.
+struct Rig : NodeRig {
+	explicit Rig(NodeOptions o = options()) : NodeRig("mdr-node", 2)
 	{
-		std::string tmpl = "/var/tmp/mdr-node.XXXXXX";
-		assert_non_null(mkdtemp(tmpl.data()));
-		path = tmpl;
-	}
-	~TempDir()
-	{
-		std::error_code ec;
-		fs::remove_all(path, ec);
-	}
-	TempDir(const TempDir &) = delete;
-	TempDir &operator=(const TempDir &) = delete;
-
-	std::string path;
-};
-
-// The transport as the node sees it: records what the node sends, which
-// connections it cuts and which table registrations it asks for.
-class FakeNet : public Net {
-public:
-	struct RkeyCall {
-		ConnId conn;
-		uint64_t volume_id;
-		const void *addr;
-		size_t len;
-	};
-
-	// The rkey this fake hands out for a volume's table seen from conn:
-	// one per connection, as a registration in the PD of conn's tenant.
-	static uint32_t rkey_for(ConnId conn, uint64_t volume_id)
-	{
-		return uint32_t(0x10000 * conn + volume_id);
-	}
-
-	mdr::Status send(ConnId conn, std::span<const std::byte> msg) override
-	{
-		if (down.count(conn))
-			return mdr::Error(-ENOTCONN, "fake: not connected");
-		if (auto it = send_error.find(conn); it != send_error.end() && it->second)
-			return mdr::Error(it->second, "fake: send fails");
-		sent[conn].emplace_back(msg.begin(), msg.end());
-		return {};
-	}
-	void disconnect(ConnId conn) override { disconnects.push_back(conn); }
-	mdr::Result<uint32_t> table_rkey(ConnId conn, uint64_t volume_id, const void *addr,
-					 size_t len) override
-	{
-		rkey_calls.push_back({conn, volume_id, addr, len});
-		if (rkey_error)
-			return mdr::Error(rkey_error, "fake: cannot register");
-		return rkey_for(conn, volume_id);
-	}
-	void forget_table(uint64_t volume_id) override { forgotten.push_back(volume_id); }
-
-	std::map<ConnId, std::vector<Bytes>> sent;
-	std::set<ConnId> down;		// send() fails with -ENOTCONN
-	std::map<ConnId, int> send_error;	// send() fails with it, if non-zero
-	std::vector<ConnId> disconnects;
-	std::vector<RkeyCall> rkey_calls;
-	std::vector<uint64_t> forgotten;
-	int rkey_error = 0;
-};
-
-uint16_t status_of(const wire::Msg &m)
-{
-	if (auto *e = std::get_if<wire::ErrorRep>(&m.body))
-		return e->status;
-	return MDR_ST_OK;
-}
-
-// A node on a real store and journal, a clock moved by hand, and clients
-// that talk to it through FakeNet.
-struct Rig {
-	explicit Rig(NodeOptions o = options())
-	{
-		auto s = Store::create({{1, "/dev/fake-a", "SER-A", 64 * MiB},
-					{2, "/dev/fake-b", "SER-B", 32 * MiB}});
-		assert_true(s.ok());
-		store.emplace(std::move(s).value());
-		JournalOptions jo;
-		jo.dir = dir.path;
-		auto j = Journal::open(
-			jo, [](std::span<const std::byte>) { return mdr::Status(); },
-			[](uint16_t, std::span<const std::byte>) { return mdr::Status(); });
-		if (!j.ok())
-			fail_msg("journal: %s", j.message().c_str());
-		journal = std::move(j).value();
-		node = std::make_unique<Node>(o, *store, *journal, [this] { return now; });
-		node->attach(net);
+		start({{1, "/dev/fake-a", "SER-A", 64 * MiB}, {2, "/dev/fake-b", "SER-B", 32 * MiB}},
+		      o, dir);
 	}
 
 	static NodeOptions options()
 	{
-		NodeOptions o;
-		o.lease_ms = kLeaseMs;
-		o.drift_margin_ms = kMarginMs;
+		NodeOptions o = rig_options();
 		o.io_hold_ms = kIoHoldMs;
-		o.admin_key.assign(kAdminKey.begin(), kAdminKey.end());
-		o.host_auth_required = false;
 		o.boot_id = 0xb007;
 		return o;
-	}
-
-	PeerInfo peer(uint16_t role, uint32_t tenant, uint64_t host_id)
-	{
-		PeerInfo p{};
-		p.id = next_conn++;
-		p.role = role;
-		// Hosts speak version 2 here, unauthenticated under --host-auth
-		// optional; test_host_auth.cc has hosts that prove their key.
-		p.version = role == MDR_ROLE_HOST ? 2 : MDR_WIRE_VERSION;
-		p.tenant = tenant;
-		p.host_id = host_id;
-		p.queue_depth = 16;
-		p.push_credits = 16;
-		p.max_msg = 4096;
-		p.address = "192.0.2.1:" + std::to_string(40000 + p.id);
-		for (size_t i = 0; i < p.nonce.size(); i++)
-			p.nonce[i] = role == MDR_ROLE_ADMIN ? uint8_t(p.id * 31 + i) : 0;
-		return p;
-	}
-
-	ConnId establish(const PeerInfo &p)
-	{
-		assert_int_equal(node->on_connect(p), MDR_ST_OK);
-		node->on_established(p);
-		roles[p.id] = p.role;
-		return p.id;
 	}
 
 	ConnId host(uint32_t tenant, uint64_t host_id, uint16_t push_credits = 16)
@@ -210,110 +77,11 @@ struct Rig {
 		return establish(p);
 	}
 
-	static std::array<uint8_t, 32> mac_for(const PeerInfo &p, const std::string &key)
-	{
-		std::array<uint8_t, 32> mac{};
-		unsigned char msg[24];
-		uint64_t host_le = htole64(p.host_id);
-		unsigned int len = 0;
-
-		std::memcpy(msg, p.nonce.data(), 16);
-		std::memcpy(msg + 16, &host_le, 8);
-		assert_non_null(HMAC(EVP_sha256(), key.data(), int(key.size()), msg,
-				     sizeof(msg), mac.data(), &len));
-		assert_int_equal(len, mac.size());
-		return mac;
-	}
-
-	// An admin connection that has proven the key.
-	ConnId admin()
-	{
-		const PeerInfo p = peer(MDR_ROLE_ADMIN, 0, 0xad00 + next_conn);
-		const ConnId c = establish(p);
-		send(c, 1, wire::AuthReq{.mac = mac_for(p, kAdminKey)});
-		assert_true(std::holds_alternative<wire::AuthRep>(one(c).body));
-		return c;
-	}
-
-	void send(ConnId conn, uint64_t req_id, const wire::Body &body)
-	{
-		Bytes buf(wire::encoded_size(body));
-		auto n = wire::encode(buf, req_id, body);
-		if (!n.ok())
-			fail_msg("encode: %s", n.message().c_str());
-		node->on_message(conn, std::span(buf.data(), n.value()));
-	}
-
-	// Every change in flight made durable, its callbacks run.
-	void flush()
-	{
-		auto st = journal->flush();
-		if (!st.ok())
-			fail_msg("journal: %s", st.message().c_str());
-	}
-
-	// Everything sent to conn since the last take(), decoded as the
-	// client decodes it.
-	std::vector<wire::Msg> take(ConnId conn)
-	{
-		std::vector<wire::Msg> out;
-
-		for (const Bytes &b : net.sent[conn]) {
-			auto m = wire::parse(b, wire::Side::client,
-					     static_cast<mdr_wire_role>(roles.at(conn)));
-			if (!m.ok())
-				fail_msg("conn %llu got a bad message: %s",
-					 (unsigned long long)conn, m.message().c_str());
-			out.push_back(std::move(m).value());
-		}
-		net.sent[conn].clear();
-		return out;
-	}
-
-	// The one message sent to conn since the last take().
-	wire::Msg one(ConnId conn)
-	{
-		auto v = take(conn);
-		if (v.size() != 1)
-			fail_msg("conn %llu: %zu messages, expected 1",
-				 (unsigned long long)conn, v.size());
-		return std::move(v[0]);
-	}
-
-	bool quiet(ConnId conn) { return net.sent[conn].empty(); }
-
-	// One request, one reply: its status (MDR_ST_OK or the error's).
-	uint16_t call(ConnId conn, uint64_t req_id, const wire::Body &body)
-	{
-		send(conn, req_id, body);
-		flush();
-		wire::Msg m = one(conn);
-		assert_int_equal(m.hdr.req_id, req_id);
-		return status_of(m);
-	}
-
 	uint64_t create(ConnId admin_conn, const std::string &name, uint64_t size,
 			uint32_t tenant)
 	{
-		send(admin_conn, 2, wire::VolCreateReq{.size = size, .extent_shift = kShift,
-						       .tenant = tenant, .name = name});
-		flush();
-		wire::Msg m = one(admin_conn);
-		auto *rep = std::get_if<wire::VolCreateRep>(&m.body);
-		if (!rep)
-			fail_msg("create %s: status %u", name.c_str(), status_of(m));
-		return rep->vol.volume_id;
-	}
-
-	wire::OpenRep open(ConnId conn, uint64_t volume_id)
-	{
-		send(conn, 3, wire::OpenReq{.volume_id = volume_id});
-		wire::Msg m = one(conn);
-		auto *rep = std::get_if<wire::OpenRep>(&m.body);
-		if (!rep)
-			fail_msg("open %llu: status %u", (unsigned long long)volume_id,
-				 status_of(m));
-		return *rep;
+		return NodeRig::create(admin_conn, {.size = size, .extent_shift = kShift,
+						    .tenant = tenant, .name = name});
 	}
 
 	wire::VolInfoRep info(ConnId admin_conn, const std::string &name)
@@ -325,39 +93,7 @@ struct Rig {
 			fail_msg("info %s: status %u", name.c_str(), status_of(m));
 		return *rep;
 	}
-
-	TempDir dir;
-	int64_t now = 1000000;
-	std::optional<Store> store;
-	std::unique_ptr<Journal> journal;
-	FakeNet net;
-	std::unique_ptr<Node> node;
-	std::map<ConnId, uint16_t> roles;
-	ConnId next_conn = 1;
 };
-
-// The push of an ALLOC, as the other lease holders must receive it.
-const wire::Invalidate &expect_push(const wire::Msg &m, uint64_t volume_id, uint64_t index,
-				    uint64_t generation)
-{
-	auto *p = std::get_if<wire::Invalidate>(&m.body);
-	assert_non_null(p);
-	assert_int_equal(p->volume_id, volume_id);
-	assert_int_equal(p->first, index);
-	assert_int_equal(p->count, 1);
-	assert_int_equal(p->generation, generation);
-	assert_int_equal(p->reason, MDR_INVAL_ALLOC);
-	return *p;
-}
-
-// Hosts here speak version 2 (Rig::peer()): their acks are 80 bytes.
-wire::InvalidateAck ack_of(const wire::Invalidate &push)
-{
-	wire::InvalidateAck ack;
-	static_cast<wire::InvalRange &>(ack) = push;
-	ack.extended = MDR_WIRE_VERSION >= 2;
-	return ack;
-}
 
 // An ALLOC reply for (volume, index) with a mapped entry that matches what
 // the table now holds.
@@ -531,10 +267,12 @@ void test_admin_connections_need_the_key(void **)
 	// The MAC of another key, or over another connection's nonce.
 	const PeerInfo q = r.peer(MDR_ROLE_ADMIN, 0, 0xad02);
 	const ConnId b = r.establish(q);
-	assert_int_equal(r.call(b, 4, wire::AuthReq{.mac = Rig::mac_for(q, "not-the-key-0123456")}),
+	auto mac_of_q = [&q](const std::string &key) {
+		return mdr::admin_mac(bytes(key), q.nonce, q.host_id);
+	};
+	assert_int_equal(r.call(b, 4, wire::AuthReq{.mac = mac_of_q("not-the-key-0123456")}),
 			 MDR_ST_PERM);
-	assert_int_equal(r.call(a, 5, wire::AuthReq{.mac = Rig::mac_for(q, kAdminKey)}),
-			 MDR_ST_PERM);
+	assert_int_equal(r.call(a, 5, wire::AuthReq{.mac = mac_of_q(kAdminKey)}), MDR_ST_PERM);
 	assert_true(r.net.disconnects == (std::vector<ConnId>{b, a}));
 	assert_int_equal(r.node->stats().auth_failures, 2);
 
@@ -820,20 +558,20 @@ void test_alloc_fan_out_settles_on_ack(void **)
 	assert_int_equal(r.node->stats().invalidations, 1);
 
 	// An ack of a push never sent, and a third host acking b's push.
-	r.send(b, pm.hdr.req_id + 1000, ack_of(push));
-	r.send(c, pm.hdr.req_id, ack_of(push));
+	r.send(b, pm.hdr.req_id + 1000, r.ack_of(b, push));
+	r.send(c, pm.hdr.req_id, r.ack_of(c, push));
 	r.node->tick();
 	assert_true(r.quiet(a));
 	assert_true(r.quiet(b));
 	assert_true(r.quiet(c));
 
-	r.send(b, pm.hdr.req_id, ack_of(push));
+	r.send(b, pm.hdr.req_id, r.ack_of(b, push));
 	assert_true(r.quiet(b));	// an ack has no reply
 	const wire::Entry e = expect_alloc(r, r.one(a), 40, vol, 3);
 	assert_int_equal(e.generation, gen);
 
 	// A second ack of the same push changes nothing.
-	r.send(b, pm.hdr.req_id, ack_of(push));
+	r.send(b, pm.hdr.req_id, r.ack_of(b, push));
 	assert_true(r.quiet(a));
 	assert_true(r.net.disconnects.empty());
 }
@@ -868,7 +606,7 @@ void test_alloc_fan_out_settles_on_lease_expiry(void **)
 	expect_alloc(r, r.one(a), 50, vol, 0);
 	assert_int_equal(r.node->stats().lease_expiries, 1);
 
-	r.send(b, pm.hdr.req_id, ack_of(push));
+	r.send(b, pm.hdr.req_id, r.ack_of(b, push));
 	assert_true(r.quiet(a));
 	assert_true(r.quiet(b));
 	assert_int_equal(r.call(b, 52, wire::RenewReq{.volume_id = vol}), MDR_ST_STALE);
@@ -943,7 +681,7 @@ void test_alloc_requests_join_an_allocation_in_flight(void **)
 	const wire::Invalidate push = expect_push(
 		pm, vol, 9, wire::decode_entry(r.store->volume(vol)->table.entries()[9]).generation);
 	assert_true(r.quiet(a));
-	r.send(b, pm.hdr.req_id, ack_of(push));
+	r.send(b, pm.hdr.req_id, r.ack_of(b, push));
 
 	auto replies = r.take(a);
 	assert_int_equal(replies.size(), 2);
@@ -956,7 +694,7 @@ void test_alloc_requests_join_an_allocation_in_flight(void **)
 	r.send(b, 81, wire::AllocReq{.volume_id = vol, .index = 10});
 	r.flush();
 	const wire::Msg pm2 = r.one(a);
-	r.send(a, pm2.hdr.req_id, ack_of(std::get<wire::Invalidate>(pm2.body)));
+	r.send(a, pm2.hdr.req_id, r.ack_of(a, std::get<wire::Invalidate>(pm2.body)));
 	assert_false(expect_alloc(r, r.one(b), 81, vol, 10) == e);
 }
 
@@ -987,7 +725,7 @@ void test_close_before_ack_settles_the_fan_out(void **)
 	const wire::Entry e = expect_alloc(r, r.one(a), 90, vol, 4);
 
 	// Its late ack is harmless, and the extent is answered at once again.
-	r.send(b, pm.hdr.req_id, ack_of(std::get<wire::Invalidate>(pm.body)));
+	r.send(b, pm.hdr.req_id, r.ack_of(b, std::get<wire::Invalidate>(pm.body)));
 	r.send(a, 92, wire::AllocReq{.volume_id = vol, .index = 4});
 	assert_true(expect_alloc(r, r.one(a), 92, vol, 4) == e);
 }
@@ -1053,7 +791,7 @@ void test_pushes_stay_within_the_push_credits(void **)
 	for (uint64_t i = 0; i < 5; i++) {
 		const wire::Msg pm = unacked.front();
 		unacked.erase(unacked.begin());
-		r.send(b, pm.hdr.req_id, ack_of(std::get<wire::Invalidate>(pm.body)));
+		r.send(b, pm.hdr.req_id, r.ack_of(b, std::get<wire::Invalidate>(pm.body)));
 		if (i + 2 < 5) {
 			const wire::Msg next = r.one(b);
 			expect_push(next, vol, i + 2, gen(i + 2));
@@ -1107,7 +845,7 @@ void test_a_push_that_cannot_be_sent_is_sent_again(void **)
 	assert_int_equal(r.call(a, 112, wire::RenewReq{}), MDR_ST_OK);
 	r.node->tick();
 	assert_true(r.quiet(a));
-	r.send(b, pm.hdr.req_id, ack_of(std::get<wire::Invalidate>(pm.body)));
+	r.send(b, pm.hdr.req_id, r.ack_of(b, std::get<wire::Invalidate>(pm.body)));
 	expect_alloc(r, r.one(a), 110, vol, 1);
 
 	// Or with the reply to the next message the host sends.
@@ -1122,7 +860,7 @@ void test_a_push_that_cannot_be_sent_is_sent_again(void **)
 	assert_true(std::holds_alternative<wire::RenewRep>(out[0].body));
 	expect_push(out[1], vol, 2, gen(2));
 	assert_true(r.quiet(a));
-	r.send(b, out[1].hdr.req_id, ack_of(std::get<wire::Invalidate>(out[1].body)));
+	r.send(b, out[1].hdr.req_id, r.ack_of(b, std::get<wire::Invalidate>(out[1].body)));
 	expect_alloc(r, r.one(a), 113, vol, 2);
 	assert_int_equal(r.node->stats().invalidations, 2);
 	assert_int_equal(r.node->stats().push_timeouts, 0);
@@ -1163,7 +901,7 @@ void test_a_holder_that_never_acks_is_cut_off(void **)
 
 	// Cut: not renewed, not acked, not cut again while it goes.
 	r.send(b, 123, wire::RenewReq{});
-	r.send(b, pm.hdr.req_id, ack_of(std::get<wire::Invalidate>(pm.body)));
+	r.send(b, pm.hdr.req_id, r.ack_of(b, std::get<wire::Invalidate>(pm.body)));
 	assert_true(r.quiet(b));
 	r.node->tick();
 	assert_int_equal(r.net.disconnects.size(), 1);
@@ -1232,15 +970,15 @@ void test_a_cut_off_holder_gets_its_pushes_again_on_reopen(void **)
 	assert_true(std::holds_alternative<wire::OpenRep>(out[0].body));
 	expect_push(out[1], vol, 6, gen(6));
 	// The old connection's push id means nothing here.
-	r.send(b2, old.hdr.req_id, ack_of(std::get<wire::Invalidate>(old.body)));
+	r.send(b2, old.hdr.req_id, r.ack_of(b2, std::get<wire::Invalidate>(old.body)));
 	assert_true(r.quiet(b2));
 	assert_true(r.quiet(a));
 
-	r.send(b2, out[1].hdr.req_id, ack_of(std::get<wire::Invalidate>(out[1].body)));
+	r.send(b2, out[1].hdr.req_id, r.ack_of(b2, std::get<wire::Invalidate>(out[1].body)));
 	const wire::Msg next = r.one(b2);
 	expect_push(next, vol, 7, gen(7));
 	expect_alloc(r, r.one(a), 130, vol, 6);
-	r.send(b2, next.hdr.req_id, ack_of(std::get<wire::Invalidate>(next.body)));
+	r.send(b2, next.hdr.req_id, r.ack_of(b2, std::get<wire::Invalidate>(next.body)));
 	expect_alloc(r, r.one(a), 131, vol, 7);
 	assert_true(r.quiet(b2));
 	assert_int_equal(r.node->stats().invalidations, 3);
@@ -1269,7 +1007,7 @@ void test_journal_failure_answers_eio(void **)
 	r.open(b, vol);
 	const uint64_t segment_size = [&] {
 		uint64_t size = 0;
-		for (const auto &f : fs::directory_iterator(r.dir.path))
+		for (const auto &f : fs::directory_iterator(r.dir))
 			if (f.path().extension() == ".log")
 				size = std::max<uint64_t>(size, f.file_size());
 		return size;
