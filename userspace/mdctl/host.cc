@@ -10,14 +10,18 @@
 #include <sstream>
 
 #include <dirent.h>
+#include <linux/keyctl.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "lib/auth.h"
 #include "lib/errors.h"
 #include "lib/rdma_client.h"
 
@@ -29,7 +33,12 @@ namespace {
 
 class RdmaSession final : public NodeSession {
 public:
-	explicit RdmaSession(std::unique_ptr<mdr::RdmaClient> client) : client_(std::move(client)) {}
+	RdmaSession(std::unique_ptr<mdr::RdmaClient> client, std::span<const uint8_t> key)
+		: client_(std::move(client)), key_(key.begin(), key.end())
+	{
+	}
+
+	~RdmaSession() override { mdr::wipe(key_); }
 
 	mdr::Result<mdr::wire::Msg> call(const mdr::wire::Body &request, int timeout_ms) override
 	{
@@ -42,8 +51,13 @@ public:
 		return client_->call_many(requests, timeout_ms);
 	}
 
+	const mdr::wire::ConnRep &accepted() const override { return client_->accepted(); }
+
+	std::span<const uint8_t> admin_key() const override { return key_; }
+
 private:
 	std::unique_ptr<mdr::RdmaClient> client_;
+	std::vector<uint8_t> key_;	// the admin key, for HOST_ADD's wrap
 };
 
 class RealHost final : public Host {
@@ -111,7 +125,7 @@ public:
 		if (auto st = client.value()->authenticate(key); !st.ok())
 			return mdr::Error(st.error(), st.message());
 		return std::unique_ptr<NodeSession>(
-			std::make_unique<RdmaSession>(std::move(client).value()));
+			std::make_unique<RdmaSession>(std::move(client).value(), key));
 	}
 
 	mdr::Result<int> run_program(const std::vector<std::string> &argv) override
@@ -132,6 +146,20 @@ public:
 			return mdr::Error(-EINTR, argv[0] + " died of signal " +
 						  std::to_string(WTERMSIG(status)));
 		return WEXITSTATUS(status);
+	}
+
+	// The raw system calls: no libkeyutils for two of them.
+	mdr::Result<int32_t> add_logon_key(const std::string &description,
+					   std::span<const uint8_t> payload) override
+	{
+		long serial = syscall(SYS_add_key, "logon", description.c_str(), payload.data(),
+				      payload.size(), KEY_SPEC_USER_KEYRING);
+
+		if (serial < 0)
+			return mdr::Error(-errno, "add_key into the user keyring");
+		if (syscall(SYS_keyctl, KEYCTL_LINK, serial, KEY_SPEC_PROCESS_KEYRING) < 0)
+			return mdr::Error(-errno, "KEYCTL_LINK into the process keyring");
+		return static_cast<int32_t>(serial);
 	}
 };
 

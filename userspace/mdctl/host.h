@@ -2,8 +2,8 @@
 //
 // host.h - what mdctl reaches besides the control device: device nodes,
 // sysfs, /etc/machine-id, the environment, the storage node (an admin
-// connection to mdnode) and helper programs (modprobe), behind a seam so
-// tests can stand in for them.
+// connection to mdnode), helper programs (modprobe) and the kernel's
+// keyrings, behind a seam so tests can stand in for them.
 #ifndef MDCTL_HOST_H
 #define MDCTL_HOST_H
 
@@ -46,6 +46,11 @@ public:
 			out.push_back(call(r, timeout_ms));
 		return out;
 	}
+	// What MDR_OP_HOST_ADD's wrap of a host key is bound to: the accept
+	// of this connection (its nonce; its version, 3 for a node with a
+	// host registry) and the admin key it proved.
+	virtual const mdr::wire::ConnRep &accepted() const = 0;
+	virtual std::span<const uint8_t> admin_key() const = 0;
 };
 
 struct NodeOptions {
@@ -76,6 +81,13 @@ public:
 	// those of mdctl, and returns its exit status; -errno if it could not
 	// run, or if it died of a signal (-EINTR).
 	virtual mdr::Result<int> run_program(const std::vector<std::string> &argv) = 0;
+	// add_key(2) of a "logon" key @description holding @payload into the
+	// user keyring (a key of that description there already gets the new
+	// payload, and keeps its serial: a rotation), then KEYCTL_LINK of it
+	// into the process keyring, so that this process possesses it when
+	// the module looks it up by serial. Returns the serial.
+	virtual mdr::Result<int32_t> add_logon_key(const std::string &description,
+						   std::span<const uint8_t> payload) = 0;
 };
 
 // The real host.

@@ -24,6 +24,16 @@ public:
 	std::map<std::string, std::string> env;
 	FakeNode *node = nullptr;			// none: nobody listens
 	std::vector<std::vector<std::string>> programs;	// run_program() calls
+	// The user keyring of add_logon_key(): description -> key. A key
+	// added again keeps its serial and gets the new payload, as add_key(2)
+	// updates a key in place.
+	struct LogonKey {
+		std::vector<uint8_t> payload;
+		int32_t serial;
+	};
+	std::map<std::string, LogonKey> keyring;
+	int add_key_error = 0;				// -errno add_key fails with
+	int32_t next_serial = 1000;
 	// What a program does; by default it fails to run (ENOENT).
 	std::function<mdr::Result<int>(const std::vector<std::string> &)> on_run;
 
@@ -87,6 +97,18 @@ public:
 		if (!on_run)
 			return mdr::Error(-ENOENT, argv.at(0));
 		return on_run(argv);
+	}
+
+	mdr::Result<int32_t> add_logon_key(const std::string &description,
+					   std::span<const uint8_t> payload) override
+	{
+		if (add_key_error)
+			return mdr::Error(add_key_error, "add_key into the user keyring");
+		auto [key, added] = keyring.try_emplace(description, LogonKey{{}, next_serial});
+		if (added)
+			next_serial++;
+		key->second.payload.assign(payload.begin(), payload.end());
+		return key->second.serial;
 	}
 };
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // fake_node.h - an mdnode for mdctl's storage-node commands: volumes and
-// devices in maps, the admin key it accepts, and the requests it got.
+// devices in maps, the admin key it accepts, the accept of its
+// connections, and the requests it got.
 #ifndef MDR_TESTS_FAKE_NODE_H
 #define MDR_TESTS_FAKE_NODE_H
 
@@ -39,6 +40,10 @@ public:
 	wire::NodeStatsRep stats;			// the migration counters it reports
 	std::optional<uint64_t> move_busy_at;		// a MOVE of this extent: EBUSY
 
+	// The accept of every connection: a fixed nonce, wire version 3.
+	wire::ConnRep accept{.version = MDR_WIRE_VERSION,
+			     .nonce = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}};
+
 	// What it saw: every connection's options, every request's opcode,
 	// the timeout of each call (0: the session's), every MOVE.
 	std::vector<mdctl::NodeOptions> connections;
@@ -56,6 +61,11 @@ public:
 		if (std::string(k.begin(), k.end()) != key)
 			return mdr::Error(-EPERM, "authentication: MDR_ST_PERM");
 		return std::unique_ptr<mdctl::NodeSession>(std::make_unique<Session>(*this));
+	}
+
+	std::span<const uint8_t> key_bytes() const
+	{
+		return {reinterpret_cast<const uint8_t *>(key.data()), key.size()};
 	}
 
 	void add_volume(const std::string &name, uint64_t size, uint32_t tenant = 0,
@@ -94,6 +104,10 @@ private:
 				out.push_back(call(r, timeout_ms));
 			return out;
 		}
+
+		const wire::ConnRep &accepted() const override { return node_.accept; }
+
+		std::span<const uint8_t> admin_key() const override { return node_.key_bytes(); }
 
 	private:
 		FakeNode &node_;
