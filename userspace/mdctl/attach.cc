@@ -328,27 +328,6 @@ std::optional<int> parse_attach(const Env &env, const Common &c, AttachArgs &a)
 	return std::nullopt;
 }
 
-// --host-id, else the config's, else derived from the machine id.
-std::optional<uint64_t> resolve_host_id(const Env &env, const AttachArgs &a, const Config &config)
-{
-	if (a.host_id)
-		return a.host_id;
-	if (config.host_id)
-		return config.host_id;
-	auto machine_id = env.host.read_file(kMachineIdPath);
-	if (!machine_id.ok()) {
-		failure(env, "attach", machine_id.error(), kMachineIdPath, "pass --host-id N");
-		return std::nullopt;
-	}
-	auto derived = host_id_from_machine_id(machine_id.value());
-	if (!derived.ok()) {
-		failure(env, "attach", derived.error(),
-			std::string(kMachineIdPath) + ": " + derived.message(), "pass --host-id N");
-		return std::nullopt;
-	}
-	return derived.value();
-}
-
 void print_attached(const Env &env, Format format, const mdr::VolumeInfo &v,
 		    const std::vector<uint32_t> &bound)
 {
@@ -416,7 +395,7 @@ int cmd_attach(Args args, const Env &env)
 		return *done;
 	if (auto done = node_settings(env, "attach", c, ns))
 		return *done;
-	std::optional<uint64_t> host_id = resolve_host_id(env, a, ns.config);
+	std::optional<uint64_t> host_id = resolve_host_id(env, "attach", a.host_id, ns.config);
 	if (!host_id)
 		return kExitFailure;
 	mdr::Target target = ns.target;

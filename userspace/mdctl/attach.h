@@ -16,6 +16,7 @@
 #include "lib/control.h"
 #include "lib/wire.h"
 #include "mdctl/cli.h"
+#include "mdctl/host_identity.h"
 #include "mdctl/parse.h"
 #include "mdctl/session.h"
 

@@ -36,7 +36,7 @@ inline constexpr size_t kNameColumn = 10;	// width of the name column in help
 // Where each top-level command stands in 'mdctl help': the order of this
 // list. A group's subcommands are ordered by the number each registers.
 enum class Place {
-	version, volume, dev, node, attach, detach, list, stats, migrate, bind, unbind,
+	version, volume, dev, node, host, attach, detach, list, stats, migrate, bind, unbind,
 	devices, help,
 };
 

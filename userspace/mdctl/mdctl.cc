@@ -10,6 +10,7 @@
 //	dev.cc		dev list
 //	migrate.cc	migrate, dev drain (the moves)
 //	node.cc		node stats
+//	hosts.cc	host add, remove, list (the node's registry), id, gen-key
 //	attach.cc	attach by NAME or --volume-id; attach_all.cc: --all-of
 //	detach.cc	detach
 //	list.cc		list, stats
@@ -17,7 +18,8 @@
 //
 // What they share: cli.h (exit statuses, errors, common options, the
 // control device), output.h (tables, JSON, units), session.h (the storage
-// node and its admin session), batch.h (batch files, jobs, --timing).
+// node and its admin session), batch.h (batch files, jobs, --timing),
+// host_identity.h (this host's id and key, for attach and the host group).
 //
 // The options are parsed by lib/args.h, and each usage text is written out
 // whole, not by an argument library. CLI11 (Debian's libcli11-dev 2.1.2)

@@ -80,6 +80,14 @@ std::string format_devnum(mdr::DevNum dev)
 	return std::to_string(dev.major) + ':' + std::to_string(dev.minor);
 }
 
+std::string format_host_id(uint64_t host_id)
+{
+	char text[17];
+
+	std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(host_id));
+	return text;
+}
+
 std::string device_path(uint32_t index)
 {
 	return "/dev/mdr" + std::to_string(index);

@@ -52,6 +52,10 @@ std::string format_ms(uint64_t us);
 // "259:0".
 std::string format_devnum(mdr::DevNum dev);
 
+// A host id as 16 lowercase hexadecimal digits, as the module and mdnode
+// log it and parse_host_id() reads it back: "0000000000000093".
+std::string format_host_id(uint64_t host_id);
+
 // "/dev/mdrN".
 std::string device_path(uint32_t index);
 

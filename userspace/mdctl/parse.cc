@@ -12,6 +12,23 @@
 
 namespace mdctl {
 
+std::optional<uint64_t> parse_host_id(std::string_view text)
+{
+	const bool prefixed = text.starts_with("0x") || text.starts_with("0X");
+
+	if (prefixed)
+		text.remove_prefix(2);
+	else if (text.size() != 16)
+		return std::nullopt;
+	if (text.empty() || text.size() > 16)
+		return std::nullopt;
+	uint64_t id = 0;
+	auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id, 16);
+	if (ec != std::errc() || end != text.data() + text.size() || id == 0)
+		return std::nullopt;
+	return id;
+}
+
 std::optional<uint64_t> parse_size(std::string_view text)
 {
 	size_t digits = 0;

@@ -46,6 +46,11 @@ std::optional<T> parse_id(std::string_view text)
 	return id && *id ? id : std::nullopt;
 }
 
+// A host id as mdctl prints it ('mdctl host id', 'host list'): exactly 16
+// hexadecimal digits, or hexadecimal after "0x" ("0x93"); never 0. A bare
+// shorter number is refused: it could be meant as decimal.
+std::optional<uint64_t> parse_host_id(std::string_view text);
+
 // A size in bytes: decimal digits and an optional binary suffix K, M, G or
 // T (also k, m, g, t; an "iB" after it is allowed: "4MiB"). Refuses 0,
 // fractions, signs, hexadecimal and anything that overflows 64 bits.

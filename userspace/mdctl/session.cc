@@ -11,9 +11,7 @@
 
 namespace mdctl {
 
-namespace {
-
-// The config file: the default path may be missing, $MDCTL_CONFIG's may not.
+// The default path may be missing, $MDCTL_CONFIG's may not.
 std::optional<Config> load_config(const Env &env, std::string_view command)
 {
 	std::optional<std::string> env_path = env.host.getenv(kConfigEnv);
@@ -35,6 +33,8 @@ std::optional<Config> load_config(const Env &env, std::string_view command)
 	}
 	return std::move(config).value();
 }
+
+namespace {
 
 // Errors that mean nobody answered at the node's address.
 bool unreachable(int err)
@@ -189,6 +189,13 @@ mdr::Result<std::vector<mdr::wire::Device>> list_devices(NodeSession &node)
 	return list_all_pages<mdr::wire::DevListReq>(
 		node, &mdr::wire::DevListRep::devs,
 		+[](const mdr::wire::Device &d) { return uint64_t{d.dev_id}; });
+}
+
+mdr::Result<std::vector<mdr::wire::Host>> list_hosts(NodeSession &node)
+{
+	return list_all_pages<mdr::wire::HostListReq>(
+		node, &mdr::wire::HostListRep::hosts,
+		+[](const mdr::wire::Host &h) { return h.host_id; });
 }
 
 } // namespace mdctl

@@ -41,6 +41,10 @@ struct NodeSettings {
 	Config config;
 };
 
+// The config file, $MDCTL_CONFIG or /etc/mdroute/mdctl.conf; nullopt once
+// the failure is told.
+std::optional<Config> load_config(const Env &env, std::string_view command);
+
 // Fills @ns; returns an exit status when the command cannot go on.
 std::optional<int> node_settings(const Env &env, std::string_view command, const Common &c,
 				 NodeSettings &ns);
@@ -130,10 +134,11 @@ int rpc_failure(const Env &env, std::string_view command, const mdr::Result<T> &
 	return rpc_failure(env, command, r.error(), r.message(), std::move(context), target);
 }
 
-// Every volume, or every backing device, of the node: VOL_LIST or
-// DEV_LIST page by page.
+// Every volume, backing device or registered host of the node: VOL_LIST,
+// DEV_LIST or HOST_LIST page by page.
 mdr::Result<std::vector<mdr::wire::Volume>> list_volumes(NodeSession &node);
 mdr::Result<std::vector<mdr::wire::Device>> list_devices(NodeSession &node);
+mdr::Result<std::vector<mdr::wire::Host>> list_hosts(NodeSession &node);
 
 } // namespace mdctl
 

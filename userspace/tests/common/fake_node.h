@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// fake_node.h - an mdnode for mdctl's storage-node commands: volumes and
-// devices in maps, the admin key it accepts, the accept of its
-// connections, and the requests it got.
+// fake_node.h - an mdnode for mdctl's storage-node commands: volumes,
+// devices and registered hosts in maps, the admin key it accepts, the
+// accept of its connections, and the requests it got.
 #ifndef MDR_TESTS_FAKE_NODE_H
 #define MDR_TESTS_FAKE_NODE_H
 
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/auth.h"
 #include "lib/wire.h"
 #include "mdctl/host.h"
 
@@ -43,6 +44,11 @@ public:
 	// The accept of every connection: a fixed nonce, wire version 3.
 	wire::ConnRep accept{.version = MDR_WIRE_VERSION,
 			     .nonce = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}};
+	std::map<uint64_t, wire::Host> hosts;		// the registry, by host id
+	// The secret of each host, as HOST_ADD carried it, opened the way
+	// mdnode does (with the admin key and the accept's nonce).
+	std::map<uint64_t, std::vector<uint8_t>> host_keys;
+	std::vector<wire::HostAddReq> host_adds;	// every HOST_ADD, as received
 
 	// What it saw: every connection's options, every request's opcode,
 	// the timeout of each call (0: the session's), every MOVE.
@@ -337,6 +343,51 @@ private:
 				rep.stall_max_us = std::max<uint64_t>(rep.stall_max_us, x.stall_us);
 				rep.stall_total_us += x.stall_us;
 			}
+		return reply(rep);
+	}
+
+	// As mdnode: the key opened with the admin key and this connection's
+	// nonce, then the registry's rules.
+	mdr::Result<wire::Msg> handle(const wire::HostAddReq &req)
+	{
+		host_adds.push_back(req);
+		auto secret = mdr::open_host_add(key_bytes(), accept.nonce, req);
+		if (!secret.ok())
+			return mdr::Error(secret.error(), secret.message());
+		const bool replace = req.flags & MDR_HOST_ADD_F_REPLACE;
+		auto known = hosts.find(req.host_id);
+		if (!req.host_id || !req.tenant)
+			return mdr::Error(-EINVAL, "MDR_ST_INVAL");
+		if (!replace && known != hosts.end())
+			return mdr::Error(-EEXIST, "MDR_ST_EXIST");
+		if (replace && known == hosts.end())
+			return mdr::Error(-ENOENT, "MDR_ST_NOENT");
+		if (replace && known->second.tenant != req.tenant)
+			return mdr::Error(-EINVAL, "MDR_ST_INVAL");
+		if (!replace)
+			hosts[req.host_id] = {.host_id = req.host_id, .tenant = req.tenant};
+		host_keys[req.host_id] = std::move(secret).value();
+		return reply(wire::HostAddRep{});
+	}
+
+	mdr::Result<wire::Msg> handle(const wire::HostRemoveReq &req)
+	{
+		if (!hosts.erase(req.host_id))
+			return mdr::Error(-ENOENT, "MDR_ST_NOENT");
+		host_keys.erase(req.host_id);
+		return reply(wire::HostRemoveRep{});
+	}
+
+	mdr::Result<wire::Msg> handle(const wire::HostListReq &req)
+	{
+		wire::HostListRep rep;
+		for (auto it = hosts.lower_bound(req.cursor); it != hosts.end(); ++it) {
+			if (rep.hosts.size() == page) {
+				rep.next = it->first;
+				break;
+			}
+			rep.hosts.push_back(it->second);
+		}
 		return reply(rep);
 	}
 
