@@ -67,14 +67,45 @@ std::map<std::string, Binding> local_disks(const Env &env)
 
 } // namespace
 
-// Attach failures that say more with the node's address.
+// The module's errors for a host key (kmod/core/key.c, the host's proof
+// in kmod/transport/rdma.c): EPERM, the node refused a host without one;
+// EACCES, the node refused the proof, or the key is not the caller's to
+// use; EKEYREJECTED, the node's proof back was wrong.
 std::string attach_hint(int err, const mdr::Target &target)
 {
+	const std::string host = format_host_id(target.host_id);
+	const std::string key = std::to_string(target.key);
+
 	switch (err) {
 	case -EEXIST:
 		return "the volume is attached already; see 'mdctl list'";
 	case -ENOENT:
 		return "does the volume exist on " + format_node(target) + "?";
+	case -EPERM:
+		if (target.key)
+			return "run as root";
+		return "the node requires hosts to authenticate: pass --host-key-file FILE "
+		       "(or --key-serial N, or set host-key in mdctl.conf)";
+	case -EACCES:
+		if (!target.key)
+			return "run as root";
+		return "the node refused host " + host + "'s key: is the host registered there "
+		       "for tenant " + std::to_string(target.tenant) + " with this key ('mdctl "
+		       "host list' on the node)? A --key-serial key must be one this process "
+		       "possesses";
+	case -EKEYREJECTED:
+		return "the node did not prove the key: is it the right node?";
+	case -EKEYREVOKED:
+	case -EKEYEXPIRED:
+	case -ENOKEY:
+		return "key " + key + " cannot be used (revoked, expired or gone): pass "
+		       "--host-key-file FILE, or --key-serial of a key that can";
+	case -EINVAL:
+		if (target.key)
+			return "key " + key + " must be a logon key of 16 to 64 bytes, and the "
+			       "host's connection to " + format_node(target) + " may use another "
+			       "one already (key_serial in 'mdctl list -o json')";
+		return {};
 	default:
 		return node_hint(err, target);
 	}
@@ -205,15 +236,17 @@ namespace {
 
 enum AttachOption {
 	kOptVolumeId = kOptOwn, kOptAllOf, kOptTenant, kOptHostId, kOptBind, kOptReadOnly,
-	kOptTiming, kOptJobs,
+	kOptTiming, kOptJobs, kOptHostKeyFile, kOptKeySerial,
 };
 
 constexpr std::string_view kAttachUsage =
 	"Usage: mdctl attach NAME [--node ADDR[:PORT]] [--key-file FILE]\n"
 	"                    [--host-id N] [--bind ID=/dev/X]... [--read-only]\n"
+	"                    [--host-key-file FILE | --key-serial N]\n"
 	"       mdctl attach --all-of FILE [--timing] [same options]\n"
 	"       mdctl attach --volume-id ID [--node ADDR[:PORT]] [--tenant T]\n"
 	"                    [--host-id N] [--bind ID=/dev/X]... [--read-only]\n"
+	"                    [--host-key-file FILE | --key-serial N]\n"
 	"\n"
 	"Attach a volume of a storage node as a new block device and print its\n"
 	"path (/dev/mdrN). Loads the mdroute module (modprobe) if it is not.\n"
@@ -239,6 +272,14 @@ constexpr std::string_view kAttachUsage =
 	"By --volume-id: attaches volume ID without asking the node (no admin key\n"
 	"needed); only the --bind devices are bound.\n"
 	"\n"
+	"With a host key the module proves it to the node on every connection, and\n"
+	"the node proves it back: a node that requires hosts to authenticate admits\n"
+	"no other. The key of --host-key-file (else 'host-key' in mdctl.conf) is\n"
+	"put into the user keyring as the logon key mdroute:host:<host id in hex>\n"
+	"(a key of that name there gets the new secret: a rotation) and the\n"
+	"module gets its serial; --key-serial names a logon key this process\n"
+	"possesses instead.\n"
+	"\n"
 	"Options:\n"
 	"  -a, --all-of FILE    attach (and create) the volumes listed in FILE\n"
 	"  -i, --volume-id ID   the volume by id (non-zero)\n"
@@ -251,6 +292,11 @@ constexpr std::string_view kAttachUsage =
 	"                       /etc/machine-id: the first 8 bytes, big-endian, of\n"
 	"                       HMAC-SHA256 keyed with the machine id over\n"
 	"                       \"mdroute-host-id\"\n"
+	"  -K, --host-key-file FILE\n"
+	"                       this host's key at the node: 16 to 64 bytes and\n"
+	"                       maybe a newline ('mdctl host gen-key' writes one).\n"
+	"                       Default: 'host-key' in mdctl.conf, else none\n"
+	"  -S, --key-serial N   the serial of a logon key holding it instead\n"
 	"  -b, --bind ID=/dev/X bind backing device ID to /dev/X (repeatable)\n"
 	"  -r, --read-only      attach read-only\n"
 	"  -T, --timing         print where the time went to stderr (--all-of)\n"
@@ -293,6 +339,17 @@ std::optional<int> parse_attach(const Env &env, const Common &c, AttachArgs &a)
 			a.binds.push_back(std::move(*spec));
 			break;
 		}
+		case kOptHostKeyFile:
+			if (value.empty())
+				return usage_error(env, "--host-key-file needs a path");
+			a.key.file = value;
+			break;
+		case kOptKeySerial:
+			a.key.serial = parse_id<int32_t>(value);
+			if (!a.key.serial || *a.key.serial < 0)
+				return usage_error(env, "bad key serial '" + value +
+							"': expected a positive number");
+			break;
 		case kOptReadOnly:
 			a.readonly = true;
 			break;
@@ -322,6 +379,8 @@ std::optional<int> parse_attach(const Env &env, const Common &c, AttachArgs &a)
 	if (ways > 1)
 		return usage_error(env, "attach takes one of NAME, --all-of FILE and "
 					"--volume-id ID");
+	if (a.key.file && a.key.serial)
+		return usage_error(env, "attach takes one of --host-key-file and --key-serial");
 	if ((a.timing || a.jobs) && !a.all_of)
 		return usage_error(env, std::string(a.timing ? "--timing" : "--jobs") +
 					" goes with --all-of");
@@ -340,6 +399,7 @@ void print_attached(const Env &env, Format format, const mdr::VolumeInfo &v,
 	attached_volume_json(json, v);
 	json.key("read_only").value((v.flags & MDR_VOL_READONLY) != 0)
 		.key("host_id").value(v.target.host_id)
+		.key("key_serial").value(v.target.key)
 		.key("bound").begin_array();
 	for (uint32_t id : bound)
 		json.value(id);
@@ -378,6 +438,8 @@ int cmd_attach(Args args, const Env &env)
 		kKeyFileOption,
 		{kOptTenant, "tenant", 't', true},
 		{kOptHostId, "host-id", 'H', true},
+		{kOptHostKeyFile, "host-key-file", 'K', true},
+		{kOptKeySerial, "key-serial", 'S', true},
 		{kOptBind, "bind", 'b', true},
 		{kOptReadOnly, "read-only", 'r', false},
 		{kOptTiming, "timing", 'T', false},
@@ -400,9 +462,15 @@ int cmd_attach(Args args, const Env &env)
 		return kExitFailure;
 	mdr::Target target = ns.target;
 	target.host_id = *host_id;
+	// Into the keyring before the node is asked: a key file that cannot
+	// be used fails the attach before anything is looked up or created.
+	std::optional<int32_t> key = host_key_serial(env, "attach", a.key, ns.config, *host_id);
+	if (!key)
+		return kExitFailure;
+	target.key = *key;
 
 	if (a.all_of)
-		return attach_all_of(env, c, a, ns, *host_id);
+		return attach_all_of(env, c, a, ns, target);
 
 	if (a.volume_id) {
 		// Every block device is looked up before anything changes.

@@ -28,6 +28,7 @@ struct AttachArgs {
 	std::optional<uint64_t> volume_id;
 	std::optional<uint32_t> tenant;
 	std::optional<uint64_t> host_id;
+	HostKeyArgs key;
 	std::vector<BindSpec> binds;
 	bool readonly = false;
 	bool timing = false;
@@ -47,7 +48,8 @@ struct BindPlan {
 	std::map<uint32_t, std::string> missing;	// id -> serial: on no local disk
 };
 
-// Attach failures that say more with the node's address.
+// The hint for a failed attach ioctl to @target (its node, its host id,
+// its key): what the module's errors mean to the operator.
 std::string attach_hint(int err, const mdr::Target &target);
 
 // Undoes the bindings an attach made, newest first; says what it cannot undo.
@@ -71,9 +73,10 @@ std::optional<int> check_reachable(const Env &env, std::string_view command,
 // Notes the devices of the node that are on no local disk.
 void note_missing(const Env &env, std::string_view command, const BindPlan &plan);
 
-// attach --all-of FILE, once the command line and the node's settings are read.
+// attach --all-of FILE, once the command line and the node's settings are
+// read; @target is the node with this host's id and key.
 int attach_all_of(const Env &env, const Common &c, const AttachArgs &a, const NodeSettings &ns,
-		  uint64_t host_id);
+		  const mdr::Target &target);
 
 } // namespace mdctl
 

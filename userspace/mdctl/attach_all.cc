@@ -52,7 +52,7 @@ struct BatchUndo {
 } // namespace
 
 int attach_all_of(const Env &env, const Common &c, const AttachArgs &a, const NodeSettings &ns,
-		  uint64_t host_id)
+		  const mdr::Target &node_target)
 {
 	using clock = std::chrono::steady_clock;
 	std::vector<BatchLine> lines;
@@ -179,8 +179,7 @@ int attach_all_of(const Env &env, const Common &c, const AttachArgs &a, const No
 
 	t0 = clock::now();
 	std::vector<std::optional<mdr::Result<mdr::VolumeInfo>>> results(vols.size());
-	mdr::Target target = ns.target;
-	target.host_id = host_id;
+	mdr::Target target = node_target;
 	std::vector<double> ioctl_s;
 	std::mutex ioctl_mu;
 	run_jobs(vols.size(), a.jobs.value_or(kDefaultJobs), [&](size_t i) {

@@ -52,6 +52,12 @@ std::string apply(Config &c, std::string_view key, std::string_view value)
 		c.host_id = parse_id<uint64_t>(value);
 		if (!c.host_id)
 			return "bad host id '" + v + "'";
+	} else if (key == "host-key") {
+		if (auto e = twice(c.host_key.has_value()); !e.empty())
+			return e;
+		if (!value.starts_with('/'))
+			return "host-key '" + v + "': the path must be absolute";
+		c.host_key = v;
 	} else if (key == "timeout-ms") {
 		if (auto e = twice(c.timeout_ms.has_value()); !e.empty())
 			return e;

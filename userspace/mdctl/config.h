@@ -5,6 +5,7 @@
 //	node = 192.0.2.2:4791
 //	admin-key = /etc/mdroute/admin.key
 //	tenant = 1
+//	host-key = /etc/mdroute/host.key
 // One "key = value" a line, the syntax of mdnode.conf: blank lines and lines
 // starting with '#' are ignored; an unknown key, a key given twice or a bad
 // value is an error naming file:line. The command line wins over
@@ -30,6 +31,7 @@ struct Config {
 	std::optional<std::string> admin_key;	// path of the admin key
 	std::optional<uint32_t> tenant;		// default --tenant
 	std::optional<uint64_t> host_id;	// default --host-id, non-zero
+	std::optional<std::string> host_key;	// default --host-key-file of attach
 	std::optional<uint32_t> timeout_ms;	// per RPC to mdnode, 1..600000
 };
 

@@ -52,4 +52,53 @@ std::optional<std::vector<uint8_t>> read_host_key(const Env &env, std::string_vi
 	return std::nullopt;
 }
 
+std::string host_key_description(uint64_t host_id)
+{
+	return "mdroute:host:" + format_host_id(host_id);
+}
+
+namespace {
+
+std::string add_key_hint(int err, const std::string &description)
+{
+	switch (err) {
+	case -EDQUOT:
+		return "this user's keys fill its quota (see /proc/key-users): unlink "
+		       "those it does not need";
+	case -ENOSYS:
+	case -EOPNOTSUPP:
+		return "this kernel has no keyrings (CONFIG_KEYS)";
+	default:
+		return "add the key yourself, 'tr -d \"\\n\" < FILE | keyctl padd logon " +
+		       description + " @s', and pass --key-serial with the number it prints";
+	}
+}
+
+} // namespace
+
+std::optional<int32_t> host_key_serial(const Env &env, std::string_view command,
+				       const HostKeyArgs &args, const Config &config,
+				       uint64_t host_id)
+{
+	if (args.serial)
+		return args.serial;
+	const std::optional<std::string> &path = args.file ? args.file : config.host_key;
+	if (!path)
+		return 0;
+	std::optional<std::vector<uint8_t>> key = read_host_key(env, command, *path);
+	if (!key)
+		return std::nullopt;
+
+	const std::string description = host_key_description(host_id);
+	auto serial = env.host.add_logon_key(description, *key);
+	mdr::wipe(*key);
+	if (!serial.ok()) {
+		failure(env, command, serial.error(),
+			"logon key " + description + ": " + serial.message(),
+			add_key_hint(serial.error(), description));
+		return std::nullopt;
+	}
+	return serial.value();
+}
+
 } // namespace mdctl

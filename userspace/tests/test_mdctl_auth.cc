@@ -2,7 +2,8 @@
 //
 // test_mdctl_auth.cc - host authentication in mdctl: the host group (host
 // add, remove, list against a fake mdnode's registry; host id; host
-// gen-key on real files).
+// gen-key on real files) and attach with a host key (the fake host's
+// keyring, the serial the fake module gets, the errors of the module).
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -45,6 +46,7 @@ struct Outcome {
 
 constexpr char kTryHelp[] = "\nTry 'mdctl --help'.\n";
 constexpr uint64_t kDerivedHostId = 0x98a75de7956b6183;	// of the machine id below
+constexpr char kDescription[] = "mdroute:host:98a75de7956b6183";
 
 // A storage node at 192.0.2.2 with one device a local disk shows, and
 // volume 'db' of tenant 4 that node and module both know; the admin key
@@ -171,6 +173,8 @@ static void test_parse_host_id(void **)
 	assert_string_equal(mdctl::format_host_id(0x93).c_str(), "0000000000000093");
 	assert_true(*mdctl::parse_host_id(mdctl::format_host_id(kDerivedHostId)) ==
 		    kDerivedHostId);
+	assert_string_equal(mdctl::host_key_description(0x93).c_str(),
+			    "mdroute:host:0000000000000093");
 }
 
 static void test_host_id(void **)
@@ -438,6 +442,193 @@ static void test_host_gen_key(void **)
 	assert_usage(w, {"host", "gen-key", "a", "b"}, "unexpected argument 'b'");
 }
 
+// ---- attach with a key -----------------------------------------------------------
+
+static void test_attach_with_key_file(void **)
+{
+	World w;
+	const std::string key = w.file("host.key", kKey40 + "\n");
+
+	Outcome o = w.run({"attach", "db", "--host-key-file", key, "-o", "json"});
+	assert_int_equal(o.status, 0);
+	// logon key mdroute:host:<id>, the file's bytes without the newline
+	assert_int_equal(w.host.keyring.size(), 1);
+	const FakeHost::LogonKey &k = w.host.keyring.at(kDescription);
+	assert_true(k.payload == bytes(kKey40));
+	assert_int_equal(k.serial, 1000);
+	const auto &v = w.module.attached.at(0);
+	assert_int_equal(v.target.key, 1000);
+	assert_true(v.target.host_id == kDerivedHostId);
+	assert_non_null(strstr(o.out.c_str(), "\"key_serial\":1000,"));
+
+	// Rotation: the same description gets the new secret, same serial.
+	w.volume("logs", 1ULL << 30, 4);
+	w.file("host.key", std::string(64, 'r'));
+	o = w.run({"attach", "logs", "-K", key});
+	assert_int_equal(o.status, 0);
+	assert_int_equal(w.host.keyring.size(), 1);
+	assert_true(w.host.keyring.at(kDescription).payload == bytes(std::string(64, 'r')));
+	assert_int_equal(w.module.attached.at(1).target.key, 1000);
+
+	// Another host id: another key.
+	w.volume("tmp", 1ULL << 30, 4);
+	o = w.run({"attach", "tmp", "-K", key, "-H", "0x93"});
+	assert_int_equal(o.status, 0);
+	assert_int_equal(w.host.keyring.at("mdroute:host:0000000000000093").serial, 1001);
+	assert_int_equal(w.module.attached.at(2).target.key, 1001);
+
+	// list shows each volume's serial
+	o = w.run({"list", "-o", "json"});
+	assert_non_null(strstr(o.out.c_str(), "\"host_id\":147,\"key_serial\":1001,"));
+}
+
+static void test_attach_with_key_serial(void **)
+{
+	World w;
+	Outcome o = w.run({"attach", "--volume-id", "1", "--key-serial", "77", "-t", "4"});
+	assert_int_equal(o.status, 0);
+	assert_int_equal(w.module.attached.at(0).target.key, 77);
+	assert_true(w.host.keyring.empty());
+
+	// no key: 0, the module's "no key"
+	w.volume("logs", 1ULL << 30, 4);
+	assert_int_equal(w.run({"attach", "logs"}).status, 0);
+	assert_int_equal(w.module.attached.at(1).target.key, 0);
+}
+
+static void test_attach_key_usage(void **)
+{
+	World w;
+	const std::string key = w.file("k", kKey40);
+
+	assert_usage(w, {"attach", "db", "--host-key-file", key, "--key-serial", "5"},
+		     "attach takes one of --host-key-file and --key-serial");
+	assert_usage(w, {"attach", "--all-of", key, "-S", "5", "-K", key},
+		     "attach takes one of --host-key-file and --key-serial");
+	for (const char *bad : {"0", "-1", "x", "2147483648", "0x"})
+		assert_usage(w, {"attach", "db", "--key-serial", bad},
+			     "bad key serial '" + std::string(bad) +
+				     "': expected a positive number");
+	assert_usage(w, {"attach", "db", "--host-key-file="}, "--host-key-file needs a path");
+}
+
+static void test_attach_key_file_errors(void **)
+{
+	World w;
+	const std::string short_key = w.file("short", "0123456789\n");
+
+	assert_failure(w, {"attach", "db", "-K", short_key},
+		       "mdctl: attach failed: key file " + short_key + " holds 10 bytes; a key "
+		       "has 16 to 64: Invalid argument (EINVAL)\nhint: a host key file holds 16 "
+		       "to 64 bytes and maybe a newline; 'mdctl host gen-key FILE' writes one\n");
+	// nothing asked, nothing changed
+	assert_true(w.node.connections.empty());
+	assert_true(w.sys.requests.empty());
+	assert_true(w.host.keyring.empty());
+
+	const std::string key = w.file("k", kKey40);
+	w.host.add_key_error = -EDQUOT;
+	assert_failure(w, {"attach", "db", "-K", key},
+		       std::string("mdctl: attach failed: logon key ") + kDescription +
+			       ": add_key into the user keyring: Disk quota exceeded (EDQUOT)\n"
+			       "hint: this user's keys fill its quota (see /proc/key-users): "
+			       "unlink those it does not need\n");
+	w.host.add_key_error = -EACCES;
+	assert_failure(w, {"attach", "db", "-K", key},
+		       std::string("mdctl: attach failed: logon key ") + kDescription +
+			       ": add_key into the user keyring: Permission denied (EACCES)\n"
+			       "hint: add the key yourself, 'tr -d \"\\n\" < FILE | keyctl padd "
+			       "logon " + kDescription + " @s', and pass --key-serial with the "
+			       "number it prints\n");
+	assert_true(w.sys.requests.empty());
+}
+
+static void test_attach_host_key_in_config(void **)
+{
+	World w;
+	const std::string key = w.file("conf.key", kKey40 + "\n");
+	w.host.files[mdctl::kConfigPath] = "host-key = " + key + "\n";
+
+	assert_int_equal(w.run({"attach", "db"}).status, 0);
+	assert_true(w.host.keyring.at(kDescription).payload == bytes(kKey40));
+	assert_int_equal(w.module.attached.at(0).target.key, 1000);
+
+	// --host-key-file wins over the config; --key-serial too
+	w.volume("logs", 1ULL << 30, 4);
+	const std::string other = w.file("other.key", std::string(20, 'o'));
+	assert_int_equal(w.run({"attach", "logs", "-K", other}).status, 0);
+	assert_true(w.host.keyring.at(kDescription).payload == bytes(std::string(20, 'o')));
+	w.volume("tmp", 1ULL << 30, 4);
+	assert_int_equal(w.run({"attach", "tmp", "-S", "9"}).status, 0);
+	assert_int_equal(w.module.attached.at(2).target.key, 9);
+
+	auto c = mdctl::parse_config("/c", "host-key = /etc/mdroute/host.key\n");
+	assert_true(c.ok());
+	assert_string_equal(c.value().host_key->c_str(), "/etc/mdroute/host.key");
+	c = mdctl::parse_config("/c", "host-key = host.key\n");
+	assert_false(c.ok());
+	assert_string_equal(c.message().c_str(), "/c:1: host-key 'host.key': the path must be "
+						 "absolute");
+	c = mdctl::parse_config("/c", "host-key = /a\nhost-key = /b\n");
+	assert_string_equal(c.message().c_str(), "/c:2: 'host-key' given twice");
+}
+
+static void test_attach_all_of_with_key(void **)
+{
+	World w;
+	const std::string key = w.file("k", kKey40);
+	w.volume("logs", 1ULL << 30, 4);
+	w.host.files["/etc/mdroute/volumes"] = "db\nlogs\n";	// read through the host
+
+	Outcome o = w.run({"attach", "--all-of", "/etc/mdroute/volumes", "-K", key});
+	assert_int_equal(o.status, 0);
+	assert_int_equal(w.module.attached.size(), 2);
+	for (const auto &[index, v] : w.module.attached)
+		assert_int_equal(v.target.key, 1000);
+	assert_int_equal(w.host.keyring.size(), 1);
+}
+
+// The module's errors for keys, as the operator reads them.
+static void test_attach_auth_errors(void **)
+{
+	struct Case {
+		int err;
+		bool key;
+		std::string message;
+	};
+	const Case cases[] = {
+		{-EPERM, false, "Operation not permitted (EPERM)\nhint: the node requires hosts "
+				"to authenticate: pass --host-key-file FILE (or --key-serial N, or "
+				"set host-key in mdctl.conf)\n"},
+		{-EACCES, true, "Permission denied (EACCES)\nhint: the node refused host "
+				"98a75de7956b6183's key: is the host registered there for tenant 4 "
+				"with this key ('mdctl host list' on the node)? A --key-serial key "
+				"must be one this process possesses\n"},
+		{-EKEYREJECTED, true, "Key was rejected by service (EKEYREJECTED)\nhint: the node "
+				      "did not prove the key: is it the right node?\n"},
+		{-EKEYREVOKED, true, "Key has been revoked (EKEYREVOKED)\nhint: key 1000 cannot "
+				     "be used (revoked, expired or gone): pass --host-key-file "
+				     "FILE, or --key-serial of a key that can\n"},
+		{-ENOKEY, true, "Required key not available (ENOKEY)\nhint: key 1000 cannot be "
+				"used (revoked, expired or gone): pass --host-key-file FILE, or "
+				"--key-serial of a key that can\n"},
+		{-EKEYEXPIRED, true, "Key has expired (EKEYEXPIRED)\nhint: key 1000 cannot be used "
+				     "(revoked, expired or gone): pass --host-key-file FILE, or "
+				     "--key-serial of a key that can\n"},
+	};
+	for (const Case &c : cases) {
+		World w;
+		const std::string key = w.file("k", kKey40);
+		w.module.attach_error = c.err;
+		if (c.key)
+			assert_failure(w, {"attach", "db", "-K", key},
+				       "mdctl: attach failed: " + c.message);
+		else
+			assert_failure(w, {"attach", "db"}, "mdctl: attach failed: " + c.message);
+		assert_true(w.module.bound.empty());	// undone
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -450,6 +641,13 @@ int main(void)
 		cmocka_unit_test(test_host_remove),
 		cmocka_unit_test(test_host_list),
 		cmocka_unit_test(test_host_gen_key),
+		cmocka_unit_test(test_attach_with_key_file),
+		cmocka_unit_test(test_attach_with_key_serial),
+		cmocka_unit_test(test_attach_key_usage),
+		cmocka_unit_test(test_attach_key_file_errors),
+		cmocka_unit_test(test_attach_host_key_in_config),
+		cmocka_unit_test(test_attach_all_of_with_key),
+		cmocka_unit_test(test_attach_auth_errors),
 	};
 
 	return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -243,7 +243,8 @@ static void test_attach_options_and_json(void **)
 	assert_string_equal(o.out.c_str(),
 			    "{\"device\":\"/dev/mdr0\",\"index\":0,\"volume_id\":42,"
 			    "\"name\":\"db\",\"size\":1610612736,\"extent_size\":4194304,"
-			    "\"read_only\":true,\"host_id\":16,\"bound\":[7,8]}\n");
+			    "\"read_only\":true,\"host_id\":16,\"key_serial\":0,"
+			    "\"bound\":[7,8]}\n");
 	const auto &v = w.module.attached.at(0);
 	assert_int_equal(v.target.family, AF_INET6);
 	assert_int_equal(v.target.port, 4800);
@@ -530,17 +531,20 @@ static void test_list(void **)
 		"{\"volumes\":["
 		"{\"device\":\"/dev/mdr0\",\"index\":0,\"volume_id\":42,\"name\":\"db\","
 		"\"size\":1610612736,\"extent_size\":4194304,\"node_address\":\"192.0.2.2\","
-		"\"node_port\":4791,\"tenant\":0,\"host_id\":1,\"state\":\"active\","
+		"\"node_port\":4791,\"tenant\":0,\"host_id\":1,\"key_serial\":0,"
+		"\"state\":\"active\","
 		"\"lease_valid\":true,\"dying\":false,\"read_only\":false,\"open_count\":1,"
 		"\"cached_extents\":300,\"in_flight\":4,\"cache_hits\":975,\"cache_misses\":25},"
 		"{\"device\":\"/dev/mdr1\",\"index\":1,\"volume_id\":18446744073709551615,"
 		"\"name\":\"\",\"size\":512,\"extent_size\":1073741824,\"node_address\":\"::1\","
-		"\"node_port\":4800,\"tenant\":7,\"host_id\":1,\"state\":\"lease-expired\","
+		"\"node_port\":4800,\"tenant\":7,\"host_id\":1,\"key_serial\":0,"
+		"\"state\":\"lease-expired\","
 		"\"lease_valid\":false,\"dying\":false,\"read_only\":true,\"open_count\":0,"
 		"\"cached_extents\":0,\"in_flight\":0,\"cache_hits\":0,\"cache_misses\":0},"
 		"{\"device\":\"/dev/mdr2\",\"index\":2,\"volume_id\":5,\"name\":\"x\","
 		"\"size\":1099511627776,\"extent_size\":4194304,\"node_address\":\"192.0.2.2\","
-		"\"node_port\":4791,\"tenant\":0,\"host_id\":1,\"state\":\"dying\","
+		"\"node_port\":4791,\"tenant\":0,\"host_id\":1,\"key_serial\":0,"
+		"\"state\":\"dying\","
 		"\"lease_valid\":true,\"dying\":true,\"read_only\":false,\"open_count\":0,"
 		"\"cached_extents\":0,\"in_flight\":0,\"cache_hits\":null,\"cache_misses\":null}"
 		"]}\n");

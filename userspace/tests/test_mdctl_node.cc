@@ -743,7 +743,7 @@ static void test_attach_by_name(void **)
 	o = w.run({"attach", "logs", "-o", "json", "-H", "7"});
 	assert_int_equal(o.status, 0);
 	assert_non_null(strstr(o.out.c_str(), "\"device\":\"/dev/mdr1\""));
-	assert_non_null(strstr(o.out.c_str(), "\"host_id\":7,\"bound\":[]"));
+	assert_non_null(strstr(o.out.c_str(), "\"host_id\":7,\"key_serial\":0,\"bound\":[]"));
 }
 
 static void test_attach_by_name_failures(void **)
