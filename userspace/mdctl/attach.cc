@@ -241,11 +241,11 @@ enum AttachOption {
 
 constexpr std::string_view kAttachUsage =
 	"Usage: mdctl attach NAME [--node ADDR[:PORT]] [--key-file FILE]\n"
-	"                    [--host-id N] [--bind ID=/dev/X]... [--read-only]\n"
+	"                    [--host-id ID] [--bind ID=/dev/X]... [--read-only]\n"
 	"                    [--host-key-file FILE | --key-serial N]\n"
 	"       mdctl attach --all-of FILE [--timing] [same options]\n"
 	"       mdctl attach --volume-id ID [--node ADDR[:PORT]] [--tenant T]\n"
-	"                    [--host-id N] [--bind ID=/dev/X]... [--read-only]\n"
+	"                    [--host-id ID] [--bind ID=/dev/X]... [--read-only]\n"
 	"                    [--host-key-file FILE | --key-serial N]\n"
 	"\n"
 	"Attach a volume of a storage node as a new block device and print its\n"
@@ -287,7 +287,8 @@ constexpr std::string_view kAttachUsage =
 	"  -t, --tenant T       tenant of the volume, with --volume-id (default:\n"
 	"                       'tenant' in mdctl.conf, else 0); by NAME, the\n"
 	"                       volume's own, which it must match if given\n"
-	"  -H, --host-id N      this host's id at the storage node (non-zero).\n"
+	"  -H, --host-id ID     this host's id at the storage node, in hex as\n"
+	"                       'mdctl host id' prints it (16 digits, or 0x...).\n"
 	"                       Default: 'host-id' in mdctl.conf, else derived from\n"
 	"                       /etc/machine-id: the first 8 bytes, big-endian, of\n"
 	"                       HMAC-SHA256 keyed with the machine id over\n"
@@ -323,7 +324,7 @@ std::optional<int> parse_attach(const Env &env, const Common &c, AttachArgs &a)
 				return usage_error(env, "bad tenant '" + value + "'");
 			break;
 		case kOptHostId:
-			a.host_id = parse_id<uint64_t>(value);
+			a.host_id = parse_host_id(value);
 			if (!a.host_id)
 				return usage_error(env, "bad host id '" + value + "'");
 			break;

@@ -49,7 +49,7 @@ std::string apply(Config &c, std::string_view key, std::string_view value)
 	} else if (key == "host-id") {
 		if (auto e = twice(c.host_id.has_value()); !e.empty())
 			return e;
-		c.host_id = parse_id<uint64_t>(value);
+		c.host_id = parse_host_id(value);
 		if (!c.host_id)
 			return "bad host id '" + v + "'";
 	} else if (key == "host-key") {

@@ -16,7 +16,7 @@ std::optional<uint64_t> resolve_host_id(const Env &env, std::string_view command
 					std::optional<uint64_t> given, const Config &config)
 {
 	// Only attach takes --host-id.
-	const std::string hint = command == "attach" ? "pass --host-id N"
+	const std::string hint = command == "attach" ? "pass --host-id ID"
 						     : "set host-id in " + std::string(kConfigPath);
 
 	if (given)

@@ -11,6 +11,7 @@
 
 #include <sys/socket.h>
 
+#include "mdctl/parse.h"
 #include "mdctl/host.h"
 #include "mdctl/mdctl.h"
 #include "tests/common/fake_host.h"
@@ -330,13 +331,17 @@ static void test_attach_host_id(void **)
 	w.host.files.erase(mdctl::kMachineIdPath);
 	assert_failure(w, {"attach", "-i", "42", "-n", "192.0.2.2"},
 		       "mdctl: attach failed: /etc/machine-id: No such file or directory "
-		       "(ENOENT)\nhint: pass --host-id N\n");
+		       "(ENOENT)\nhint: pass --host-id ID\n");
 	w.host.files[mdctl::kMachineIdPath] = "uninitialized\n";
 	assert_failure(w, {"attach", "-i", "42", "-n", "192.0.2.2"},
 		       "mdctl: attach failed: /etc/machine-id: not a machine id: Invalid "
-		       "argument (EINVAL)\nhint: pass --host-id N\n");
+		       "argument (EINVAL)\nhint: pass --host-id ID\n");
 	assert_true(w.sys.requests.empty());
-	assert_int_equal(w.run({"attach", "-i", "42", "-n", "192.0.2.2", "-H", "5"}).status, 0);
+	assert_int_equal(w.run({"attach", "-i", "42", "-n", "192.0.2.2", "-H", "0x5"}).status, 0);
+	// Host ids are hex everywhere, as 'mdctl host id' prints them: a bare
+	// short number could be meant as decimal.
+	assert_int_equal(w.run({"attach", "-i", "43", "-n", "192.0.2.2", "-H", "5"}).status, 2);
+	assert_true(mdctl::parse_host_id("0000000000000005") == 5u);
 }
 
 // A failed attach undoes the bindings it made, newest first, and only those.

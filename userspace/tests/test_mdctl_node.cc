@@ -174,7 +174,7 @@ static void test_extent_shift_of(void **)
 static void test_config(void **)
 {
 	auto c = mdctl::parse_config("/c", "# comment\n\n  node = [2001:db8::2]:4800 \n"
-					   "admin-key=/k\ntenant = 0x7\nhost-id = 9\n"
+					   "admin-key=/k\ntenant = 0x7\nhost-id = 0x9\n"
 					   "timeout-ms = 250\r\n");
 	assert_true(c.ok());
 	assert_string_equal(c.value().node->c_str(), "[2001:db8::2]:4800");
@@ -740,7 +740,7 @@ static void test_attach_by_name(void **)
 
 	// A second volume uses the bindings as they are.
 	w.volume("logs", 1ULL << 30, 4);
-	o = w.run({"attach", "logs", "-o", "json", "-H", "7"});
+	o = w.run({"attach", "logs", "-o", "json", "-H", "0x7"});
 	assert_int_equal(o.status, 0);
 	assert_non_null(strstr(o.out.c_str(), "\"device\":\"/dev/mdr1\""));
 	assert_non_null(strstr(o.out.c_str(), "\"host_id\":7,\"key_serial\":0,\"bound\":[]"));
