@@ -320,18 +320,36 @@ Status RdmaClient::poll_until(Pred pred, int timeout_ms)
 								       : ": " + broken_why_));
 		if (n > 0)
 			continue;
-		// Nothing ready: sleep on the channel until the deadline.
+		// Nothing ready: sleep on the completion channel and the
+		// connection's events until the deadline. mdnode's disconnect
+		// moves only its own QP to error: ours hears of it as an rdma_cm
+		// event, and would otherwise wait for the deadline.
 		const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
 			deadline - std::chrono::steady_clock::now()).count();
 		if (left <= 0)
 			return Error(-ETIMEDOUT, "mdnode did not answer in time");
-		pollfd p{ch_->fd, POLLIN, 0};
-		if (::poll(&p, 1, int(left)) > 0) {
+		pollfd p[2] = {{ch_->fd, POLLIN, 0}, {ec_->fd, POLLIN, 0}};
+		if (::poll(p, 2, int(left)) <= 0)
+			continue;
+		if (p[0].revents & POLLIN) {
 			ibv_cq *cq;
 			void *ctx;
 			if (ibv_get_cq_event(ch_, &cq, &ctx) == 0) {
 				ibv_ack_cq_events(cq, 1);
 				ibv_req_notify_cq(cq_, 0);
+			}
+		}
+		rdma_cm_event *ev;
+		if ((p[1].revents & POLLIN) && rdma_get_cm_event(ec_, &ev) == 0) {
+			const rdma_cm_event_type type = ev->event;
+			rdma_ack_cm_event(ev);
+			if (type == RDMA_CM_EVENT_DISCONNECTED ||
+			    type == RDMA_CM_EVENT_DEVICE_REMOVAL ||
+			    type == RDMA_CM_EVENT_TIMEWAIT_EXIT) {
+				broken_ = true;
+				if (broken_why_.empty())
+					broken_why_ = "mdnode closed it";
+				// What completed before the disconnect is taken next round.
 			}
 		}
 	}

@@ -26,9 +26,12 @@ constexpr std::string_view kNodeStatsUsage =
 	"unacked while holding their lease. Of the moves done, precopy_bytes\n"
 	"counts the bytes copied while hosts still used the extent, before its\n"
 	"freeze, and freeze_bytes those copied under the freeze (the dirty parts\n"
-	"after a pre-copy, the whole extent without one). A node that predates a\n"
-	"counter (the move counters, push_timeouts, precopy_bytes and\n"
-	"freeze_bytes) reports it as 0.\n"
+	"after a pre-copy, the whole extent without one). auth_failures counts\n"
+	"the proofs refused (admin and host), the host requests refused before\n"
+	"a proof and the hosts cut for giving none in time; hosts is the size of\n"
+	"the host registry. A node that predates a counter (the move counters,\n"
+	"push_timeouts, precopy_bytes, freeze_bytes, auth_failures and hosts)\n"
+	"reports it as 0.\n"
 	"\n"
 	"Options:\n"
 	MDCTL_NODE_OPTIONS
@@ -61,6 +64,7 @@ int cmd_node_stats(Args args, const Env &env)
 		{"move_stall_total_us", r.stall_total_us},
 		{"push_timeouts", r.push_timeouts},
 		{"precopy_bytes", r.precopy_bytes}, {"freeze_bytes", r.freeze_bytes},
+		{"auth_failures", r.auth_failures}, {"hosts", r.hosts},
 	};
 
 	if (c.format == Format::json) {

@@ -42,9 +42,11 @@ uint16_t HostAuth::admit(const PeerInfo &peer)
 	if (peer.role != MDR_ROLE_HOST || peer.version >= wire::kHostAuthVersion ||
 	    !core_.opts.host_auth_required)
 		return MDR_ST_OK;
-	log_warn_rl("host %016llx speaks wire version %u: this node requires "
+	// A host that cannot prove anything is a missing proof: counted.
+	core_.stats.auth_failures++;
+	log_warn_rl("host %016llx (%s) speaks wire version %u: this node requires "
 		    "authentication (version 3)", (unsigned long long)peer.host_id,
-		    peer.version);
+		    peer.address.c_str(), peer.version);
 	return MDR_ST_PERM;
 }
 

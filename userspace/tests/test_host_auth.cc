@@ -305,6 +305,8 @@ void test_version_2_hosts_by_policy(void **)
 		assert_int_equal(r.connect(r.peer(MDR_ROLE_HOST, 1, kHost, 2)), MDR_ST_PERM);
 		assert_int_equal(r.connect(r.peer(MDR_ROLE_HOST, 1, kHost, 1)), MDR_ST_PERM);
 		assert_int_equal(r.connect(r.peer(MDR_ROLE_HOST, 1, kHost, 3)), MDR_ST_OK);
+		// A host that offers no proof is a missing proof: counted.
+		assert_int_equal(r.node->stats().auth_failures, 2);
 	}
 	Rig r(node_options(false));
 	const ConnId a = r.admin();

@@ -510,6 +510,8 @@ static void test_node_stats(void **)
 	w.node.stats.move_bytes = UINT64_MAX - 1;
 	w.node.stats.stall_max_us = 5;
 	w.node.stats.stall_total_us = 6;
+	w.node.stats.auth_failures = 14;
+	w.node.stats.hosts = 15;
 	Outcome o = w.run({"node", "stats", "-o", "json"});
 	assert_int_equal(o.status, 0);
 	assert_string_equal(o.out.c_str(),
@@ -521,7 +523,8 @@ static void test_node_stats(void **)
 			    "\"moves_done\":2,\"moves_failed\":3,"
 			    "\"move_bytes\":18446744073709551614,\"move_stall_max_us\":5,"
 			    "\"move_stall_total_us\":6,\"push_timeouts\":11,"
-			    "\"precopy_bytes\":12,\"freeze_bytes\":13}\n");
+			    "\"precopy_bytes\":12,\"freeze_bytes\":13,\"auth_failures\":14,"
+			    "\"hosts\":15}\n");
 	o = w.run({"node", "stats"});
 	assert_int_equal(o.status, 0);
 	assert_non_null(strstr(o.out.c_str(), "boot_id                0x000000000000b007\n"));
@@ -531,6 +534,8 @@ static void test_node_stats(void **)
 	assert_non_null(strstr(o.out.c_str(), "push_timeouts                          11\n"));
 	assert_non_null(strstr(o.out.c_str(), "precopy_bytes                          12\n"));
 	assert_non_null(strstr(o.out.c_str(), "freeze_bytes                           13\n"));
+	assert_non_null(strstr(o.out.c_str(), "auth_failures                          14\n"));
+	assert_non_null(strstr(o.out.c_str(), "hosts                                  15\n"));
 }
 
 // ---- migrate -------------------------------------------------------------------

@@ -38,7 +38,7 @@ public:
 	size_t page = 2;				// elements per list page
 	uint64_t next_id = 1;
 
-	wire::NodeStatsRep stats;			// the migration counters it reports
+	wire::NodeStatsRep stats;			// the move and auth counters it reports
 	std::optional<uint64_t> move_busy_at;		// a MOVE of this extent: EBUSY
 
 	// The accept of every connection: a fixed nonce, wire version 3.
@@ -253,6 +253,8 @@ private:
 		rep.push_timeouts = 11;
 		rep.precopy_bytes = 12;
 		rep.freeze_bytes = 13;
+		rep.auth_failures = stats.auth_failures;
+		rep.hosts = stats.hosts;
 		return reply(rep);
 	}
 
