@@ -2567,6 +2567,15 @@ static int mdr_conn_rekey(struct mdr_conn *c, struct key *key)
 	old = c->target.key;
 	c->target.key = key_get(key);
 	WRITE_ONCE(c->key_serial, key->serial);
+	/*
+	 * A connection in backoff for want of a usable key tries the new one
+	 * now, not after up to MDR_BACKOFF_MAX_MS. attempts is the reconnect
+	 * work's, under c->mutex; a state read racing a queue that breaks
+	 * just now is fine: its err_work schedules with attempts 0.
+	 */
+	c->attempts = 0;
+	if (READ_ONCE(c->state) == MDR_CONN_BROKEN)
+		mod_delayed_work(mdr_wq, &c->reconnect_work, 0);
 	mutex_unlock(&c->mutex);
 	mdr_conn_info(c, "key %d replaces key %d, which can no longer be used\n",
 		      key->serial, old->serial);

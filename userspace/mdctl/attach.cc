@@ -326,7 +326,8 @@ std::optional<int> parse_attach(const Env &env, const Common &c, AttachArgs &a)
 		case kOptHostId:
 			a.host_id = parse_host_id(value);
 			if (!a.host_id)
-				return usage_error(env, "bad host id '" + value + "'");
+				return usage_error(env, "bad host id '" + value +
+							std::string(kHostIdForm));
 			break;
 		case kOptBind: {
 			std::optional<BindSpec> spec = parse_bind_spec(value);

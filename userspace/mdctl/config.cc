@@ -51,7 +51,7 @@ std::string apply(Config &c, std::string_view key, std::string_view value)
 			return e;
 		c.host_id = parse_host_id(value);
 		if (!c.host_id)
-			return "bad host id '" + v + "'";
+			return "bad host id '" + v + std::string(kHostIdForm);
 	} else if (key == "host-key") {
 		if (auto e = twice(c.host_key.has_value()); !e.empty())
 			return e;

@@ -45,8 +45,7 @@ std::optional<int> host_id_operand(const Env &env, const Common &c, std::string_
 	std::optional<uint64_t> id = parse_host_id(c.operands[0]);
 	if (!id)
 		return usage_error(env, "bad host id '" + std::string(c.operands[0]) +
-					"': expected 16 hex digits as 'mdctl host id' prints "
-					"them, or 0x and hex digits; not 0");
+					std::string(kHostIdForm));
 	host_id = *id;
 	return std::nullopt;
 }

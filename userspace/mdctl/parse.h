@@ -50,6 +50,10 @@ std::optional<T> parse_id(std::string_view text)
 // hexadecimal digits, or hexadecimal after "0x" ("0x93"); never 0. A bare
 // shorter number is refused: it could be meant as decimal.
 std::optional<uint64_t> parse_host_id(std::string_view text);
+// What follows "bad host id 'X'" in every error about one.
+inline constexpr std::string_view kHostIdForm =
+	"': expected 16 hex digits as 'mdctl host id' prints them, or 0x and hex "
+	"digits; not 0";
 
 // A size in bytes: decimal digits and an optional binary suffix K, M, G or
 // T (also k, m, g, t; an "iB" after it is allowed: "4MiB"). Refuses 0,

@@ -39,21 +39,42 @@ mdr::HostTranscript transcript(const NodeCore &core, const Session &s,
 
 uint16_t HostAuth::admit(const PeerInfo &peer)
 {
-	if (peer.role != MDR_ROLE_HOST || peer.version >= wire::kHostAuthVersion ||
-	    !core_.opts.host_auth_required)
+	if (peer.role != MDR_ROLE_HOST)
+		return MDR_ST_OK;
+	const RegisteredHost *h = core_.store.host(peer.host_id);
+	const char *why = nullptr;
+
+	// The connection's QP joins the protection domain of the tenant the
+	// request names before any proof: a host id the registry does not
+	// hold, or holds for another tenant, gets no QP at all.
+	if (peer.version >= wire::kHostAuthVersion) {
+		if (!h)
+			why = "unknown host";
+		else if (h->tenant != peer.tenant)
+			why = "other tenant (the host is registered for another)";
+	} else if (core_.opts.host_auth_required) {
+		why = "speaks a wire version without authentication; this node requires it "
+		      "(version 3)";
+	} else if (h) {
+		// Under optional, a host of the registry still proves its key:
+		// its id is not for unauthenticated peers to claim.
+		why = "is registered, and speaks a wire version without authentication";
+	}
+	if (!why)
 		return MDR_ST_OK;
 	// A host that cannot prove anything is a missing proof: counted.
 	core_.stats.auth_failures++;
-	log_warn_rl("host %016llx (%s) speaks wire version %u: this node requires "
-		    "authentication (version 3)", (unsigned long long)peer.host_id,
-		    peer.address.c_str(), peer.version);
+	log_warn_rl("host %016llx (%s, tenant %u, version %u): refused at connect: %s",
+		    (unsigned long long)peer.host_id, peer.address.c_str(), peer.tenant,
+		    peer.version, why);
 	return MDR_ST_PERM;
 }
 
 void HostAuth::refuse(Session &s, const char *why)
 {
 	core_.stats.auth_failures++;
-	log_warn_rl("host %016llx (%s, tenant %u): refused: %s",
+	log_warn_rl("%s %016llx (%s, tenant %u): refused: %s",
+		    s.peer.role == MDR_ROLE_ADMIN ? "admin" : "host",
 		    (unsigned long long)s.peer.host_id, s.peer.address.c_str(),
 		    s.peer.tenant, why);
 	s.closing = true;
@@ -102,11 +123,17 @@ void HostAuth::expire()
 {
 	const int64_t now = core_.now();
 
-	for (auto &[id, s] : core_.sessions)
-		if (s.peer.role == MDR_ROLE_HOST && s.peer.version >= wire::kHostAuthVersion &&
-		    !s.authenticated && !s.closing &&
+	// Admins prove the admin key in the same time: a connection that
+	// proves nothing holds a slot of --max-connections, and an admin's QP
+	// sits in tenant 0's protection domain.
+	for (auto &[id, s] : core_.sessions) {
+		const bool proves = s.peer.role == MDR_ROLE_ADMIN ||
+				    s.peer.version >= wire::kHostAuthVersion;
+		if (proves && !s.authenticated && !s.closing &&
 		    now - s.since_ms >= int64_t(core_.opts.host_auth_timeout_ms))
-			refuse(s, "no MDR_OP_HOST_AUTH in time");
+			refuse(s, s.peer.role == MDR_ROLE_ADMIN ? "no MDR_OP_AUTH in time"
+								: "no MDR_OP_HOST_AUTH in time");
+	}
 }
 
 void HostAuth::do_add(Session &s, uint64_t req_id, const wire::HostAddReq &r)

@@ -11,8 +11,11 @@
 // connection (lib/auth.h), and mdnode proves it back. Until then every
 // host message the opcode table marks (wire::needs_host_auth()) is
 // refused with MDR_ST_PERM and the connection is cut; so is a failed
-// proof. Hosts of version 1 and 2 cannot authenticate: on_connect()
-// refuses them when the node requires authentication.
+// proof. At the connect (admit()), before the connection gets a QP in the
+// tenant's protection domain: a version 3 host whose id the registry does
+// not hold, or holds for another tenant, is refused; hosts of version 1
+// and 2 cannot authenticate, and are refused when the node requires it
+// and, under optional, when their id is in the registry.
 // Documentation/wire-protocol.md, "Host authentication".
 #ifndef MDNODE_HOST_AUTH_H
 #define MDNODE_HOST_AUTH_H
@@ -28,14 +31,15 @@ class HostAuth {
 public:
 	explicit HostAuth(NodeCore &core) : core_(core) {}
 
-	// MDR_ST_OK, or MDR_ST_PERM for an unauthenticated host the policy
-	// refuses.
+	// MDR_ST_OK, or MDR_ST_PERM for a host refused before any proof (see
+	// above); counted and logged.
 	uint16_t admit(const PeerInfo &peer);
 	// Whether s may send m now; if not, m is refused, counted and the
 	// connection cut.
 	bool allowed(Session &s, const mdr::wire::Header &hdr);
 	void do_host_auth(Session &s, uint64_t req_id, const mdr::wire::HostAuthReq &r);
-	// Cuts version 3 hosts that did not authenticate in time. From tick().
+	// Cuts version 3 hosts and admins that did not authenticate within
+	// --host-auth-timeout-ms. From tick().
 	void expire();
 
 	void do_add(Session &s, uint64_t req_id, const mdr::wire::HostAddReq &r);
@@ -43,7 +47,7 @@ public:
 	void do_list(Session &s, uint64_t req_id, const mdr::wire::HostListReq &r);
 
 private:
-	// Counts, logs (rate-limited) and cuts an unproven or failed host.
+	// Counts, logs (rate-limited) and cuts an unproven or failed peer.
 	void refuse(Session &s, const char *why);
 
 	NodeCore &core_;

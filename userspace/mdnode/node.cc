@@ -91,8 +91,12 @@ void Node::on_disconnected(ConnId conn)
 	// Leases outlive the connection; they only stop pointing at it.
 	core_.leases.detach(conn);
 	pushes_.forget(it->second);
-	if (it->second.peer.role == MDR_ROLE_HOST)
-		mover_.host_disconnected(it->second.peer.host_id);
+	// Only a host that is who it says tells moves it went: an unproven
+	// peer claiming its id must not make them copy whole extents.
+	const Session &gone = it->second;
+	if (gone.peer.role == MDR_ROLE_HOST &&
+	    (gone.authenticated || gone.peer.version < wire::kHostAuthVersion))
+		mover_.host_disconnected(gone.peer.host_id);
 	core_.sessions.erase(it);
 }
 

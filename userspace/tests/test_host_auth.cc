@@ -171,23 +171,20 @@ void test_refused_proofs(void **)
 	assert_int_equal(r.add_host(a, 0x94, 2, kOtherKey), MDR_ST_OK);
 	r.create(a, "v1", 1);
 
-	const ConnId wrong = r.unproven(1, kHost);
-	const ConnId unknown = r.unproven(1, 0x95);
-	const ConnId tenant = r.unproven(1, 0x94);	// registered for tenant 2
-	const struct {
-		ConnId conn;
-		std::string key;
-	} cases[] = {{wrong, kOtherKey}, {unknown, kKey}, {tenant, kOtherKey}};
-	uint64_t failures = 0;
+	// A host id the registry does not hold, or holds for another tenant,
+	// is refused at the connect, before its QP joins the tenant's
+	// protection domain.
+	assert_int_equal(r.connect(r.peer(MDR_ROLE_HOST, 1, 0x95)), MDR_ST_PERM);
+	assert_int_equal(r.connect(r.peer(MDR_ROLE_HOST, 1, 0x94)), MDR_ST_PERM);
+	assert_int_equal(r.node->stats().auth_failures, 2);
 
-	for (const auto &c : cases) {
-		assert_int_equal(r.call(c.conn, 1, r.proof(c.conn, c.key)), MDR_ST_PERM);
-		assert_true(r.net.cut(c.conn));
-		assert_int_equal(r.node->stats().auth_failures, ++failures);
-		// Cut: an OPEN now gets no answer at all.
-		r.send(c.conn, 2, wire::OpenReq{.flags = MDR_OPEN_F_BY_NAME, .name = "v1"});
-		assert_true(r.take(c.conn).empty());
-	}
+	// A registered host with another key: refused at its proof, and cut.
+	const ConnId wrong = r.unproven(1, kHost);
+	assert_int_equal(r.call(wrong, 1, r.proof(wrong, kOtherKey)), MDR_ST_PERM);
+	assert_true(r.net.cut(wrong));
+	// Cut: an OPEN now gets no answer at all.
+	r.send(wrong, 2, wire::OpenReq{.flags = MDR_OPEN_F_BY_NAME, .name = "v1"});
+	assert_true(r.take(wrong).empty());
 	assert_int_equal(r.stats(a).auth_failures, 3);
 	assert_int_equal(r.list(a).hosts[0].connections, 0);
 }
@@ -275,7 +272,8 @@ void test_requests_before_auth(void **)
 	assert_int_equal(status_of(r.one(h)), MDR_ST_INVAL);
 }
 
-// A version 3 host that never proves is cut after the timeout, counted.
+// A version 3 host that never proves is cut after the timeout, counted;
+// so is an admin that never proves the admin key.
 void test_auth_timeout(void **)
 {
 	Rig r;
@@ -283,27 +281,34 @@ void test_auth_timeout(void **)
 	assert_int_equal(r.add_host(a, kHost, 1, kKey), MDR_ST_OK);
 	const ConnId silent = r.unproven(1, kHost);
 	const ConnId proven = r.host(1, kHost);
+	const PeerInfo mute = r.peer(MDR_ROLE_ADMIN, 0, 0xad99);
+	assert_int_equal(r.connect(mute), MDR_ST_OK);
 
 	r.now += kAuthTimeoutMs - 1;
 	r.node->tick();
 	assert_false(r.net.cut(silent));
+	assert_false(r.net.cut(mute.id));
 	r.now += 1;
 	r.node->tick();
 	assert_true(r.net.cut(silent));
+	assert_true(r.net.cut(mute.id));
 	assert_false(r.net.cut(proven));
-	assert_int_equal(r.node->stats().auth_failures, 1);
+	assert_false(r.net.cut(a));
+	assert_int_equal(r.node->stats().auth_failures, 2);
 	r.node->tick();
-	assert_int_equal(r.node->stats().auth_failures, 1);
+	assert_int_equal(r.node->stats().auth_failures, 2);
 }
 
 // Version 2 hosts: refused under required, served unproven under optional
-// (where version 3 hosts still prove).
+// (where version 3 hosts still prove) unless their id is in the registry.
 void test_version_2_hosts_by_policy(void **)
 {
 	{
 		Rig r;
+		const ConnId a = r.admin();
+		assert_int_equal(r.add_host(a, kHost, 1, kKey), MDR_ST_OK);
 		assert_int_equal(r.connect(r.peer(MDR_ROLE_HOST, 1, kHost, 2)), MDR_ST_PERM);
-		assert_int_equal(r.connect(r.peer(MDR_ROLE_HOST, 1, kHost, 1)), MDR_ST_PERM);
+		assert_int_equal(r.connect(r.peer(MDR_ROLE_HOST, 1, 0x99, 1)), MDR_ST_PERM);
 		assert_int_equal(r.connect(r.peer(MDR_ROLE_HOST, 1, kHost, 3)), MDR_ST_OK);
 		// A host that offers no proof is a missing proof: counted.
 		assert_int_equal(r.node->stats().auth_failures, 2);
@@ -311,13 +316,16 @@ void test_version_2_hosts_by_policy(void **)
 	Rig r(node_options(false));
 	const ConnId a = r.admin();
 	const uint64_t vol = r.create(a, "v1", 1);
-	const PeerInfo old = r.peer(MDR_ROLE_HOST, 1, kHost, 2);
+	const PeerInfo old = r.peer(MDR_ROLE_HOST, 1, 0x99, 2);
 	assert_int_equal(r.connect(old), MDR_ST_OK);
 	assert_int_equal(r.call(old.id, 1, wire::OpenReq{.volume_id = vol}), MDR_ST_OK);
 	// HOST_AUTH means nothing at version 2.
 	assert_int_equal(r.call(old.id, 2, r.proof(old.id, kKey)), MDR_ST_INVAL);
+	assert_int_equal(r.add_host(a, kHost, 1, kKey), MDR_ST_OK);
 	const ConnId v3 = r.unproven(1, kHost);
 	assert_int_equal(r.call(v3, 1, wire::OpenReq{.volume_id = vol}), MDR_ST_PERM);
+	// A registered host id is not for a version 2 peer to claim.
+	assert_int_equal(r.connect(r.peer(MDR_ROLE_HOST, 1, kHost, 2)), MDR_ST_PERM);
 }
 
 // HOST_ADD: the key arrives sealed for this admin connection; a request
@@ -386,8 +394,8 @@ void test_remove_cuts_connections_leases_run_out(void **)
 
 	// The lease was renewed by nobody; it still counts until it is gone.
 	assert_int_equal(r.call(a, 9, wire::VolDeleteReq{.name = "v1"}), MDR_ST_BUSY);
-	const ConnId again = r.unproven(1, kHost);
-	assert_int_equal(r.call(again, 1, r.proof(again, kKey)), MDR_ST_PERM);
+	// Removed: its id is refused at the connect.
+	assert_int_equal(r.connect(r.peer(MDR_ROLE_HOST, 1, kHost)), MDR_ST_PERM);
 	r.now += kLeaseMs + kMarginMs + kIoHoldMs;
 	r.node->tick();
 	r.now += kIoHoldMs;

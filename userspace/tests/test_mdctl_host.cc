@@ -288,9 +288,9 @@ static void test_attach_usage_errors(void **)
 	for (const char *bad : {"0", "-1", "x", "18446744073709551616", "42x", "0x"})
 		assert_usage({"attach", "-n", "192.0.2.2", "-i", bad},
 			     "bad volume id '" + std::string(bad) + "'");
-	for (const char *bad : {"0", "-3", "0x"})
+	for (const char *bad : {"0", "-3", "0x", "66"})
 		assert_usage({"attach", "-n", "192.0.2.2", "-i", "42", "-H", bad},
-			     "bad host id '" + std::string(bad) + "'");
+			     "bad host id '" + std::string(bad) + std::string(mdctl::kHostIdForm));
 	assert_usage({"attach", "-n", "192.0.2.2", "-i", "42", "-t", "4294967296"},
 		     "bad tenant '4294967296'");
 	assert_usage({"attach", "-n", "192.0.2.2", "-i", "42", "-b", "7=/dev/a", "-b",

@@ -194,7 +194,10 @@ static void test_config(void **)
 			   "[IPv6]:PORT"},
 		{"admin-key = key", "/c:1: admin-key 'key': the path must be absolute"},
 		{"tenant = -1", "/c:1: bad tenant '-1'"},
-		{"host-id = 0", "/c:1: bad host id '0'"},
+		{"host-id = 0", "/c:1: bad host id '0': expected 16 hex digits as 'mdctl host "
+				"id' prints them, or 0x and hex digits; not 0"},
+		{"host-id = 66", "/c:1: bad host id '66': expected 16 hex digits as 'mdctl "
+				 "host id' prints them, or 0x and hex digits; not 0"},
 		{"timeout-ms = 600001", "/c:1: timeout-ms '600001': want 1..600000"},
 		{"= 5", "/c:1: unknown setting ''"},
 	};

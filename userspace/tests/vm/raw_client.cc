@@ -208,10 +208,14 @@ int Raw::connect(const Options &o)
 	for (uint32_t i = 0; i < kRecvSlots; i++)
 		post_recv(i);
 
-	// The private data: a good request, then spoiled as asked.
+	// The private data: a good request, then spoiled as asked. A host
+	// here has no key: it speaks the versions before authentication, as
+	// the module does without one.
 	wire::ConnReq req{.role = o.role, .tenant = o.role == MDR_ROLE_HOST ? o.tenant : 0,
 			  .host_id = o.host_id, .queue_depth = 1,
 			  .recv_depth = kRecvSlots, .max_msg = kMsgSize};
+	if (o.role == MDR_ROLE_HOST)
+		req.version_max = wire::kHostAuthVersion - 1;
 	auto good = wire::encode_conn_req(req);
 	if (!good.ok()) {
 		printf("error: %s\n", good.message().c_str());
