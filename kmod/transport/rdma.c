@@ -1566,7 +1566,14 @@ static int mdr_cm_rejected(struct mdr_queue *q, struct rdma_cm_event *ev)
 				 rdma_reject_msg(q->cm_id, ev->status));
 		return -ECONNREFUSED;
 	}
-	if (status == MDR_ST_PERM && !q->conn->target.key)
+	if (status == MDR_ST_PERM && q->conn->target.key) {
+		/* a keyed host: refused before any proof, by the registry */
+		atomic64_inc(&q->conn->stats.auth_failures);
+		mdr_conn_warn_rl(q->conn, "mdnode refused this host at the connect: host %016llx is not registered there for tenant %u\n",
+				 q->conn->target.host_id, q->conn->target.tenant);
+		return -EACCES;
+	}
+	if (status == MDR_ST_PERM)
 		mdr_conn_warn_rl(q->conn, "mdnode refused the connection: it requires hosts to authenticate (attach with a key)\n");
 	else
 		mdr_conn_warn_rl(q->conn, "mdnode refused the connection: status %u (version %u)\n",
