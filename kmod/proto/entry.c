@@ -218,11 +218,11 @@ int mdr_conn_rep_parse(const void *pd, size_t len,
 		return -EINVAL;
 	}
 	/* a zero challenge would let a proof be replayed */
-	if (a->version >= 3 && mdr_all_zero(r.nonce, sizeof(r.nonce))) {
+	if (a->version >= MDR_WIRE_VERSION_AUTH && mdr_all_zero(r.nonce, sizeof(r.nonce))) {
 		*why = "no nonce in a version 3 accept";
 		return -EINVAL;
 	}
-	if (a->version < 3 && !mdr_all_zero(r.nonce, sizeof(r.nonce))) {
+	if (a->version < MDR_WIRE_VERSION_AUTH && !mdr_all_zero(r.nonce, sizeof(r.nonce))) {
 		*why = "nonce on a host connection before version 3";
 		return -EINVAL;
 	}

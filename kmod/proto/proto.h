@@ -204,8 +204,9 @@ void mdr_msg_set_req_id(void *buf, u64 req_id);
 
 /* ---- Host authentication (version 3; kmod/proto/auth.c) ------------- */
 
-/* The highest version a host without a key offers: 3 needs one. */
-#define MDR_WIRE_VERSION_NOAUTH	2
+/* The first version whose hosts prove a key, and the last before it. */
+#define MDR_WIRE_VERSION_AUTH	3
+#define MDR_WIRE_VERSION_NOAUTH	(MDR_WIRE_VERSION_AUTH - 1)
 
 void mdr_auth_transcript(struct mdr_wire_auth_transcript *t,
 			 const char *label, const u8 *host_nonce,

@@ -1160,8 +1160,8 @@ static int mdr_queue_auth(struct mdr_conn *c, struct mdr_queue *q)
 	unsigned long flags;
 	int ret;
 
-	if (q->acc.version < 3)
-		return -EPROTO;	/* mdr_conn_rep_parse() holds us to [3, 3] */
+	if (q->acc.version < MDR_WIRE_VERSION_AUTH)
+		return -EPROTO;	/* the connect offered no less */
 	get_random_bytes(nonce, sizeof(nonce));
 	mdr_auth_transcript(&t[0], MDR_AUTH_LABEL_HOST, nonce, &q->params,
 			    &q->acc);
@@ -1876,7 +1876,8 @@ static int mdr_queue_connect(struct mdr_conn *c)
 	 * its proof.
 	 */
 	q->params = (struct mdr_conn_params) {
-		.version_min = c->target.key ? 3 : MDR_WIRE_VERSION_MIN,
+		.version_min = c->target.key ? MDR_WIRE_VERSION_AUTH :
+					       MDR_WIRE_VERSION_MIN,
 		.version_max = c->target.key ? MDR_WIRE_VERSION :
 					       MDR_WIRE_VERSION_NOAUTH,
 		.tenant = c->target.tenant,
