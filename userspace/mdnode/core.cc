@@ -3,6 +3,7 @@
 // core.cc - see core.h.
 #include "mdnode/core.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <memory>
@@ -135,6 +136,17 @@ uint32_t NodeCore::open_count(uint64_t volume_id) const
 		if (l.expires_ms > now)
 			n++;
 	return n;
+}
+
+int64_t NodeCore::restart_lease_left() const
+{
+	return std::max<int64_t>(0, start_ms_ + int64_t(opts.lease_ms) +
+				    int64_t(opts.drift_margin_ms) - now_ms_());
+}
+
+bool NodeCore::in_restart_lease() const
+{
+	return restart_lease_left() > 0;
 }
 
 bool NodeCore::in_restart_grace() const

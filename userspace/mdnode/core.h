@@ -120,6 +120,15 @@ struct NodeCore {
 	// no data moves until every such lease has run out and its IO can no
 	// longer land.
 	bool in_restart_grace() const;
+	// Until lease_ms + margin after the start, a host may still hold a
+	// lease of the process before, on its own clock too, and cache
+	// entries this process never pushed to it: no extent of a volume from
+	// before the start is allocated (ALLOC is answered AGAIN), since the
+	// fan-out could not reach a holder it does not know. Past it, every
+	// such lease has run out on its host, and a host that opens again
+	// drops its cache (a reopen after its lease lapsed).
+	bool in_restart_lease() const;
+	int64_t restart_lease_left() const;
 	// The volume existed before the start: hosts may hold leases on it
 	// this process never granted.
 	bool from_before_start(uint64_t volume_id) const

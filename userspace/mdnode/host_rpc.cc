@@ -127,6 +127,18 @@ void HostRpc::do_alloc(Session &s, uint64_t req_id, const wire::AllocReq &r)
 							  .entry = wire::decode_entry(*entry)});
 	}
 
+	// Hosts of the process before may cache this extent as unallocated
+	// and read zeros where the writer's data would be: no push reaches
+	// them until they open again (NodeCore::in_restart_lease()). The host
+	// routes its write again within a second.
+	if (core_.from_before_start(r.volume_id) && core_.in_restart_lease()) {
+		(void)core_.store.abort(std::get<Change>(prep.value()));
+		log_info_rl("volume %llu extent %llu: not allocated until the leases "
+			    "of before the start have run out (%lld ms)",
+			    (unsigned long long)r.volume_id, (unsigned long long)r.index,
+			    (long long)core_.restart_lease_left());
+		return core_.reply_error(conn, req_id, MDR_OP_ALLOC, -EAGAIN);
+	}
 	alloc_waiters_[key].emplace_back(conn, req_id);
 	auto finish = [this, key](int err, const mdr_wire_entry &entry) {
 		auto node = alloc_waiters_.extract(key);

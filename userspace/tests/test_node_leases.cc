@@ -235,6 +235,59 @@ void test_delete_waits_out_the_leases_of_before_a_start(void **)
 	assert_true(std::holds_alternative<wire::VolDeleteRep>(r.one(adm).body));
 }
 
+// After a start, a host the process before granted a lease may cache an
+// extent as unallocated, and this process cannot push to a holder it does
+// not know: no extent of a volume from before the start is allocated until
+// that lease has run out (lease + margin), while a mapped extent is
+// answered as ever and a volume created since allocates at once.
+void test_alloc_waits_out_the_leases_of_before_a_start(void **)
+{
+	Rig r;
+	ConnId adm = r.admin();
+	const uint64_t old_vol = r.create(adm, "old", 4 * MiB, 1);
+	ConnId h = r.host(1, 0xa);
+	r.open(h, old_vol);
+	const wire::Entry mapped = expect_alloc(
+		r, [&] {
+			r.send(h, 1, wire::AllocReq{.volume_id = old_vol, .index = 0});
+			r.flush();
+			return r.one(h);
+		}(), 1, old_vol, 0);
+	const int64_t t0 = r.now;
+
+	// The same store, a new process: the lease above is unknown to it.
+	r.node = std::make_unique<Node>(Rig::options(), *r.store, *r.journal,
+					[&r] { return r.now; });
+	r.node->attach(r.net);
+	adm = r.admin();
+	const uint64_t new_vol = r.create(adm, "new", 4 * MiB, 1);
+	h = r.host(1, 0xa);
+	r.open(h, old_vol);
+	r.open(h, new_vol);
+	const auto free_before = r.store->devices();
+
+	assert_int_equal(r.call(h, 2, wire::AllocReq{.volume_id = old_vol, .index = 1}),
+			 MDR_ST_AGAIN);
+	// Nothing reserved, nothing journaled.
+	assert_true(r.store->devices() == free_before);
+	assert_int_equal(r.store->counts().in_flight, 0);
+	r.send(h, 3, wire::AllocReq{.volume_id = old_vol, .index = 0});
+	r.flush();
+	assert_true(expect_alloc(r, r.one(h), 3, old_vol, 0) == mapped);
+	r.send(h, 4, wire::AllocReq{.volume_id = new_vol, .index = 1});
+	r.flush();
+	expect_alloc(r, r.one(h), 4, new_vol, 1);
+
+	r.now = t0 + kHeldMs - 1;
+	assert_int_equal(r.call(h, 5, wire::AllocReq{.volume_id = old_vol, .index = 1}),
+			 MDR_ST_AGAIN);
+	assert_int_equal(r.call(h, 7, wire::RenewReq{}), MDR_ST_OK);
+	r.now = t0 + kHeldMs;
+	r.send(h, 6, wire::AllocReq{.volume_id = old_vol, .index = 1});
+	r.flush();
+	expect_alloc(r, r.one(h), 6, old_vol, 1);
+}
+
 } // namespace
 
 int main()
@@ -246,6 +299,7 @@ int main()
 		cmocka_unit_test(test_close_drops_the_lease),
 		cmocka_unit_test(test_delete_and_resize_are_busy_while_leases_are_held),
 		cmocka_unit_test(test_delete_waits_out_the_leases_of_before_a_start),
+		cmocka_unit_test(test_alloc_waits_out_the_leases_of_before_a_start),
 		cmocka_unit_test(test_close_ends_a_lapsed_lease),
 	};
 
