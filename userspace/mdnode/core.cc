@@ -138,10 +138,14 @@ uint32_t NodeCore::open_count(uint64_t volume_id) const
 	return n;
 }
 
+LeaseBounds NodeCore::own_bounds() const
+{
+	return {opts.lease_ms + opts.drift_margin_ms, opts.io_hold_ms};
+}
+
 int64_t NodeCore::restart_lease_left() const
 {
-	return std::max<int64_t>(0, start_ms_ + int64_t(opts.lease_ms) +
-				    int64_t(opts.drift_margin_ms) - now_ms_());
+	return std::max<int64_t>(0, start_ms_ + int64_t(restart_bounds().held_ms) - now_ms_());
 }
 
 bool NodeCore::in_restart_lease() const
@@ -151,8 +155,9 @@ bool NodeCore::in_restart_lease() const
 
 bool NodeCore::in_restart_grace() const
 {
-	return now_ms_() < start_ms_ + int64_t(opts.lease_ms) + int64_t(opts.drift_margin_ms) +
-				   int64_t(opts.io_hold_ms);
+	const LeaseBounds b = restart_bounds();
+
+	return now_ms_() < start_ms_ + int64_t(b.held_ms) + int64_t(b.io_hold_ms);
 }
 
 void NodeCore::lease_granted(uint64_t volume_id, Session &s)

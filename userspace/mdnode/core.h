@@ -24,6 +24,7 @@
 #include "lib/wire.h"
 #include "mdnode/copier.h"
 #include "mdnode/journal.h"
+#include "mdnode/lease_bounds.h"
 #include "mdnode/leases.h"
 #include "mdnode/net.h"
 #include "mdnode/session.h"
@@ -52,6 +53,9 @@ struct NodeOptions {
 	// connected is cut off.
 	uint32_t host_auth_timeout_ms = 5000;
 	uint64_t checkpoint_records = 100000;	// checkpoint after this many
+	// What a process before this one may have granted (lease_bounds.h):
+	// the restart windows wait out these too, when they are longer.
+	LeaseBounds prior{};
 	CopierOptions copier{};
 	// Device id -> path, for the copier; empty: the store's device paths.
 	std::map<uint32_t, std::string> device_paths{};
@@ -129,6 +133,10 @@ struct NodeCore {
 	// drops its cache (a reopen after its lease lapsed).
 	bool in_restart_lease() const;
 	int64_t restart_lease_left() const;
+	// The bounds this process grants by, and those its restart windows
+	// wait out (the larger of its own and opts.prior).
+	LeaseBounds own_bounds() const;
+	LeaseBounds restart_bounds() const { return widest(own_bounds(), opts.prior); }
 	// The volume existed before the start: hosts may hold leases on it
 	// this process never granted.
 	bool from_before_start(uint64_t volume_id) const

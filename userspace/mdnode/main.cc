@@ -56,6 +56,8 @@ int run(const Config &cfg)
 
 	NodeOptions no = node_options(cfg);
 	no.node_id = *id;	// the accept's, in every host's transcript
+	if (!carry_lease_bounds(cfg, no))
+		return 1;
 	Node node(no, *store, j, steady_ms);
 	if (auto st = node.recover_moves(); !st.ok()) {
 		log_error("cannot roll back the moves the journal holds unfinished: %s",
@@ -128,6 +130,7 @@ int run(const Config &cfg)
 	sd_notify("STOPPING=1");
 	if (!shut_down(j, *store))
 		return 1;
+	settle_lease_bounds(cfg, no, !node.in_restart_grace());
 	log_info("stopped cleanly%s", rc ? " after the loss of the RDMA device" : "");
 	return rc;
 }

@@ -209,6 +209,49 @@ NodeOptions node_options(const Config &cfg)
 	return no;
 }
 
+namespace {
+
+LeaseBounds own_bounds(const NodeOptions &no)
+{
+	return {no.lease_ms + no.drift_margin_ms, no.io_hold_ms};
+}
+
+} // namespace
+
+bool carry_lease_bounds(const Config &cfg, NodeOptions &no)
+{
+	auto prior = read_lease_bounds(cfg.data_dir);
+
+	if (!prior.ok()) {
+		log_error("%s: %s; it bounds the leases the mdnode before may have granted. "
+			  "Remove it only when no host can hold one: lease-ms + 500 ms + "
+			  "io-hold-ms after that mdnode stopped",
+			  prior.message().c_str(), mdr::describe_errno(-prior.error()).c_str());
+		return false;
+	}
+	no.prior = prior.value();
+	const LeaseBounds own = own_bounds(no), wait = widest(own, no.prior);
+	if (wait != own)
+		log_info("the mdnode before granted leases held %u ms with an io hold of %u ms: "
+			 "the restart waits those out", no.prior.held_ms, no.prior.io_hold_ms);
+	if (wait == no.prior)
+		return true;
+	if (auto st = write_lease_bounds(cfg.data_dir, wait); !st.ok()) {
+		log_error("%s: %s", st.message().c_str(), mdr::describe_errno(-st.error()).c_str());
+		return false;
+	}
+	return true;
+}
+
+void settle_lease_bounds(const Config &cfg, const NodeOptions &no, bool grace_over)
+{
+	if (!grace_over || no.prior == own_bounds(no))
+		return;
+	// Failing leaves the wider bounds: a longer wait at the next start.
+	if (auto st = write_lease_bounds(cfg.data_dir, own_bounds(no)); !st.ok())
+		log_warn("%s: %s", st.message().c_str(), mdr::describe_errno(-st.error()).c_str());
+}
+
 void sd_notify(const char *state)
 {
 	const char *path = getenv("NOTIFY_SOCKET");

@@ -33,6 +33,14 @@ std::unique_ptr<Journal> recover(const Config &cfg, Store &store);
 // admin key (warned about when it cannot be had).
 NodeOptions node_options(const Config &cfg);
 
+// The bounds of the leases a process before this one may have granted
+// (lease_bounds.h) into no.prior, and the widest of them and this
+// process's own made durable, before any lease is granted.
+bool carry_lease_bounds(const Config &cfg, NodeOptions &no);
+// At a clean stop: once this process's grace is over every lease out there
+// is its own, and its own bounds are the ones to keep.
+void settle_lease_bounds(const Config &cfg, const NodeOptions &no, bool grace_over);
+
 // systemd's notification protocol (Type=notify), without libsystemd.
 void sd_notify(const char *state);
 
