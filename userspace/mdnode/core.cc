@@ -138,11 +138,6 @@ uint32_t NodeCore::open_count(uint64_t volume_id) const
 	return n;
 }
 
-LeaseBounds NodeCore::own_bounds() const
-{
-	return {opts.lease_ms + opts.drift_margin_ms, opts.io_hold_ms};
-}
-
 int64_t NodeCore::restart_lease_left() const
 {
 	return std::max<int64_t>(0, start_ms_ + int64_t(restart_bounds().held_ms) - now_ms_());

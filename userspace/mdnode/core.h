@@ -65,6 +65,12 @@ struct NodeOptions {
 	bool test_drop_invalidations = false;
 };
 
+// What a node with these options grants by: lease + margin, io hold.
+inline LeaseBounds own_bounds(const NodeOptions &o)
+{
+	return {o.lease_ms + o.drift_margin_ms, o.io_hold_ms};
+}
+
 struct NodeStats {
 	uint64_t requests = 0, errors = 0, bad_messages = 0;
 	uint64_t invalidations = 0, lease_expiries = 0;
@@ -133,10 +139,9 @@ struct NodeCore {
 	// drops its cache (a reopen after its lease lapsed).
 	bool in_restart_lease() const;
 	int64_t restart_lease_left() const;
-	// The bounds this process grants by, and those its restart windows
-	// wait out (the larger of its own and opts.prior).
-	LeaseBounds own_bounds() const;
-	LeaseBounds restart_bounds() const { return widest(own_bounds(), opts.prior); }
+	// The bounds its restart windows wait out: the larger of its own and
+	// opts.prior.
+	LeaseBounds restart_bounds() const { return widest(own_bounds(opts), opts.prior); }
 	// The volume existed before the start: hosts may hold leases on it
 	// this process never granted.
 	bool from_before_start(uint64_t volume_id) const

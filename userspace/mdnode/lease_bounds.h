@@ -15,7 +15,8 @@
 // smaller than any lease granted.
 //
 // The file is one line, "held_ms=N io_hold_ms=M": held_ms is lease_ms plus
-// the drift margin, what mdnode holds a lease for after its request.
+// the drift margin, what mdnode holds a lease for after its request. This
+// file has its form; startup.h reads and writes it.
 #ifndef MDNODE_LEASE_BOUNDS_H
 #define MDNODE_LEASE_BOUNDS_H
 
@@ -45,13 +46,6 @@ inline LeaseBounds widest(LeaseBounds a, LeaseBounds b)
 // the one line with both numbers, in range.
 std::string format_lease_bounds(LeaseBounds b);
 mdr::Result<LeaseBounds> parse_lease_bounds(std::string_view text);
-
-// dir/lease-bounds; {0, 0} when there is none (a first start, or the
-// first since an mdnode that kept none).
-mdr::Result<LeaseBounds> read_lease_bounds(const std::string &dir);
-// Written under a temporary name, fsynced, renamed, and the directory
-// fsynced: durable when it returns.
-mdr::Status write_lease_bounds(const std::string &dir, LeaseBounds b);
 
 } // namespace mdnode
 

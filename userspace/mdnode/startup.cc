@@ -39,6 +39,44 @@ uint64_t random_u64()
 	return (uint64_t(rd()) << 32) ^ rd();
 }
 
+int sync_close(int fd)
+{
+	int err = fsync(fd) ? -errno : 0;
+
+	if (close(fd) && !err)
+		err = -errno;
+	return err;
+}
+
+// dir/name holds text, durably: written under a temporary name, fsynced,
+// renamed, and the directory fsynced. A crash leaves the old file or the
+// new one, never a part.
+mdr::Status write_durably(const std::string &dir, const std::string &name,
+			  const std::string &text)
+{
+	const std::string path = dir + "/" + name, tmp = path + ".tmp";
+	int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return mdr::Error(-errno, "cannot create " + tmp);
+	const ssize_t n = write(fd, text.data(), text.size());
+	int err = n < 0 ? -errno : size_t(n) != text.size() ? -EIO : 0;
+	if (int e = sync_close(fd); !err)
+		err = e;
+	if (!err && rename(tmp.c_str(), path.c_str()))
+		err = -errno;
+	if (err) {
+		unlink(tmp.c_str());
+		return mdr::Error(err, "cannot write " + path);
+	}
+	int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return mdr::Error(-errno, "cannot open " + dir);
+	if (int e = sync_close(dfd))
+		return mdr::Error(e, "cannot fsync " + dir);
+	return {};
+}
+
 mdr::Result<uint64_t> node_id(const std::string &dir)
 {
 	const std::string path = dir + "/node-id";
@@ -53,15 +91,10 @@ mdr::Result<uint64_t> node_id(const std::string &dir)
 	if (text.error() != -ENOENT)
 		return mdr::Error(text.error(), "cannot read " + path);
 	const uint64_t id = random_u64() | 1;
-	const std::string tmp = path + ".tmp";
-	FILE *f = fopen(tmp.c_str(), "we");
-	if (!f)
-		return mdr::Error(-errno, "cannot create " + tmp);
-	fprintf(f, "%016" PRIx64 "\n", id);
-	bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
-	ok = fclose(f) == 0 && ok;
-	if (!ok || rename(tmp.c_str(), path.c_str()))
-		return mdr::Error(-errno, "cannot write " + path);
+	char line[32];
+	snprintf(line, sizeof(line), "%016" PRIx64 "\n", id);
+	if (auto st = write_durably(dir, "node-id", line); !st.ok())
+		return mdr::Error(st.error(), st.message());
 	return id;
 }
 
@@ -209,14 +242,26 @@ NodeOptions node_options(const Config &cfg)
 	return no;
 }
 
-namespace {
-
-LeaseBounds own_bounds(const NodeOptions &no)
+mdr::Result<LeaseBounds> read_lease_bounds(const std::string &dir)
 {
-	return {no.lease_ms + no.drift_margin_ms, no.io_hold_ms};
+	const std::string path = dir + "/lease-bounds";
+	auto text = read_file(path);
+
+	if (!text.ok())
+		return text.error() == -ENOENT ? mdr::Result<LeaseBounds>(LeaseBounds{})
+					       : mdr::Error(text.error(), "cannot read " + path);
+	if (text.value().size() > 64)
+		return mdr::Error(-EINVAL, path + ": longer than one line");
+	auto b = parse_lease_bounds(text.value());
+	if (!b.ok())
+		return mdr::Error(b.error(), path + ": " + b.message());
+	return b;
 }
 
-} // namespace
+mdr::Status write_lease_bounds(const std::string &dir, LeaseBounds b)
+{
+	return write_durably(dir, "lease-bounds", format_lease_bounds(b));
+}
 
 bool carry_lease_bounds(const Config &cfg, NodeOptions &no)
 {

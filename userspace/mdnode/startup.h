@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "mdnode/config.h"
 #include "mdnode/journal.h"
@@ -33,6 +34,11 @@ std::unique_ptr<Journal> recover(const Config &cfg, Store &store);
 // admin key (warned about when it cannot be had).
 NodeOptions node_options(const Config &cfg);
 
+// data-dir/lease-bounds (lease_bounds.h); {0, 0} when there is none (a
+// first start, or the first since an mdnode that kept none).
+mdr::Result<LeaseBounds> read_lease_bounds(const std::string &dir);
+// Durable when it returns.
+mdr::Status write_lease_bounds(const std::string &dir, LeaseBounds b);
 // The bounds of the leases a process before this one may have granted
 // (lease_bounds.h) into no.prior, and the widest of them and this
 // process's own made durable, before any lease is granted.
