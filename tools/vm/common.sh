@@ -131,11 +131,23 @@ mdr_mdnode_start() {
 	mdr_require_file "$MDNODE"
 	mkdir -p "$dir"
 	case " $* " in *" --host-auth "* | *" --host-auth="*) policy=() ;; esac
+	# mdnode takes its start after this and before it listens: the restart
+	# window (mdr_mdnode_wait_old_leases) ends no later than this plus it.
+	MDR_MDNODE_STARTED_MS=$(($(date +%s%N) / 1000000))
 	"$MDNODE" --listen "$MDR_NODE_ADDR:$MDR_NODE_PORT" --data-dir "$dir" \
 		--io-hold-ms 2000 "${policy[@]}" "$@" >"$dir/mdnode.log" 2>&1 &
 	MDR_MDNODE_PID=$!
 	mdr_on_exit "mdr_mdnode_stop"
 	mdr_wait_for "rdma resource show cm_id | grep -q 'LISTEN.*$MDR_NODE_ADDR:$MDR_NODE_PORT'" 15
+}
+
+# mdr_mdnode_wait_old_leases LEASE_MS: after a restart, mdnode allocates no
+# extent of a volume from before it (ALLOC answers AGAIN) until the leases
+# the old process may have granted have run out: LEASE_MS plus a 500 ms
+# margin from its start. Wait that out before an allocation that must pass.
+mdr_mdnode_wait_old_leases() {
+	local left=$((MDR_MDNODE_STARTED_MS + $1 + 500 - $(date +%s%N) / 1000000))
+	[ "$left" -le 0 ] || sleep "$(printf '%d.%03d' $((left / 1000)) $((left % 1000)))"
 }
 
 # mdr_mdnode_stop [SIGNAL]: stop it (TERM by default, KILL to crash it).
