@@ -2,7 +2,8 @@
 //
 // core.h - what every room of the node shares (node.h has the map): its
 // settings and counters, the store and the journal, the transport, the
-// sessions and the leases; one way to reply, and the one path of a change.
+// sessions and the leases, the copier; one way to reply, and the one path
+// of a change.
 //
 // Every change follows that path: the store prepares it (validates and
 // reserves), the journal makes it durable, the store commits it (the
@@ -59,6 +60,11 @@ struct NodeOptions {
 	CopierOptions copier{};
 	// Device id -> path, for the copier; empty: the store's device paths.
 	std::map<uint32_t, std::string> device_paths{};
+	// Each extent is zeroed before its ALLOC is journaled: space freed by
+	// one volume (another tenant's, perhaps) never shows its old data in
+	// another, and a new extent reads zeros as it did while unallocated.
+	// false only for the test rigs whose devices are never written.
+	bool zero_extents = true;
 	// TEST ONLY: fan-outs push nothing and wait for no lease holder, as if
 	// each push were lost and acked: hosts keep stale entries (what the
 	// kernel's revalidation must find). Breaks the consistency rule.
@@ -77,6 +83,9 @@ struct NodeStats {
 	// Proofs refused or missing: admin AUTH, host HOST_AUTH, host
 	// requests before HOST_AUTH, hosts silent past the auth timeout.
 	uint64_t auth_failures = 0;
+	// Extents zeroed for an ALLOC, and zeroings that failed (that ALLOC
+	// was answered EIO; the extent stays free).
+	uint64_t extents_zeroed = 0, zero_failures = 0;
 	// Moves of one extent each.
 	uint64_t moves_done = 0, moves_failed = 0, move_bytes = 0;
 	uint64_t stall_max_us = 0, stall_total_us = 0;
@@ -161,6 +170,8 @@ struct NodeCore {
 	std::map<ConnId, Session> sessions;
 	Leases leases;
 	NodeStats stats;
+	// Moves' copies and ALLOC's zeroing, off the loop (copier.h).
+	Copier copier;
 
 private:
 	std::function<int64_t()> now_ms_;

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "mdnode/log.h"
+#include "mdnode/records.h"
 
 namespace mdnode {
 
@@ -140,29 +141,65 @@ void HostRpc::do_alloc(Session &s, uint64_t req_id, const wire::AllocReq &r)
 		return core_.reply_error(conn, req_id, MDR_OP_ALLOC, -EAGAIN);
 	}
 	alloc_waiters_[key].emplace_back(conn, req_id);
-	auto finish = [this, key](int err, const mdr_wire_entry &entry) {
-		auto node = alloc_waiters_.extract(key);
+	Change c = std::move(std::get<Change>(prep.value()));
+	if (!core_.opts.zero_extents)
+		return alloc_journal(key, host, std::move(c));
 
-		for (auto [c, id] : node.mapped()) {
-			if (err)
-				core_.reply_error(c, id, MDR_OP_ALLOC, err);
-			else
-				core_.reply(c, id, wire::AllocRep{.volume_id = key.first,
-							    .index = key.second,
-							    .entry = wire::decode_entry(entry)});
+	// The place is reserved by the prepared change (no other ALLOC, no
+	// DELETE of the volume while it is in flight) and written by no one:
+	// zeros go there before the journal makes it the extent's. A crash
+	// in between leaves it free, zeroed or not.
+	auto rec = decode_record(c.type, c.payload);
+	const Volume *v = core_.store.volume(r.volume_id);
+	if (!rec.ok() || !v) {
+		log_error("volume %llu extent %llu: the prepared ALLOC does not decode",
+			  (unsigned long long)r.volume_id, (unsigned long long)r.index);
+		(void)core_.store.abort(c);
+		return alloc_answer(key, -EIO, {});
+	}
+	const CopyJob job{.dst_dev = rec.value().dev_id,
+			  .dst_off = rec.value().pstart << kSectorShift,
+			  .len = uint64_t{1} << v->extent_shift,
+			  .zero = true};
+	core_.copier.start(job, [this, key, host, c](int err, const CopyTimes &) {
+		if (!err) {
+			core_.stats.extents_zeroed++;
+			return alloc_journal(key, host, c);
 		}
-	};
-	core_.change(std::move(std::get<Change>(prep.value())),
-	       [this, key, host, finish](int err, const Applied *applied) {
+		// The copier logged why; the extent stays free, and the host
+		// fails this IO rather than read another's data.
+		core_.stats.zero_failures++;
+		(void)core_.store.abort(c);
+		alloc_answer(key, -EIO, {});
+	});
+}
+
+void HostRpc::alloc_journal(AllocKey key, uint64_t host, Change c)
+{
+	core_.change(std::move(c), [this, key, host](int err, const Applied *applied) {
 		if (err)
-			return finish(err, {});
+			return alloc_answer(key, err, {});
 		// Other holders may cache this extent as unallocated and would
 		// read zeros where data now is: they hear of it before the
 		// writer gets its answer.
 		const mdr_wire_entry entry = applied->entry;
 		pushes_.fan_out(key.first, key.second, 1, wire::decode_entry(entry).generation,
-			MDR_INVAL_ALLOC, host, [finish, entry] { finish(0, entry); });
+			MDR_INVAL_ALLOC, host, [this, key, entry] { alloc_answer(key, 0, entry); });
 	});
+}
+
+void HostRpc::alloc_answer(AllocKey key, int err, const mdr_wire_entry &entry)
+{
+	auto node = alloc_waiters_.extract(key);
+
+	for (auto [c, id] : node.mapped()) {
+		if (err)
+			core_.reply_error(c, id, MDR_OP_ALLOC, err);
+		else
+			core_.reply(c, id, wire::AllocRep{.volume_id = key.first,
+						    .index = key.second,
+						    .entry = wire::decode_entry(entry)});
+	}
 }
 
 void HostRpc::do_ack(Session &s, uint64_t req_id, const wire::InvalidateAck &r)

@@ -68,9 +68,9 @@ public:
 	// The copier's event fd, readable when a copy finished; then call
 	// process_copies(). wait_copies() blocks until every copy started has
 	// finished and processes them (tests).
-	int copier_fd() const { return mover_.copier_fd(); }
-	void process_copies() { mover_.process_copies(); }
-	void wait_copies() { mover_.wait_copies(); }
+	int copier_fd() const { return core_.copier.event_fd(); }
+	void process_copies() { core_.copier.process_completions(); }
+	void wait_copies() { core_.copier.wait_all(); }
 	size_t moves_active() const { return mover_.active(); }
 
 	const NodeStats &stats() const { return core_.stats; }
