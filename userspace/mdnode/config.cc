@@ -19,6 +19,7 @@ const char kUsage[] =
 	"Usage: mdnode --listen ADDR[:PORT] --data-dir DIR --device ID=PATH [--device ...]\n"
 	"              [--config FILE] [--admin-key FILE] [--lease-ms N]\n"
 	"              [--io-hold-ms N] [--max-connections N] [--log-level LEVEL]\n"
+	"              [--max-connections-per-tenant N] [--admin-connections N]\n"
 	"              [--host-auth required|optional] [--host-auth-timeout-ms N]\n"
 	"\n"
 	"The storage-node metadata responder of mdroute: serves the extent tables\n"
@@ -35,6 +36,11 @@ const char kUsage[] =
 	"                            0..600000 (20000): data a host whose lease ran\n"
 	"                            out may still write moves only this much later\n"
 	"      --max-connections N   refuse connections beyond N (1024)\n"
+	"      --max-connections-per-tenant N\n"
+	"                            refuse host connections of a tenant beyond N,\n"
+	"                            1..65536 (256)\n"
+	"      --admin-connections N of --max-connections, N only admins may take\n"
+	"                            (hosts keep at least one), 0..1024 (16)\n"
 	"      --host-auth POLICY    required (default): hosts prove their key (wire\n"
 	"                            version 3), older hosts are refused; optional:\n"
 	"                            hosts of version 1 and 2 are served unproven\n"
@@ -55,6 +61,7 @@ namespace {
 enum Opt {
 	kListen, kDataDir, kDevice, kConfig, kAdminKey, kLeaseMs, kIoHoldMs, kMaxConn,
 	kLogLevel, kHelp, kVersion, kTestDropInval, kHostAuth, kHostAuthTimeout,
+	kMaxConnTenant, kAdminConn,
 };
 
 constexpr mdr::OptionSpec kSpecs[] = {
@@ -72,6 +79,8 @@ constexpr mdr::OptionSpec kSpecs[] = {
 	{kTestDropInval, "test-drop-invalidations", 0, false},
 	{kHostAuth, "host-auth", 0, true},
 	{kHostAuthTimeout, "host-auth-timeout-ms", 0, true},
+	{kMaxConnTenant, "max-connections-per-tenant", 0, true},
+	{kAdminConn, "admin-connections", 0, true},
 };
 
 mdr::Error bad(std::string_view where, std::string_view what)
@@ -175,6 +184,16 @@ mdr::Status apply(Config &c, std::vector<DeviceArg> &devices, int opt,
 		if (!parse_uint<uint32_t>(value, c.max_connections, 1, 65536))
 			return bad(where, "max-connections '" + std::string(value) +
 					  "': want 1..65536");
+		return {};
+	case kMaxConnTenant:
+		if (!parse_uint<uint32_t>(value, c.max_connections_per_tenant, 1, 65536))
+			return bad(where, "max-connections-per-tenant '" + std::string(value) +
+					  "': want 1..65536");
+		return {};
+	case kAdminConn:
+		if (!parse_uint<uint32_t>(value, c.admin_connections, 0, 1024))
+			return bad(where, "admin-connections '" + std::string(value) +
+					  "': want 0..1024");
 		return {};
 	case kHostAuth:
 		if (value != "required" && value != "optional")

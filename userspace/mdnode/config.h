@@ -44,6 +44,9 @@ struct Config {
 	// NodeOptions::io_hold_ms.
 	uint32_t io_hold_ms = 20000;
 	uint32_t max_connections = 1024;
+	// ServerOptions::max_per_tenant, ServerOptions::admin_reserved.
+	uint32_t max_connections_per_tenant = 256;
+	uint32_t admin_connections = 16;
 	// --host-auth required|optional: NodeOptions::host_auth_required.
 	bool host_auth_required = true;
 	// --host-auth-timeout-ms: NodeOptions::host_auth_timeout_ms.

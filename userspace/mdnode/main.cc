@@ -69,6 +69,8 @@ int run(const Config &cfg)
 	so.address = cfg.listen_address;
 	so.port = cfg.port;
 	so.max_connections = cfg.max_connections;
+	so.max_per_tenant = cfg.max_connections_per_tenant;
+	so.admin_reserved = cfg.admin_connections;
 	so.node_id = *id;
 	so.boot_id = no.boot_id;
 	auto server = RdmaServer::listen(so, node);
