@@ -49,10 +49,13 @@ const char kUsage[] =
 	"                            cut a host that has not proven its key N ms\n"
 	"                            after connecting, 100..60000 (5000)\n"
 	"      --log-level LEVEL     error, warn, info (default) or debug\n"
+#ifdef MDR_TEST_HOOKS
 	"      --test-drop-invalidations\n"
 	"                            TEST ONLY, breaks the consistency rule: push no\n"
 	"                            invalidation and wait for no lease holder, as if\n"
-	"                            every push were lost and acked (command line only)\n"
+	"                            every push were lost and acked (command line only;\n"
+	"                            a build with MDR_TEST_HOOKS only)\n"
+#endif
 	"  -h, --help                this text\n"
 	"  -V, --version             print the release and exit\n";
 
@@ -76,12 +79,24 @@ constexpr mdr::OptionSpec kSpecs[] = {
 	{kLogLevel, "log-level", 0, true},
 	{kHelp, "help", 'h', false},
 	{kVersion, "version", 'V', false},
+#ifdef MDR_TEST_HOOKS
 	{kTestDropInval, "test-drop-invalidations", 0, false},
+#endif
 	{kHostAuth, "host-auth", 0, true},
 	{kHostAuthTimeout, "host-auth-timeout-ms", 0, true},
 	{kMaxConnTenant, "max-connections-per-tenant", 0, true},
 	{kAdminConn, "admin-connections", 0, true},
 };
+
+// By id: without MDR_TEST_HOOKS an entry is missing, so ids are not
+// indices.
+std::string spec_name(int id)
+{
+	for (const auto &s : kSpecs)
+		if (s.id == id)
+			return std::string(s.name);
+	return "?";
+}
 
 mdr::Error bad(std::string_view where, std::string_view what)
 {
@@ -303,7 +318,7 @@ mdr::Result<Config> parse_config(std::span<const std::string_view> args,
 			c.test_drop_invalidations = true;
 			continue;
 		}
-		std::string where = "--" + std::string(kSpecs[o.id].name);
+		std::string where = "--" + spec_name(o.id);
 		auto st = apply(c, cli_devices, o.id, o.value, where);
 		if (!st.ok())
 			return mdr::Error(st.error(), st.message());

@@ -52,8 +52,8 @@ struct Config {
 	// --host-auth-timeout-ms: NodeOptions::host_auth_timeout_ms.
 	uint32_t host_auth_timeout_ms = 5000;
 	LogLevel log_level = LogLevel::info;
-	// Test only (--test-drop-invalidations, never from a file): see
-	// NodeOptions::test_drop_invalidations.
+	// Test only (--test-drop-invalidations, never from a file, and only in
+	// a build with MDR_TEST_HOOKS): see NodeOptions::test_drop_invalidations.
 	bool test_drop_invalidations = false;
 	bool help = false;
 	bool version = false;

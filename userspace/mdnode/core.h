@@ -61,7 +61,8 @@ struct NodeOptions {
 	std::map<uint32_t, std::string> device_paths{};
 	// TEST ONLY: fan-outs push nothing and wait for no lease holder, as if
 	// each push were lost and acked: hosts keep stale entries (what the
-	// kernel's revalidation must find). Breaks the consistency rule.
+	// kernel's revalidation must find). Breaks the consistency rule. Read
+	// only in a build with MDR_TEST_HOOKS.
 	bool test_drop_invalidations = false;
 };
 

@@ -55,6 +55,7 @@ void Pushes::fan_out(uint64_t volume_id, uint64_t first, uint64_t count,
 		    (lease.expires_ms <= now &&
 		     !(waits_for_io(reason) && core_.io_possible(lease, now))))
 			continue;
+#ifdef MDR_TEST_HOOKS
 		if (core_.opts.test_drop_invalidations) {
 			core_.stats.invalidations_dropped++;
 			log_warn("test: invalidation of volume %llu extents %llu+%llu "
@@ -65,6 +66,7 @@ void Pushes::fan_out(uint64_t volume_id, uint64_t first, uint64_t count,
 			dropped.push_back(host);
 			continue;
 		}
+#endif
 		f.hosts.insert(host);
 		if (lease.expires_ms > now)
 			owes(host);
