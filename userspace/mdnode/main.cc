@@ -34,7 +34,8 @@ MDNODE_LOG_SUBSYSTEM("main");
 
 constexpr int kTickMs = 50;
 // Completions the transport takes in one round of the loop before the
-// journal, the copier and the tick have their turn.
+// journal, the copier and the tick have their turn. Shared between the
+// connections in turns (RdmaServer::on_cq_event()): no one sender takes it.
 constexpr unsigned kRdmaBudget = 256;
 
 int run(const Config &cfg)

@@ -660,27 +660,32 @@ void RdmaServer::destroy_conn(ConnId id)
 	}
 }
 
+const char *connection_cap(const ServerOptions &o, uint16_t role, const ConnCounts &n)
+{
+	if (n.total >= o.max_connections)
+		return "max-connections reached";
+	if (role != MDR_ROLE_HOST)
+		return nullptr;
+	// By the hosts, not by all: admins in the reserve do not lower what
+	// hosts may have.
+	if (n.hosts + std::min(o.admin_reserved, o.max_connections - 1) >= o.max_connections)
+		return "the slots left are reserved for admin connections";
+	if (n.of_tenant >= o.max_per_tenant)
+		return "max-connections-per-tenant reached for the tenant";
+	return nullptr;
+}
+
 const char *RdmaServer::over_limit(const PeerInfo &peer) const
 {
-	uint32_t hosts = 0, of_tenant = 0;
+	ConnCounts n{.total = conns_.size()};
 
-	if (conns_.size() >= opts_.max_connections)
-		return "max-connections reached";
-	if (peer.role == MDR_ROLE_ADMIN)
-		return nullptr;
-	// Admins may take every slot; hosts leave admin_reserved free.
 	for (const auto &[id, c] : conns_) {
 		if (c->peer.role != MDR_ROLE_HOST)
 			continue;
-		hosts++;
-		of_tenant += c->peer.tenant == peer.tenant;
+		n.hosts++;
+		n.of_tenant += c->peer.tenant == peer.tenant;
 	}
-	if (hosts + std::min(opts_.admin_reserved, opts_.max_connections - 1) >=
-	    opts_.max_connections)
-		return "the slots left are reserved for admin connections";
-	if (of_tenant >= opts_.max_per_tenant)
-		return "max-connections-per-tenant reached for the tenant";
-	return nullptr;
+	return connection_cap(opts_, peer.role, n);
 }
 
 RdmaServer::Conn *RdmaServer::find(ConnId id)

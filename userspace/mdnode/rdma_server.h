@@ -97,6 +97,17 @@ struct ServerStats {
 inline constexpr uint32_t kHostSendMax = 4096;
 inline constexpr uint16_t kAdminQueueDepth = 32;
 
+// The connections (pending ones too) a new one would join.
+struct ConnCounts {
+	size_t total = 0;
+	uint32_t hosts = 0;		// of role host
+	uint32_t of_tenant = 0;		// hosts of the new one's tenant
+};
+// The cap a new connection of role would exceed, or nullptr: admins may
+// take every slot of max_connections, hosts leave admin_reserved of them
+// (at most max_connections - 1) and at most max_per_tenant per tenant.
+const char *connection_cap(const ServerOptions &o, uint16_t role, const ConnCounts &n);
+
 class RdmaServer : public Net {
 public:
 	static mdr::Result<std::unique_ptr<RdmaServer>> listen(const ServerOptions &opts,
