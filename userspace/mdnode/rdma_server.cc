@@ -8,10 +8,10 @@
 // queue_depth + push_credits buffers of the peer's max_msg, capped at what
 // we ever send its role (kHostSendMax, MDR_WIRE_MSG_MAX), both in one
 // registered region. So a connection pins at most about 1.2 MiB (a host:
-// 128 + 16 requests and pushes of 4096 bytes each way) or 2.2 MiB (an
-// admin: 32 requests of up to 64 KiB), whatever it asks. Work request ids carry (connection, slot), so
-// a completion that arrives after its connection was destroyed is
-// recognised and dropped.
+// 128 + 16 requests and pushes of 4096 bytes each way) or 3.2 MiB (an
+// admin: 32 + 16 sends of up to 64 KiB), whatever it asks. Work request
+// ids carry (connection, slot), so a completion that arrives after its
+// connection was destroyed is recognised and dropped.
 #include "mdnode/rdma_server.h"
 
 #include <arpa/inet.h>
