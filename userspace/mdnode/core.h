@@ -67,7 +67,8 @@ struct NodeOptions {
 	bool zero_extents = true;
 	// TEST ONLY: fan-outs push nothing and wait for no lease holder, as if
 	// each push were lost and acked: hosts keep stale entries (what the
-	// kernel's revalidation must find). Breaks the consistency rule.
+	// kernel's revalidation must find). Breaks the consistency rule. Read
+	// only in a build with MDR_TEST_HOOKS.
 	bool test_drop_invalidations = false;
 };
 
@@ -98,6 +99,11 @@ struct NodeStats {
 	// extent, and bytes copied under the freeze (all of each extent
 	// without a pre-copy, its dirty granules after one).
 	uint64_t precopy_bytes = 0, freeze_bytes = 0;
+	// Connect requests the transport refused: bad private data (a max_msg
+	// out of range among them), no common version, a connection cap.
+	uint64_t conn_refused = 0;
+	// Hosts fenced for owing an ack a lease + margin (Pushes::fence()).
+	uint64_t fences = 0;
 };
 
 // Told when a lease is granted (OPEN), lapses (its host sends no new IO)

@@ -34,6 +34,14 @@ void HostRpc::do_open(Session &s, uint64_t req_id, const wire::OpenReq &r)
 	// write: a lease granted now would outlive the table it covers.
 	if (core_.store.changing(v->id))
 		return core_.reply_error(s.peer.id, req_id, MDR_OP_OPEN, -EBUSY);
+	// A fenced host gets no new lease, on a new connection neither: the
+	// fan-outs waiting for its ack go on once its leases have run out.
+	if (pushes_.fenced(s.peer.host_id)) {
+		log_info_rl("host %016llx (%s): OPEN of volume %llu refused: fenced",
+			    (unsigned long long)s.peer.host_id, s.peer.address.c_str(),
+			    (unsigned long long)v->id);
+		return core_.reply_error(s.peer.id, req_id, MDR_OP_OPEN, -EAGAIN);
+	}
 
 	auto window = core_.net->expose_table(
 		s.peer.id, v->id, std::as_bytes(std::span(v->table.entries())));
@@ -95,6 +103,14 @@ void HostRpc::do_renew(Session &s, uint64_t req_id, const wire::RenewReq &r)
 	for (uint64_t v : vols)
 		if (!s.opened.count(v) || !core_.lease_valid(v, s.peer.host_id))
 			return core_.reply_error(s.peer.id, req_id, MDR_OP_RENEW, -ESTALE);
+	// Fenced for owing an ack: its leases are not renewed, so they run out
+	// and the fan-outs go on; it opens again (refused while fenced) once
+	// no fan-out waits for it.
+	if (pushes_.fenced(s.peer.host_id)) {
+		log_info_rl("host %016llx (%s): RENEW refused: fenced",
+			    (unsigned long long)s.peer.host_id, s.peer.address.c_str());
+		return core_.reply_error(s.peer.id, req_id, MDR_OP_RENEW, -ESTALE);
+	}
 	for (uint64_t v : vols)
 		core_.leases.renew({v, s.peer.host_id}, s.peer.id,
 				   now + core_.opts.lease_ms + core_.opts.drift_margin_ms);

@@ -56,6 +56,7 @@ public:
 	void on_established(const PeerInfo &peer) override;
 	void on_message(ConnId conn, std::span<const std::byte> msg) override;
 	void on_bad_receive(ConnId) override { core_.stats.bad_messages++; }
+	void on_refused() override { core_.stats.conn_refused++; }
 	void on_disconnected(ConnId conn) override;
 
 	// Expires leases and finishes fan-outs that waited for them. Call
