@@ -48,7 +48,10 @@ const char kUsage[] =
 	"                            invalidation and wait for no lease holder, as if\n"
 	"                            every push were lost and acked (command line only)\n"
 	"  -h, --help                this text\n"
-	"  -V, --version             print the release and exit\n";
+	"  -V, --version             print the release and exit\n"
+	"\n"
+	"Exit status: 0 stopped cleanly, 1 failed, 2 usage error, 3 the journal\n"
+	"failed (start it again: it recovers every acknowledged change).\n";
 
 namespace {
 
