@@ -154,9 +154,14 @@ void Journal::finish_checkpoint(std::unique_ptr<CheckpointJob> job)
 			     job->covered.begin() + static_cast<ptrdiff_t>(job->removed),
 			     job->covered.end());
 	if (job->done) {
+		const uint64_t records = stats_.records;
+
 		delivering_ = true;
 		job->done(job->status);
 		delivering_ = false;
+		// What it appended is written by the next process_completions().
+		if (stats_.records != records)
+			wake();
 	}
 }
 
