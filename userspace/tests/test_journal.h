@@ -125,9 +125,11 @@ inline Opened open_journal(JournalOptions o)
 	return out;
 }
 
-// Opens dir, which must hold exactly want.
+// Opens dir, which must hold exactly want (and the checkpoint snap, when
+// given).
 inline std::unique_ptr<Journal> reopen_expect(const JournalOptions &o,
-					      const std::vector<Record> &want)
+					      const std::vector<Record> &want,
+					      const std::optional<Bytes> &snap = std::nullopt)
 {
 	Opened op = open_journal(o);
 	if (!op.journal)
@@ -135,6 +137,8 @@ inline std::unique_ptr<Journal> reopen_expect(const JournalOptions &o,
 	assert_non_null(op.journal.get());
 	assert_int_equal(op.records.size(), want.size());
 	assert_true(op.records == want);
+	if (snap)
+		assert_true(op.checkpoint == snap);
 	return std::move(op.journal);
 }
 
@@ -199,6 +203,23 @@ inline std::vector<Record> build_log(const JournalOptions &o, uint64_t count)
 	assert_int_equal(acks.failed, 0);
 	return records_for(0, count);
 }
+
+// A journal opened on a new directory with small_options(), and the acks
+// of what is appended to it.
+struct Fresh {
+	TempDir dir;
+	JournalOptions o = small_options(dir.path);
+	Opened op = open_journal(o);
+	Journal &j = *op.journal;
+	Acks acks;
+
+	// Records [from, to) appended (after the others), and durable.
+	void write(uint64_t from, uint64_t to)
+	{
+		append_all(j, records_for(from, to), acks, from);
+		flush_ok(j);
+	}
+};
 
 // The temporary file checkpoint seq is written to first.
 inline std::string checkpoint_tmp(const std::string &dir, uint64_t seq)

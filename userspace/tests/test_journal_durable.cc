@@ -73,29 +73,20 @@ void test_open_syncs_every_replayed_segment(void **)
 // the directory alone.
 void test_open_syncs_directory_after_checkpoint(void **)
 {
-	TempDir dir;
-	JournalOptions o = small_options(dir.path);
+	Fresh f;
 	const Bytes snap(100, std::byte{7});
+	append_all(f.j, records_for(0, 20), f.acks, 0);
+	assert_true(f.j.checkpoint(snap).ok());
+	f.op.journal.reset();
+	const JournalOptions &o = f.o;
 	{
-		Opened op = open_journal(o);
+		std::unique_ptr<Journal> j = reopen_expect(o, {}, snap);
+		assert_int_equal(j->stats().syncs, 1);
 		Acks acks;
-		append_all(*op.journal, records_for(0, 20), acks, 0);
-		assert_true(op.journal->checkpoint(snap).ok());
+		append_all(*j, records_for(20, 25), acks, 0);
+		flush_ok(*j);
 	}
-	{
-		Opened op = open_journal(o);
-		assert_non_null(op.journal.get());
-		assert_true(op.checkpoint == snap);
-		assert_true(op.records.empty());
-		assert_int_equal(op.journal->stats().syncs, 1);
-		Acks acks;
-		append_all(*op.journal, records_for(20, 25), acks, 0);
-		flush_ok(*op.journal);
-	}
-	Opened op = open_journal(o);
-	assert_non_null(op.journal.get());
-	assert_true(op.records == records_for(20, 25));
-	assert_int_equal(op.journal->stats().syncs, 2);
+	assert_int_equal(reopen_expect(o, records_for(20, 25), snap)->stats().syncs, 2);
 }
 
 // A checkpoint on the worker: appends are written and acknowledged while
@@ -103,14 +94,10 @@ void test_open_syncs_directory_after_checkpoint(void **)
 // holds the checkpoint and what came after, the segments it covers gone.
 void test_begin_checkpoint_beside_appends(void **)
 {
-	TempDir dir;
-	JournalOptions o = small_options(dir.path);
-	Opened op = open_journal(o);
-	Journal &j = *op.journal;
-	Acks acks;
+	Fresh f;
+	auto &[dir, o, op, j, acks] = f;
 
-	append_all(j, records_for(0, 30), acks, 0);
-	flush_ok(j);
+	f.write(0, 30);
 	const uint64_t seq = j.stats().batches;
 	HeldCheckpoint held(dir.path, seq);
 	const std::vector<uint8_t> snap(5000, 0x5a);
@@ -153,10 +140,7 @@ void test_begin_checkpoint_beside_appends(void **)
 	assert_int_equal(segments_in(dir.path), 1);
 	again.reset();
 
-	Opened back = open_journal(o);
-	assert_non_null(back.journal.get());
-	assert_true(back.checkpoint == as_bytes(snap));
-	assert_true(back.records == records_for(42, 45));
+	reopen_expect(o, records_for(42, 45), as_bytes(snap));
 }
 
 // A checkpoint that cannot be written is counted and leaves the journal
@@ -164,14 +148,10 @@ void test_begin_checkpoint_beside_appends(void **)
 // succeeds deletes them too.
 void test_failed_checkpoint_keeps_the_log(void **)
 {
-	TempDir dir;
-	JournalOptions o = small_options(dir.path);
-	Opened op = open_journal(o);
-	Journal &j = *op.journal;
-	Acks acks;
+	Fresh f;
+	auto &[dir, o, op, j, acks] = f;
 
-	append_all(j, records_for(0, 40), acks, 0);
-	flush_ok(j);
+	f.write(0, 40);
 	const size_t segments = segments_in(dir.path);
 	assert_true(segments >= 2);
 	RefusedCheckpoint refused(dir.path, j.stats().batches);
@@ -185,8 +165,7 @@ void test_failed_checkpoint_keeps_the_log(void **)
 	// The segment was cut for it: one more.
 	assert_int_equal(segments_in(dir.path), segments + 1);
 
-	append_all(j, records_for(40, 45), acks, 40);
-	flush_ok(j);
+	f.write(40, 45);
 	assert_int_equal(acks.failed, 0);
 	refused.lift();
 	const Bytes snap(64, std::byte{2});
@@ -195,9 +174,7 @@ void test_failed_checkpoint_keeps_the_log(void **)
 	assert_int_equal(segments_in(dir.path), 1);
 	op.journal.reset();
 
-	Opened back = open_journal(o);
-	assert_true(back.checkpoint == snap);
-	assert_true(back.records.empty());
+	reopen_expect(o, {}, snap);
 }
 
 // checkpoint() (a clean stop) waits for the one in flight, runs its done,
@@ -205,37 +182,28 @@ void test_failed_checkpoint_keeps_the_log(void **)
 // its worker.
 void test_checkpoint_joins_the_one_in_flight(void **)
 {
-	TempDir dir;
-	JournalOptions o = small_options(dir.path);
+	Fresh f;
 	const Bytes last(10, std::byte{9});
+	int done = 0;
+	append_all(f.j, records_for(0, 10), f.acks, 0);
+	assert_true(f.j.begin_checkpoint(std::vector<uint8_t>(10, 1), [&](const mdr::Status &s) {
+		done += s.ok();
+	}).ok());
+	append_all(f.j, records_for(10, 12), f.acks, 10);
+	assert_true(f.j.checkpoint(last).ok());
+	assert_int_equal(done, 1);
+	assert_int_equal(f.j.stats().checkpoints, 2);
+	assert_int_equal(f.acks.next, 12);
+	f.op.journal.reset();
+	const JournalOptions &o = f.o;
 	{
-		Opened op = open_journal(o);
+		std::unique_ptr<Journal> j = reopen_expect(o, {}, last);
 		Acks acks;
-		append_all(*op.journal, records_for(0, 10), acks, 0);
-		int done = 0;
-		assert_true(op.journal->begin_checkpoint(std::vector<uint8_t>(10, 1),
-							 [&](const mdr::Status &s) {
-			done += s.ok();
-		}).ok());
-		append_all(*op.journal, records_for(10, 12), acks, 10);
-		assert_true(op.journal->checkpoint(last).ok());
-		assert_int_equal(done, 1);
-		assert_int_equal(op.journal->stats().checkpoints, 2);
-		assert_int_equal(acks.next, 12);
+		append_all(*j, records_for(0, 3), acks, 0);
+		flush_ok(*j);
+		assert_true(j->begin_checkpoint(std::vector<uint8_t>(10, 3), nullptr).ok());
 	}
-	{
-		Opened op = open_journal(o);
-		assert_true(op.checkpoint == last);
-		assert_true(op.records.empty());
-		Acks acks;
-		append_all(*op.journal, records_for(0, 3), acks, 0);
-		flush_ok(*op.journal);
-		assert_true(op.journal->begin_checkpoint(std::vector<uint8_t>(10, 3),
-							 nullptr).ok());
-	}
-	Opened op = open_journal(o);
-	assert_non_null(op.journal.get());
-	assert_true(op.checkpoint == Bytes(10, std::byte{3}));
+	reopen_expect(o, {}, Bytes(10, std::byte{3}));
 }
 
 } // namespace
