@@ -37,7 +37,8 @@ userspace-release:
 
 # The build the tests use: AddressSanitizer and UBSan.
 userspace-asan:
-	cmake -S userspace -B $(BUILD)/userspace-asan $(CMAKE_FLAGS) -DMDR_SANITIZE=ON >/dev/null
+	cmake -S userspace -B $(BUILD)/userspace-asan $(CMAKE_FLAGS) -DMDR_SANITIZE=ON \
+		-DMDR_TEST_HOOKS=ON >/dev/null
 	MAKEFLAGS= cmake --build $(BUILD)/userspace-asan -j $(JOBS) -- --no-print-directory
 
 check:

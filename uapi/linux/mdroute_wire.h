@@ -710,6 +710,16 @@ struct mdr_wire_node_stats_auth {
 	__le64 hosts;		/* in the registry now */
 };
 
+/*
+ * Appended after struct mdr_wire_node_stats_auth by mdnode since it caps
+ * connections (the reply is then 224 bytes); a reply of 208 bytes comes
+ * from a node without it. Counters since mdnode started.
+ */
+struct mdr_wire_node_stats_limits {
+	__le64 conn_refused;	/* connect requests refused: private data, version, caps */
+	__le64 fences;		/* hosts fenced for owing an ack a lease long */
+};
+
 /* ---------------------------------------------------------------------- */
 /* Migration (admin).                                                     */
 
@@ -963,6 +973,8 @@ MDR_WIRE_ASSERT(sizeof(struct mdr_wire_node_stats_copy) == 2 * 8,
 		"node_stats_copy");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_node_stats_auth) == 2 * 8,
 		"node_stats_auth");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_node_stats_limits) == 2 * 8,
+		"node_stats_limits");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_move_req) == 120, "move_req");
 MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_move_req, name) == 56, "move_req.name");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_move_extent) == 48, "move_extent");

@@ -252,7 +252,7 @@ void RdmaClient::on_recv(uint32_t slot, uint32_t len)
 		ack.extended = rep_.version >= 2;
 		std::byte out[sizeof(mdr_wire_inval_ack)];
 		auto n = wire::encode(out, m.value().hdr.req_id, ack);
-		if (n.ok()) {
+		if (n.ok() && opts_.ack_pushes) {
 			ibv_sge sge{reinterpret_cast<uintptr_t>(out), uint32_t(n.value()), 0};
 			ibv_send_wr wr{}, *bad;
 			wr.wr_id = kAckWr;

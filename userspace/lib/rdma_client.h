@@ -45,6 +45,9 @@ struct ClientOptions {
 	int timeout_ms = 5000;		// per step: connect, each call (unless the
 				// call names its own), each READ
 	uint16_t version_max = MDR_WIRE_VERSION;	// highest wire version asked
+	// false: pushes are counted and shown, never acknowledged (a test's
+	// host that does not do its part).
+	bool ack_pushes = true;
 };
 
 class RdmaClient {

@@ -41,7 +41,8 @@
 //     mdr_wire_node_stats_push), then the copy counters (struct
 //     mdr_wire_node_stats_copy), are read when the length covers them
 //     (zero otherwise), then the authentication counters (struct
-//     mdr_wire_node_stats_auth), and counters beyond them are ignored;
+//     mdr_wire_node_stats_auth), then the limits counters (struct
+//     mdr_wire_node_stats_limits), and counters beyond them are ignored;
 //     this build always sends them;
 //   - the accept of a host connection carries a nonce from version 3 on,
 //     and an all-zero one before; the OK replies to HOST_ADD and
@@ -528,6 +529,9 @@ struct NodeStatsRep {
 	// struct mdr_wire_node_stats_auth: zero from a node that lacks it
 	uint64_t auth_failures = 0;
 	uint64_t hosts = 0;
+	// struct mdr_wire_node_stats_limits: zero from a node that lacks it
+	uint64_t conn_refused = 0;
+	uint64_t fences = 0;
 	bool operator==(const NodeStatsRep &) const = default;
 };
 

@@ -29,9 +29,13 @@ constexpr std::string_view kNodeStatsUsage =
 	"after a pre-copy, the whole extent without one). auth_failures counts\n"
 	"the proofs refused (admin and host), the host requests refused before\n"
 	"a proof and the hosts cut for giving none in time; hosts is the size of\n"
-	"the host registry. A node that predates a counter (the move counters,\n"
-	"push_timeouts, precopy_bytes, freeze_bytes, auth_failures and hosts)\n"
-	"reports it as 0.\n"
+	"the host registry. conn_refused counts the connect requests refused\n"
+	"before a session (bad private data, no common version, a connection\n"
+	"cap: --max-connections, --max-connections-per-tenant, the admin slots);\n"
+	"fences the hosts fenced for owing an invalidation ack a lease long.\n"
+	"A node that predates a counter (the move counters, push_timeouts,\n"
+	"precopy_bytes, freeze_bytes, auth_failures, hosts, conn_refused and\n"
+	"fences) reports it as 0.\n"
 	"\n"
 	"Options:\n"
 	MDCTL_NODE_OPTIONS
@@ -65,6 +69,7 @@ int cmd_node_stats(Args args, const Env &env)
 		{"push_timeouts", r.push_timeouts},
 		{"precopy_bytes", r.precopy_bytes}, {"freeze_bytes", r.freeze_bytes},
 		{"auth_failures", r.auth_failures}, {"hosts", r.hosts},
+		{"conn_refused", r.conn_refused}, {"fences", r.fences},
 	};
 
 	if (c.format == Format::json) {

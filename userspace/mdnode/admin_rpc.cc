@@ -217,6 +217,8 @@ void AdminRpc::do_stats(Session &s, uint64_t req_id)
 		.freeze_bytes = core_.stats.freeze_bytes,
 		.auth_failures = core_.stats.auth_failures,
 		.hosts = core_.store.counts().hosts,
+		.conn_refused = core_.stats.conn_refused,
+		.fences = core_.stats.fences,
 	});
 }
 

@@ -19,6 +19,7 @@ const char kUsage[] =
 	"Usage: mdnode --listen ADDR[:PORT] --data-dir DIR --device ID=PATH [--device ...]\n"
 	"              [--config FILE] [--admin-key FILE] [--lease-ms N]\n"
 	"              [--io-hold-ms N] [--max-connections N] [--log-level LEVEL]\n"
+	"              [--max-connections-per-tenant N] [--admin-connections N]\n"
 	"              [--host-auth required|optional] [--host-auth-timeout-ms N]\n"
 	"\n"
 	"The storage-node metadata responder of mdroute: serves the extent tables\n"
@@ -35,6 +36,11 @@ const char kUsage[] =
 	"                            0..600000 (20000): data a host whose lease ran\n"
 	"                            out may still write moves only this much later\n"
 	"      --max-connections N   refuse connections beyond N (1024)\n"
+	"      --max-connections-per-tenant N\n"
+	"                            refuse host connections of a tenant beyond N,\n"
+	"                            1..65536 (256)\n"
+	"      --admin-connections N of --max-connections, N only admins may take\n"
+	"                            (hosts keep at least one), 0..1024 (16)\n"
 	"      --host-auth POLICY    required (default): hosts prove their key (wire\n"
 	"                            version 3), older hosts are refused; optional:\n"
 	"                            hosts of version 1 and 2 are served unproven\n"
@@ -43,10 +49,13 @@ const char kUsage[] =
 	"                            cut a host that has not proven its key N ms\n"
 	"                            after connecting, 100..60000 (5000)\n"
 	"      --log-level LEVEL     error, warn, info (default) or debug\n"
+#ifdef MDR_TEST_HOOKS
 	"      --test-drop-invalidations\n"
 	"                            TEST ONLY, breaks the consistency rule: push no\n"
 	"                            invalidation and wait for no lease holder, as if\n"
-	"                            every push were lost and acked (command line only)\n"
+	"                            every push were lost and acked (command line only;\n"
+	"                            a build with MDR_TEST_HOOKS only)\n"
+#endif
 	"  -h, --help                this text\n"
 	"  -V, --version             print the release and exit\n"
 	"\n"
@@ -58,6 +67,7 @@ namespace {
 enum Opt {
 	kListen, kDataDir, kDevice, kConfig, kAdminKey, kLeaseMs, kIoHoldMs, kMaxConn,
 	kLogLevel, kHelp, kVersion, kTestDropInval, kHostAuth, kHostAuthTimeout,
+	kMaxConnTenant, kAdminConn,
 };
 
 constexpr mdr::OptionSpec kSpecs[] = {
@@ -72,10 +82,24 @@ constexpr mdr::OptionSpec kSpecs[] = {
 	{kLogLevel, "log-level", 0, true},
 	{kHelp, "help", 'h', false},
 	{kVersion, "version", 'V', false},
+#ifdef MDR_TEST_HOOKS
 	{kTestDropInval, "test-drop-invalidations", 0, false},
+#endif
 	{kHostAuth, "host-auth", 0, true},
 	{kHostAuthTimeout, "host-auth-timeout-ms", 0, true},
+	{kMaxConnTenant, "max-connections-per-tenant", 0, true},
+	{kAdminConn, "admin-connections", 0, true},
 };
+
+// By id: without MDR_TEST_HOOKS an entry is missing, so ids are not
+// indices.
+std::string spec_name(int id)
+{
+	for (const auto &s : kSpecs)
+		if (s.id == id)
+			return std::string(s.name);
+	return "?";
+}
 
 mdr::Error bad(std::string_view where, std::string_view what)
 {
@@ -178,6 +202,16 @@ mdr::Status apply(Config &c, std::vector<DeviceArg> &devices, int opt,
 		if (!parse_uint<uint32_t>(value, c.max_connections, 1, 65536))
 			return bad(where, "max-connections '" + std::string(value) +
 					  "': want 1..65536");
+		return {};
+	case kMaxConnTenant:
+		if (!parse_uint<uint32_t>(value, c.max_connections_per_tenant, 1, 65536))
+			return bad(where, "max-connections-per-tenant '" + std::string(value) +
+					  "': want 1..65536");
+		return {};
+	case kAdminConn:
+		if (!parse_uint<uint32_t>(value, c.admin_connections, 0, 1024))
+			return bad(where, "admin-connections '" + std::string(value) +
+					  "': want 0..1024");
 		return {};
 	case kHostAuth:
 		if (value != "required" && value != "optional")
@@ -287,7 +321,7 @@ mdr::Result<Config> parse_config(std::span<const std::string_view> args,
 			c.test_drop_invalidations = true;
 			continue;
 		}
-		std::string where = "--" + std::string(kSpecs[o.id].name);
+		std::string where = "--" + spec_name(o.id);
 		auto st = apply(c, cli_devices, o.id, o.value, where);
 		if (!st.ok())
 			return mdr::Error(st.error(), st.message());

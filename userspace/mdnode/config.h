@@ -44,13 +44,16 @@ struct Config {
 	// NodeOptions::io_hold_ms.
 	uint32_t io_hold_ms = 20000;
 	uint32_t max_connections = 1024;
+	// ServerOptions::max_per_tenant, ServerOptions::admin_reserved.
+	uint32_t max_connections_per_tenant = 256;
+	uint32_t admin_connections = 16;
 	// --host-auth required|optional: NodeOptions::host_auth_required.
 	bool host_auth_required = true;
 	// --host-auth-timeout-ms: NodeOptions::host_auth_timeout_ms.
 	uint32_t host_auth_timeout_ms = 5000;
 	LogLevel log_level = LogLevel::info;
-	// Test only (--test-drop-invalidations, never from a file): see
-	// NodeOptions::test_drop_invalidations.
+	// Test only (--test-drop-invalidations, never from a file, and only in
+	// a build with MDR_TEST_HOOKS): see NodeOptions::test_drop_invalidations.
 	bool test_drop_invalidations = false;
 	bool help = false;
 	bool version = false;

@@ -11,10 +11,14 @@
 #include <cstring>
 
 #include <fcntl.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
 #include <liburing.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mdnode/log.h"
@@ -108,7 +112,7 @@ void Copier::process_completions()
 			busy_--;
 		}
 		if (!it.err)
-			bytes_ += copy_bytes(it.job);
+			(it.job.zero ? zeroed_ : bytes_) += copy_bytes(it.job);
 		it.done(it.err, it.times);
 	}
 }
@@ -135,7 +139,7 @@ void Copier::run()
 			queue_.pop_front();
 		}
 		it.times.started = mono_us();
-		it.err = copy(it.job, it.times);
+		it.err = it.job.zero ? zero(it.job, it.times) : copy(it.job, it.times);
 		it.times.synced = mono_us();
 		if (!it.times.written)	// failed before the IO
 			it.times.written = it.times.synced;
@@ -181,7 +185,7 @@ int Copier::fd_of(uint32_t dev)
 // once its write has completed. user_data: slot << 1 | (1 if a write).
 int Copier::copy(const CopyJob &job, CopyTimes &times)
 {
-	if (job.src_off % kAlign || job.dst_off % kAlign || job.len % kAlign)
+	if (job.zero || job.src_off % kAlign || job.dst_off % kAlign || job.len % kAlign)
 		return -EINVAL;
 
 	// The IOs: each run (or the whole) cut into chunks.
@@ -316,6 +320,68 @@ int Copier::copy(const CopyJob &job, CopyTimes &times)
 		log_error_rl("copy of %llu bytes from device %u to %u failed: %s",
 			     (unsigned long long)total, job.src_dev, job.dst_dev,
 			     strerror(-err));
+	return err;
+}
+
+// The destination reads zeros, durably, once this returns 0.
+int Copier::zero(const CopyJob &job, CopyTimes &times)
+{
+	if (job.dst_off % kAlign || job.len % kAlign || !job.len)
+		return -EINVAL;
+
+	const int fd = fd_of(job.dst_dev);
+
+	if (fd < 0)
+		return fd;
+
+	struct stat st;
+	int err = 0;
+
+	if (fstat(fd, &st))
+		err = -errno;
+	else if (S_ISBLK(st.st_mode)) {
+		uint64_t range[2] = {job.dst_off, job.len};
+
+		if (ioctl(fd, BLKZEROOUT, range))
+			err = -errno;
+	} else if (fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+			     off_t(job.dst_off), off_t(job.len))) {
+		err = errno == EOPNOTSUPP ? write_zeros(fd, job.dst_off, job.len) : -errno;
+	}
+	times.written = mono_us();
+	if (!err && job.sync && fdatasync(fd))
+		err = -errno;
+	if (err)
+		log_error_rl("zeroing of %llu bytes at %llu on device %u failed: %s",
+			     (unsigned long long)job.len, (unsigned long long)job.dst_off,
+			     job.dst_dev, strerror(-err));
+	return err;
+}
+
+// Zeros written from one aligned buffer (the fd may be O_DIRECT), for a
+// file system that cannot zero a range itself.
+int Copier::write_zeros(int fd, uint64_t off, uint64_t len)
+{
+	void *b = nullptr;
+
+	if (posix_memalign(&b, kAlign, opts_.chunk))
+		return -ENOMEM;
+	std::memset(b, 0, opts_.chunk);
+
+	int err = 0;
+
+	for (uint64_t at = 0; at < len && !err;) {
+		const size_t n = std::min<uint64_t>(opts_.chunk, len - at);
+		const ssize_t w = pwrite(fd, b, n, off_t(off + at));
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			err = w < 0 ? -errno : -EIO;
+		else
+			at += uint64_t(w);
+	}
+	free(b);
 	return err;
 }
 

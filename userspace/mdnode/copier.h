@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // copier.h - copies extents between the node's backing devices for moves,
-// on a thread of its own so that the event loop never waits for data.
+// and zeroes extents before they are allocated, on a thread of its own so
+// that the event loop never waits for data.
 //
 //	Copier c({{1, "/dev/vda"}, {2, "/dev/nvme0n1"}}, {});
 //	c.start({.src_dev = 1, .src_off = a, .dst_dev = 2, .dst_off = b,
@@ -17,6 +18,11 @@
 // refuses O_DIRECT, as test files on tmpfs do), and the destination is made
 // durable (fdatasync) before a copy is reported done: the new place is
 // journaled only after that.
+//
+// A zeroing job (CopyJob::zero) writes zeros over its destination instead:
+// BLKZEROOUT on a block device (the device's write-zeroes, else the kernel
+// writes zero pages), FALLOC_FL_ZERO_RANGE on a file, plain writes of zeros
+// where neither is there; then the same fdatasync.
 //
 // A job whose device cannot be opened, or whose IO fails or comes up short,
 // ends with that -errno; what it wrote is garbage the caller does not use.
@@ -83,6 +89,9 @@ struct CopyJob {
 	// Queued behind every other job (a move's pre-copy, which no IO waits
 	// for); the others go ahead of the background ones already queued.
 	bool background = false;
+	// Zeros over [dst_off, dst_off + len) rather than a copy: src_dev,
+	// src_off and runs are not used.
+	bool zero = false;
 };
 
 // The bytes a job copies.
@@ -113,8 +122,10 @@ public:
 	// their callbacks (tests, shutdown).
 	void wait_all();
 
-	// Bytes of the copies reported done (copy_bytes() of each).
+	// Bytes of the copies reported done (copy_bytes() of each), and of
+	// the zeroing jobs.
 	uint64_t bytes_copied() const { return bytes_; }
+	uint64_t bytes_zeroed() const { return zeroed_; }
 
 private:
 	struct Item {
@@ -126,6 +137,8 @@ private:
 
 	void run();
 	int copy(const CopyJob &job, CopyTimes &times);
+	int zero(const CopyJob &job, CopyTimes &times);
+	int write_zeros(int fd, uint64_t off, uint64_t len);
 	int fd_of(uint32_t dev);
 
 	std::map<uint32_t, std::string> paths_;
@@ -144,6 +157,7 @@ private:
 	size_t busy_ = 0;		// queued or being copied
 	bool stop_ = false;
 	uint64_t bytes_ = 0;		// loop thread: copies reported done
+	uint64_t zeroed_ = 0;		// loop thread: zeroing reported done
 	std::thread worker_;
 };
 

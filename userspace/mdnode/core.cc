@@ -19,11 +19,21 @@ MDNODE_LOG_SUBSYSTEM("node");
 
 namespace wire = mdr::wire;
 
+std::map<uint32_t, std::string> copier_paths(const NodeOptions &opts, const Store &store)
+{
+	std::map<uint32_t, std::string> paths = opts.device_paths;
+
+	if (paths.empty())
+		for (const wire::Device &d : store.devices())
+			paths[d.dev_id] = store.device(d.dev_id)->path;
+	return paths;
+}
+
 } // namespace
 
 NodeCore::NodeCore(const NodeOptions &o, Store &s, Journal &j, std::function<int64_t()> now_ms)
 	: opts(o), store(s), journal(j), leases(int64_t(o.io_hold_ms)),
-	  now_ms_(std::move(now_ms)), start_ms_(now_ms_()),
+	  copier(copier_paths(o, s), o.copier), now_ms_(std::move(now_ms)), start_ms_(now_ms_()),
 	  first_new_volume_(s.next_volume_id())
 {
 }

@@ -2,7 +2,8 @@
 //
 // core.h - what every room of the node shares (node.h has the map): its
 // settings and counters, the store and the journal, the transport, the
-// sessions and the leases; one way to reply, and the one path of a change.
+// sessions and the leases, the copier; one way to reply, and the one path
+// of a change.
 //
 // Every change follows that path: the store prepares it (validates and
 // reserves), the journal makes it durable, the store commits it (the
@@ -59,9 +60,15 @@ struct NodeOptions {
 	CopierOptions copier{};
 	// Device id -> path, for the copier; empty: the store's device paths.
 	std::map<uint32_t, std::string> device_paths{};
+	// Each extent is zeroed before its ALLOC is journaled: space freed by
+	// one volume (another tenant's, perhaps) never shows its old data in
+	// another, and a new extent reads zeros as it did while unallocated.
+	// false only for the test rigs whose devices are never written.
+	bool zero_extents = true;
 	// TEST ONLY: fan-outs push nothing and wait for no lease holder, as if
 	// each push were lost and acked: hosts keep stale entries (what the
-	// kernel's revalidation must find). Breaks the consistency rule.
+	// kernel's revalidation must find). Breaks the consistency rule. Read
+	// only in a build with MDR_TEST_HOOKS.
 	bool test_drop_invalidations = false;
 };
 
@@ -84,6 +91,9 @@ struct NodeStats {
 	// Proofs refused or missing: admin AUTH, host HOST_AUTH, host
 	// requests before HOST_AUTH, hosts silent past the auth timeout.
 	uint64_t auth_failures = 0;
+	// Extents zeroed for an ALLOC, and zeroings that failed (that ALLOC
+	// was answered EIO; the extent stays free).
+	uint64_t extents_zeroed = 0, zero_failures = 0;
 	// Moves of one extent each.
 	uint64_t moves_done = 0, moves_failed = 0, move_bytes = 0;
 	uint64_t stall_max_us = 0, stall_total_us = 0;
@@ -96,6 +106,11 @@ struct NodeStats {
 	// extent, and bytes copied under the freeze (all of each extent
 	// without a pre-copy, its dirty granules after one).
 	uint64_t precopy_bytes = 0, freeze_bytes = 0;
+	// Connect requests the transport refused: bad private data (a max_msg
+	// out of range among them), no common version, a connection cap.
+	uint64_t conn_refused = 0;
+	// Hosts fenced for owing an ack a lease + margin (Pushes::fence()).
+	uint64_t fences = 0;
 };
 
 // Told when a lease is granted (OPEN), lapses (its host sends no new IO)
@@ -173,6 +188,8 @@ struct NodeCore {
 	std::map<ConnId, Session> sessions;
 	Leases leases;
 	NodeStats stats;
+	// Moves' copies and ALLOC's zeroing, off the loop (copier.h).
+	Copier copier;
 
 private:
 	void checkpoint_failed(const mdr::Status &st, uint64_t covered);

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "mdnode/log.h"
+#include "mdnode/records.h"
 
 namespace mdnode {
 
@@ -33,6 +34,14 @@ void HostRpc::do_open(Session &s, uint64_t req_id, const wire::OpenReq &r)
 	// write: a lease granted now would outlive the table it covers.
 	if (core_.store.changing(v->id))
 		return core_.reply_error(s.peer.id, req_id, MDR_OP_OPEN, -EBUSY);
+	// A fenced host gets no new lease, on a new connection neither: the
+	// fan-outs waiting for its ack go on once its leases have run out.
+	if (pushes_.fenced(s.peer.host_id)) {
+		log_info_rl("host %016llx (%s): OPEN of volume %llu refused: fenced",
+			    (unsigned long long)s.peer.host_id, s.peer.address.c_str(),
+			    (unsigned long long)v->id);
+		return core_.reply_error(s.peer.id, req_id, MDR_OP_OPEN, -EAGAIN);
+	}
 
 	auto window = core_.net->expose_table(
 		s.peer.id, v->id, std::as_bytes(std::span(v->table.entries())));
@@ -94,6 +103,14 @@ void HostRpc::do_renew(Session &s, uint64_t req_id, const wire::RenewReq &r)
 	for (uint64_t v : vols)
 		if (!s.opened.count(v) || !core_.lease_valid(v, s.peer.host_id))
 			return core_.reply_error(s.peer.id, req_id, MDR_OP_RENEW, -ESTALE);
+	// Fenced for owing an ack: its leases are not renewed, so they run out
+	// and the fan-outs go on; it opens again (refused while fenced) once
+	// no fan-out waits for it.
+	if (pushes_.fenced(s.peer.host_id)) {
+		log_info_rl("host %016llx (%s): RENEW refused: fenced",
+			    (unsigned long long)s.peer.host_id, s.peer.address.c_str());
+		return core_.reply_error(s.peer.id, req_id, MDR_OP_RENEW, -ESTALE);
+	}
 	for (uint64_t v : vols)
 		core_.leases.renew({v, s.peer.host_id}, s.peer.id,
 				   now + core_.opts.lease_ms + core_.opts.drift_margin_ms);
@@ -140,29 +157,65 @@ void HostRpc::do_alloc(Session &s, uint64_t req_id, const wire::AllocReq &r)
 		return core_.reply_error(conn, req_id, MDR_OP_ALLOC, -EAGAIN);
 	}
 	alloc_waiters_[key].emplace_back(conn, req_id);
-	auto finish = [this, key](int err, const mdr_wire_entry &entry) {
-		auto node = alloc_waiters_.extract(key);
+	Change c = std::move(std::get<Change>(prep.value()));
+	if (!core_.opts.zero_extents)
+		return alloc_journal(key, host, std::move(c));
 
-		for (auto [c, id] : node.mapped()) {
-			if (err)
-				core_.reply_error(c, id, MDR_OP_ALLOC, err);
-			else
-				core_.reply(c, id, wire::AllocRep{.volume_id = key.first,
-							    .index = key.second,
-							    .entry = wire::decode_entry(entry)});
+	// The place is reserved by the prepared change (no other ALLOC, no
+	// DELETE of the volume while it is in flight) and written by no one:
+	// zeros go there before the journal makes it the extent's. A crash
+	// in between leaves it free, zeroed or not.
+	auto rec = decode_record(c.type, c.payload);
+	const Volume *v = core_.store.volume(r.volume_id);
+	if (!rec.ok() || !v) {
+		log_error("volume %llu extent %llu: the prepared ALLOC does not decode",
+			  (unsigned long long)r.volume_id, (unsigned long long)r.index);
+		(void)core_.store.abort(c);
+		return alloc_answer(key, -EIO, {});
+	}
+	const CopyJob job{.dst_dev = rec.value().dev_id,
+			  .dst_off = rec.value().pstart << kSectorShift,
+			  .len = uint64_t{1} << v->extent_shift,
+			  .zero = true};
+	core_.copier.start(job, [this, key, host, c](int err, const CopyTimes &) {
+		if (!err) {
+			core_.stats.extents_zeroed++;
+			return alloc_journal(key, host, c);
 		}
-	};
-	core_.change(std::move(std::get<Change>(prep.value())),
-	       [this, key, host, finish](int err, const Applied *applied) {
+		// The copier logged why; the extent stays free, and the host
+		// fails this IO rather than read another's data.
+		core_.stats.zero_failures++;
+		(void)core_.store.abort(c);
+		alloc_answer(key, -EIO, {});
+	});
+}
+
+void HostRpc::alloc_journal(AllocKey key, uint64_t host, Change c)
+{
+	core_.change(std::move(c), [this, key, host](int err, const Applied *applied) {
 		if (err)
-			return finish(err, {});
+			return alloc_answer(key, err, {});
 		// Other holders may cache this extent as unallocated and would
 		// read zeros where data now is: they hear of it before the
 		// writer gets its answer.
 		const mdr_wire_entry entry = applied->entry;
 		pushes_.fan_out(key.first, key.second, 1, wire::decode_entry(entry).generation,
-			MDR_INVAL_ALLOC, host, [finish, entry] { finish(0, entry); });
+			MDR_INVAL_ALLOC, host, [this, key, entry] { alloc_answer(key, 0, entry); });
 	});
+}
+
+void HostRpc::alloc_answer(AllocKey key, int err, const mdr_wire_entry &entry)
+{
+	auto node = alloc_waiters_.extract(key);
+
+	for (auto [c, id] : node.mapped()) {
+		if (err)
+			core_.reply_error(c, id, MDR_OP_ALLOC, err);
+		else
+			core_.reply(c, id, wire::AllocRep{.volume_id = key.first,
+						    .index = key.second,
+						    .entry = wire::decode_entry(entry)});
+	}
 }
 
 void HostRpc::do_ack(Session &s, uint64_t req_id, const wire::InvalidateAck &r)

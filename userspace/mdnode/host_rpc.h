@@ -34,12 +34,18 @@ public:
 	void do_ack(Session &s, uint64_t req_id, const mdr::wire::InvalidateAck &r);
 
 private:
+	using AllocKey = std::pair<uint64_t, uint64_t>;	// (volume, index)
+
+	// ALLOC's steps after the zeroing of the place: journal, fan-out to
+	// the other holders, then the answer to every request waiting.
+	void alloc_journal(AllocKey key, uint64_t host, Change c);
+	void alloc_answer(AllocKey key, int err, const mdr_wire_entry &entry);
+
 	NodeCore &core_;
 	Pushes &pushes_;
 	// Requests waiting for an allocation in flight: (volume, index) ->
 	// (conn, req_id).
-	std::map<std::pair<uint64_t, uint64_t>, std::vector<std::pair<ConnId, uint64_t>>>
-		alloc_waiters_;
+	std::map<AllocKey, std::vector<std::pair<ConnId, uint64_t>>> alloc_waiters_;
 };
 
 } // namespace mdnode

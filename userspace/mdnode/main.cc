@@ -35,7 +35,8 @@ MDNODE_LOG_SUBSYSTEM("main");
 
 constexpr int kTickMs = 50;
 // Completions the transport takes in one round of the loop before the
-// journal, the copier and the tick have their turn.
+// journal, the copier and the tick have their turn. Shared between the
+// connections in turns (RdmaServer::on_cq_event()): no one sender takes it.
 constexpr unsigned kRdmaBudget = 256;
 
 int run(const Config &cfg)
@@ -74,6 +75,8 @@ int run(const Config &cfg)
 	so.address = cfg.listen_address;
 	so.port = cfg.port;
 	so.max_connections = cfg.max_connections;
+	so.max_per_tenant = cfg.max_connections_per_tenant;
+	so.admin_reserved = cfg.admin_connections;
 	so.node_id = *id;
 	so.boot_id = no.boot_id;
 	auto server = RdmaServer::listen(so, node);

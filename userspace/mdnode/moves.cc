@@ -21,23 +21,9 @@ MDNODE_LOG_SUBSYSTEM("node");
 
 namespace wire = mdr::wire;
 
-constexpr unsigned kSectorShift = 9;
-
-std::map<uint32_t, std::string> copier_paths(const NodeOptions &opts, const Store &store)
-{
-	std::map<uint32_t, std::string> paths = opts.device_paths;
-
-	if (paths.empty())
-		for (const wire::Device &d : store.devices())
-			paths[d.dev_id] = store.device(d.dev_id)->path;
-	return paths;
-}
-
 } // namespace
 
-Mover::Mover(NodeCore &core, Pushes &pushes)
-	: core_(core), pushes_(pushes),
-	  copier_(copier_paths(core.opts, core.store), core.opts.copier)
+Mover::Mover(NodeCore &core, Pushes &pushes) : core_(core), pushes_(pushes)
 {
 }
 
@@ -207,7 +193,7 @@ void Mover::move_tracked(MoveKey key)
 
 	op.t.tracked = mono_us();
 	op.state = MoveOp::State::precopying;
-	copier_.start(job, [this, key](int err, const CopyTimes &) {
+	core_.copier.start(job, [this, key](int err, const CopyTimes &) {
 		move_precopied(key, err);
 	});
 }
@@ -347,7 +333,7 @@ void Mover::move_drained(MoveKey key)
 	}
 	op.freeze_bytes = copy_bytes(job);
 	op.state = MoveOp::State::copying;
-	copier_.start(job, [this, key](int err, const CopyTimes &times) {
+	core_.copier.start(job, [this, key](int err, const CopyTimes &times) {
 		move_copied(key, err, times);
 	});
 }

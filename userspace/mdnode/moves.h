@@ -49,9 +49,6 @@ public:
 	// MOVE ack, on a new one, no longer counts as tracked.
 	void host_disconnected(uint64_t host_id);
 
-	int copier_fd() const { return copier_.event_fd(); }
-	void process_copies() { copier_.process_completions(); }
-	void wait_copies() { copier_.wait_all(); }
 	size_t active() const { return moves_.size(); }
 
 	void lease_granted(uint64_t volume_id, Session &s) override
@@ -161,7 +158,6 @@ private:
 	// Moves asked for during the grace after the start, started by tick()
 	// once it is over: freezing earlier would only make IO wait longer.
 	std::vector<std::function<void()>> deferred_moves_;
-	Copier copier_;
 };
 
 } // namespace mdnode

@@ -51,6 +51,10 @@ public:
 	// max_msg we announced): it is lost, and the connection is being
 	// closed. Only to be counted.
 	virtual void on_bad_receive(ConnId conn) { (void)conn; }
+	// A connect request the transport refused before on_connect(): bad
+	// private data, no common version, or a connection cap. Only to be
+	// counted.
+	virtual void on_refused() {}
 	// The connection is gone (either side closed it, or it failed). Called
 	// once for every connection that was established.
 	virtual void on_disconnected(ConnId conn) = 0;

@@ -56,6 +56,7 @@ public:
 	void on_established(const PeerInfo &peer) override;
 	void on_message(ConnId conn, std::span<const std::byte> msg) override;
 	void on_bad_receive(ConnId) override { core_.stats.bad_messages++; }
+	void on_refused() override { core_.stats.conn_refused++; }
 	void on_disconnected(ConnId conn) override;
 
 	// Expires leases and finishes fan-outs that waited for them. Call
@@ -68,9 +69,9 @@ public:
 	// The copier's event fd, readable when a copy finished; then call
 	// process_copies(). wait_copies() blocks until every copy started has
 	// finished and processes them (tests).
-	int copier_fd() const { return mover_.copier_fd(); }
-	void process_copies() { mover_.process_copies(); }
-	void wait_copies() { mover_.wait_copies(); }
+	int copier_fd() const { return core_.copier.event_fd(); }
+	void process_copies() { core_.copier.process_completions(); }
+	void wait_copies() { core_.copier.wait_all(); }
 	size_t moves_active() const { return mover_.active(); }
 
 	const NodeStats &stats() const { return core_.stats; }

@@ -55,6 +55,7 @@ void Pushes::fan_out(uint64_t volume_id, uint64_t first, uint64_t count,
 		    (lease.expires_ms <= now &&
 		     !(waits_for_io(reason) && core_.io_possible(lease, now))))
 			continue;
+#ifdef MDR_TEST_HOOKS
 		if (core_.opts.test_drop_invalidations) {
 			core_.stats.invalidations_dropped++;
 			log_warn("test: invalidation of volume %llu extents %llu+%llu "
@@ -65,7 +66,10 @@ void Pushes::fan_out(uint64_t volume_id, uint64_t first, uint64_t count,
 			dropped.push_back(host);
 			continue;
 		}
+#endif
 		f.hosts.insert(host);
+		if (lease.expires_ms > now)
+			owes(host);
 		auto sit = core_.sessions.find(lease.conn);
 		if (sit == core_.sessions.end())
 			continue;	// not connected: its lease expires
@@ -216,6 +220,79 @@ void Pushes::expire_pushes()
 		core_.leases.detach(conn);
 		core_.net->disconnect(conn);
 	}
+	account_owing();
+}
+
+void Pushes::owes(uint64_t host_id)
+{
+	Owing &o = owing_[host_id];
+
+	if (o.since_ms < 0)
+		o.since_ms = core_.now();
+}
+
+bool Pushes::fenced(uint64_t host_id) const
+{
+	auto it = owing_.find(host_id);
+
+	return it != owing_.end() && it->second.fenced;
+}
+
+// Why by host id and not by connection: a host that reconnects gets a new
+// session (and its pushes start over there), but owes what it owed. Why
+// only while it holds a valid lease: a host cut off from the node, whose
+// lease lapses, was not asked in time, and one that opens again after the
+// lapse dropped its cache; it owes from then on. A stretch ends at the
+// tick that finds it over, but counts no further than the lease's expiry,
+// so a host that stopped renewing owes less than a lease period: only one
+// that renews (or opens again) and does not ack gets to one.
+void Pushes::account_owing()
+{
+	const int64_t now = core_.now();
+	const int64_t overdue = int64_t(core_.opts.lease_ms) + int64_t(core_.opts.drift_margin_ms);
+	// Host -> the latest expiry of its leases on volumes waiting for it.
+	std::map<uint64_t, int64_t> waiting;
+
+	for (const auto &[id, f] : fan_outs_)
+		for (uint64_t host : f.hosts) {
+			const Lease *l = core_.leases.find({f.volume_id, host});
+			auto [it, fresh] = waiting.try_emplace(host, INT64_MIN);
+			if (l)
+				it->second = std::max(it->second, l->expires_ms);
+		}
+	for (auto it = owing_.begin(); it != owing_.end();) {
+		const uint64_t host = it->first;
+		Owing &o = it->second;
+		auto w = waiting.find(host);
+
+		if (w == waiting.end()) {
+			// Acked, or its leases went: it owes nothing.
+			if (o.fenced)
+				log_info_rl("host %016llx: no fan-out waits for it any more: "
+					    "fence lifted", (unsigned long long)host);
+			it = owing_.erase(it);
+			continue;
+		}
+		const bool valid = w->second > now;
+		if (o.since_ms >= 0 && !valid) {
+			o.owed_ms += std::max<int64_t>(0, std::min(now, w->second) - o.since_ms);
+			o.since_ms = -1;
+		} else if (o.since_ms < 0 && valid) {
+			o.since_ms = now;
+		}
+		const int64_t owed = o.owed_ms + (o.since_ms >= 0 ? now - o.since_ms : 0);
+		// Only one that holds its lease now: a host that opens again
+		// after a lapse, an ack still owed, is to ack at once.
+		if (!o.fenced && valid && owed >= overdue) {
+			o.fenced = true;
+			core_.stats.fences++;
+			log_warn_rl("host %016llx: owes an invalidation ack for %lld ms while "
+				    "holding its lease, across its connections: fenced (no "
+				    "RENEW nor OPEN until no fan-out waits for it)",
+				    (unsigned long long)host, (long long)owed);
+		}
+		++it;
+	}
 }
 
 void Pushes::settle(uint64_t fan_out_id, uint64_t host_id, const Settled &how)
@@ -277,8 +354,10 @@ void Pushes::lease_granted(uint64_t volume_id, Session &s)
 		// tracked, and moves copy what it may have written.
 		if (f.inv.reason == MDR_INVAL_TRACK && s.peer.version < 2)
 			untracked.push_back(fid);
-		else
+		else {
 			push(fid, host, s);
+			owes(host);
+		}
 	}
 	for (uint64_t fid : untracked)
 		settle(fid, host, Settled{});

@@ -12,6 +12,15 @@
 // left unacked for a lease period cuts the connection instead
 // (expire_pushes()), and the host gets it again when it opens the volume
 // on a new one (lease_granted()).
+//
+// That alone lets a host that never acks but reconnects and opens again
+// within its lease hold a fan-out for ever. So what a host owes is kept by
+// its host id, across connections: the time it held a valid lease on a
+// volume whose fan-out waits for it. Once that reaches lease_ms + margin
+// the host is fenced: its RENEW is answered STALE and its OPEN AGAIN, so
+// its leases run out within lease_ms + margin (the fan-outs of ALLOC go on
+// then, those that wait for IO io_hold_ms later), until no fan-out waits
+// for it any more.
 #ifndef MDNODE_PUSHES_H
 #define MDNODE_PUSHES_H
 
@@ -60,6 +69,9 @@ public:
 	void expire_pushes();
 	// The session is going: its pushes will never be acked nor sent.
 	void forget(Session &s);
+	// The host owed an ack lease_ms + margin (see above): it gets no
+	// lease until no fan-out waits for it.
+	bool fenced(uint64_t host_id) const;
 
 	// A host that opens again gets the pushes it lost with its old
 	// connection; a lapsed lease stops the fan-outs that do not wait for
@@ -91,12 +103,27 @@ private:
 	// Settles host_id in the volume's fan-outs that pass the filter.
 	void settle_host(uint64_t volume_id, uint64_t host_id,
 			 const std::function<bool(const FanOut &)> &which);
+	// What a host owes, by host id: ms owed in stretches that ended, and
+	// the start of the current one (-1: none: no valid lease on a volume
+	// whose fan-out waits for it).
+	struct Owing {
+		int64_t owed_ms = 0;
+		int64_t since_ms = -1;
+		bool fenced = false;
+	};
+	// A fan-out waits for host_id, which holds a valid lease: it owes
+	// from now on, if it did not already.
+	void owes(uint64_t host_id);
+	// Adds up what each host owes, fences those that owe a lease period
+	// and lifts the fence of those no fan-out waits for. From tick().
+	void account_owing();
 
 	NodeCore &core_;
 	std::map<uint64_t, FanOut> fan_outs_;	// by id
 	// Push req_id -> the push, from when it is queued until it is acked
 	// or its session is gone.
 	std::map<uint64_t, Push> pushes_;
+	std::map<uint64_t, Owing> owing_;	// by host id
 	uint64_t next_push_ = 1;
 	uint64_t next_fan_out_ = 1;
 };

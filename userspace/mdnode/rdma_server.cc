@@ -3,11 +3,15 @@
 // rdma_server.cc - mdnode's RDMA transport (see rdma_server.h).
 //
 // Per connection: one CQ on its device's completion channel, one RC QP in
-// the PD of (device, tenant), a receive pool of recv_depth buffers of
-// max_msg bytes and a send pool of queue_depth + push_credits buffers, both
-// in one registered region. Work request ids carry (connection, slot), so
-// a completion that arrives after its connection was destroyed is
-// recognised and dropped.
+// the PD of (device, tenant), a receive pool of queue_depth + push_credits
+// + 1 buffers of our max_msg (what a peer may send us) and a send pool of
+// queue_depth + push_credits buffers of the peer's max_msg, capped at what
+// we ever send its role (kHostSendMax, MDR_WIRE_MSG_MAX), both in one
+// registered region. So a connection pins at most about 1.2 MiB (a host:
+// 128 + 16 requests and pushes of 4096 bytes each way) or 3.2 MiB (an
+// admin: 32 + 16 sends of up to 64 KiB), whatever it asks. Work request
+// ids carry (connection, slot), so a completion that arrives after its
+// connection was destroyed is recognised and dropped.
 #include "mdnode/rdma_server.h"
 
 #include <arpa/inet.h>
@@ -33,6 +37,11 @@ namespace mdnode {
 namespace {
 
 MDNODE_LOG_SUBSYSTEM("rdma");
+
+// Completions of one connection taken before the next connection's turn:
+// a sender that keeps its CQ full gets this many per turn, then goes to
+// the back of the device's backlog.
+constexpr int kPollBatch = 16;
 
 // wr_id: connection id in the high 44 bits, slot and direction below.
 constexpr unsigned kSlotBits = 19;
@@ -100,7 +109,8 @@ struct RdmaServer::Conn {
 	ibv_cq *cq = nullptr;
 	PeerInfo peer{};
 	uint32_t recv_slots = 0, send_slots = 0;
-	uint32_t msg_size = 0;		// bytes per slot (max of both sides)
+	uint32_t recv_size = 0;		// bytes per recv slot: our max_msg
+	uint32_t send_size = 0;		// bytes per send slot: the peer's, capped
 	std::byte *buf = nullptr;	// recv slots, then send slots
 	size_t buf_len = 0;
 	ibv_mr *mr = nullptr;
@@ -108,10 +118,10 @@ struct RdmaServer::Conn {
 	bool established = false;
 	bool closing = false;
 
-	std::byte *recv_buf(uint32_t slot) { return buf + size_t(slot) * msg_size; }
+	std::byte *recv_buf(uint32_t slot) { return buf + size_t(slot) * recv_size; }
 	std::byte *send_buf(uint32_t slot)
 	{
-		return buf + size_t(recv_slots + slot) * msg_size;
+		return buf + size_t(recv_slots) * recv_size + size_t(slot) * send_size;
 	}
 
 	~Conn()
@@ -330,6 +340,7 @@ void RdmaServer::on_connect_request(rdma_cm_event *ev)
 			    req.message().c_str());
 		reject(id, MDR_ST_PROTO);
 		rdma_destroy_id(id);
+		handler_.on_refused();
 		return;
 	}
 	const mdr::wire::ConnReq &r = req.value();
@@ -339,13 +350,7 @@ void RdmaServer::on_connect_request(rdma_cm_event *ev)
 			    peer_address(id).c_str(), r.version_min, r.version_max);
 		reject(id, MDR_ST_VERSION);
 		rdma_destroy_id(id);
-		return;
-	}
-	if (conns_.size() >= opts_.max_connections) {
-		log_warn_rl("connect from %s refused: %zu connections already",
-			    peer_address(id).c_str(), conns_.size());
-		reject(id, MDR_ST_NOMEM);
-		rdma_destroy_id(id);
+		handler_.on_refused();
 		return;
 	}
 
@@ -357,13 +362,26 @@ void RdmaServer::on_connect_request(rdma_cm_event *ev)
 	c->peer.version = version.value();
 	c->peer.tenant = r.tenant;
 	c->peer.host_id = r.host_id;
-	c->peer.queue_depth = std::min(r.queue_depth, opts_.max_queue_depth);
+	c->peer.queue_depth = std::min(r.queue_depth, r.role == MDR_ROLE_ADMIN
+			? std::min(kAdminQueueDepth, opts_.max_queue_depth) : opts_.max_queue_depth);
 	// The client keeps recv_depth buffers for replies (one per request)
 	// and pushes: we may push into what is left.
 	c->peer.push_credits = static_cast<uint16_t>(
 		std::min<uint32_t>(opts_.push_credits, r.recv_depth - c->peer.queue_depth));
-	c->peer.max_msg = r.max_msg;
+	// What it receives bounds what we send; we send a host nothing longer
+	// than kHostSendMax, so a larger wish costs no memory. The peer need
+	// not learn of it: max_msg only bounds what it is sent.
+	c->peer.max_msg = std::min(r.max_msg, r.role == MDR_ROLE_HOST ? kHostSendMax
+								     : uint32_t(MDR_WIRE_MSG_MAX));
 	c->peer.address = peer_address(id);
+	if (const char *cap = over_limit(c->peer)) {
+		stats_.limit_rejects++;
+		log_warn_rl("connect from %s (role %u, tenant %u) refused: %s",
+			    c->peer.address.c_str(), c->peer.role, c->peer.tenant, cap);
+		reject(id, MDR_ST_NOMEM);
+		handler_.on_refused();
+		return;		// ~Conn destroys the id
+	}
 	c->peer.host_qpn = qp_num;
 	c->peer.node_qpn = 0;	// once the QP exists
 	// The challenge of an admin, and of a host from version 3 on: 16
@@ -405,8 +423,9 @@ void RdmaServer::on_connect_request(rdma_cm_event *ev)
 	// receive absorbs a peer that is one over before we disconnect it.
 	c->recv_slots = c->peer.queue_depth + c->peer.push_credits + 1;
 	c->send_slots = c->peer.queue_depth + c->peer.push_credits;
-	c->msg_size = std::max(opts_.max_msg, c->peer.max_msg);
-	c->buf_len = size_t(c->recv_slots + c->send_slots) * c->msg_size;
+	c->recv_size = opts_.max_msg;
+	c->send_size = c->peer.max_msg;
+	c->buf_len = size_t(c->recv_slots) * c->recv_size + size_t(c->send_slots) * c->send_size;
 	void *mem = mmap(nullptr, c->buf_len, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
@@ -481,7 +500,7 @@ mdr::Status RdmaServer::post_recv(Conn &c, uint32_t slot)
 	ibv_recv_wr wr{}, *bad;
 
 	sge.addr = reinterpret_cast<uintptr_t>(c.recv_buf(slot));
-	sge.length = c.msg_size;
+	sge.length = c.recv_size;
 	sge.lkey = c.mr->lkey;
 	wr.wr_id = make_wr_id(c.id, slot, true);
 	wr.sg_list = &sge;
@@ -543,17 +562,26 @@ bool RdmaServer::on_cq_event(Device &dev, unsigned budget)
 			dev.backlog.push_back(id);
 	}
 
-	// Each CQ drained in turn, within the budget; what is left waits for
-	// the loop's next round. By id: a completion may end its connection.
-	ibv_wc wc[32];
+	// The CQs take turns, kPollBatch completions each, within the budget;
+	// what is left waits for the loop's next round. A CQ that gave a full
+	// batch may have more and goes to the back, so the budget is shared:
+	// one sender that keeps its CQ full cannot take a round from the
+	// others, whose requests are served in the same round as its own (a
+	// connection's requests are bounded by its queue depth anyway, so it
+	// cannot fill the budget alone for long). By id: a completion may end
+	// its connection.
+	ibv_wc wc[kPollBatch];
 	while (budget && !dev.backlog.empty()) {
-		Conn *c = find(dev.backlog.front());
-		const int n = c ? ibv_poll_cq(c->cq, int(std::min(budget, 32u)), wc) : 0;
+		const ConnId id = dev.backlog.front();
+		Conn *c = find(id);
+		const int want = int(std::min<unsigned>(budget, kPollBatch));
+		const int n = c ? ibv_poll_cq(c->cq, want, wc) : 0;
 
-		if (n <= 0) {
-			dev.backlog.pop_front();	// drained, or gone
-			continue;
-		}
+		dev.backlog.pop_front();
+		if (n <= 0)
+			continue;	// drained, or gone
+		if (n == want)
+			dev.backlog.push_back(id);	// more may be there
 		budget -= unsigned(n);
 		for (int i = 0; i < n; i++)
 			on_completion(wc[i]);
@@ -630,6 +658,34 @@ void RdmaServer::destroy_conn(ConnId id)
 			    c->peer.address.c_str());
 		handler_.on_disconnected(id);
 	}
+}
+
+const char *connection_cap(const ServerOptions &o, uint16_t role, const ConnCounts &n)
+{
+	if (n.total >= o.max_connections)
+		return "max-connections reached";
+	if (role != MDR_ROLE_HOST)
+		return nullptr;
+	// By the hosts, not by all: admins in the reserve do not lower what
+	// hosts may have.
+	if (n.hosts + std::min(o.admin_reserved, o.max_connections - 1) >= o.max_connections)
+		return "the slots left are reserved for admin connections";
+	if (n.of_tenant >= o.max_per_tenant)
+		return "max-connections-per-tenant reached for the tenant";
+	return nullptr;
+}
+
+const char *RdmaServer::over_limit(const PeerInfo &peer) const
+{
+	ConnCounts n{.total = conns_.size()};
+
+	for (const auto &[id, c] : conns_) {
+		if (c->peer.role != MDR_ROLE_HOST)
+			continue;
+		n.hosts++;
+		n.of_tenant += c->peer.tenant == peer.tenant;
+	}
+	return connection_cap(opts_, peer.role, n);
 }
 
 RdmaServer::Conn *RdmaServer::find(ConnId id)

@@ -71,6 +71,12 @@ struct ServerOptions {
 	uint16_t max_queue_depth = 128;	// requests per connection
 	uint16_t push_credits = 16;	// pushes outstanding per connection
 	uint32_t max_connections = 1024;
+	// Host connections one tenant may hold (its hosts' claims count
+	// until HOST_AUTH proves or cuts them), and the slots of
+	// max_connections only admins may take: a flood of host connections
+	// leaves the operator a way in.
+	uint32_t max_per_tenant = 256;
+	uint32_t admin_reserved = 16;
 	uint64_t node_id = 0;
 	uint64_t boot_id = 0;
 };
@@ -80,7 +86,27 @@ struct ServerStats {
 	uint64_t bad_private_data = 0, recv_errors = 0, send_errors = 0;
 	uint64_t messages_in = 0, messages_out = 0;
 	uint64_t tables_registered = 0;
+	// Refused for a cap: max_connections, max_per_tenant, admin_reserved.
+	uint64_t limit_rejects = 0;
 };
+
+// Nothing mdnode sends a host is longer than this (OPEN's reply, the
+// largest, is 104 bytes): a host's send buffers are no larger, whatever
+// max_msg it asks for. Admins get up to MDR_WIRE_MSG_MAX (lists fill it),
+// on at most kAdminQueueDepth requests.
+inline constexpr uint32_t kHostSendMax = 4096;
+inline constexpr uint16_t kAdminQueueDepth = 32;
+
+// The connections (pending ones too) a new one would join.
+struct ConnCounts {
+	size_t total = 0;
+	uint32_t hosts = 0;		// of role host
+	uint32_t of_tenant = 0;		// hosts of the new one's tenant
+};
+// The cap a new connection of role would exceed, or nullptr: admins may
+// take every slot of max_connections, hosts leave admin_reserved of them
+// (at most max_connections - 1) and at most max_per_tenant per tenant.
+const char *connection_cap(const ServerOptions &o, uint16_t role, const ConnCounts &n);
 
 class RdmaServer : public Net {
 public:
@@ -129,6 +155,8 @@ private:
 	void on_cm_event(rdma_cm_event *ev);
 	void on_connect_request(rdma_cm_event *ev);
 	void establish(Conn &c);
+	// The cap a connection of this peer would exceed, or nullptr.
+	const char *over_limit(const PeerInfo &peer) const;
 	bool on_cq_event(Device &dev, unsigned budget);
 	void on_completion(const ibv_wc &wc);
 	mdr::Result<Device *> device_for(ibv_context *ctx);

@@ -90,6 +90,8 @@ struct Change {
 // index; changes of the host registry (0, host id): no volume has id 0.
 using ExtentKey = std::pair<uint64_t, uint64_t>;
 inline constexpr uint64_t kWholeVolume = UINT64_MAX;
+// Places (pstart) are in 512-byte sectors; the copier takes bytes.
+inline constexpr unsigned kSectorShift = 9;
 
 // A record, decoded.
 struct Record {

@@ -230,10 +230,12 @@ NodeOptions node_options(const Config &cfg)
 		log_warn("--host-auth optional: hosts of wire version 1 and 2 are served "
 			 "without proving who they are; switch to required once every "
 			 "host is registered and upgraded");
+#ifdef MDR_TEST_HOOKS
 	no.test_drop_invalidations = cfg.test_drop_invalidations;
 	if (no.test_drop_invalidations)
 		log_warn("TEST MODE --test-drop-invalidations: hosts are told of no "
 			 "change; the consistency rule does not hold");
+#endif
 	if (auto key = admin_key(cfg.admin_key_file); key.ok())
 		no.admin_key = std::move(key.value());
 	else

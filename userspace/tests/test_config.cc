@@ -85,6 +85,8 @@ void test_config_valid_file(void **)
 		   "lease-ms = 60000\n"
 		   "io-hold-ms = 45000\n"
 		   "max-connections = 8\n"
+		   "max-connections-per-tenant = 3\n"
+		   "admin-connections = 2\n"
 		   "log-level = debug\n");
 	Result<Config> r = parse_file(f);
 
@@ -102,6 +104,8 @@ void test_config_valid_file(void **)
 	assert_int_equal(c.lease_ms, 60000);
 	assert_int_equal(c.io_hold_ms, 45000);
 	assert_int_equal(c.max_connections, 8);
+	assert_int_equal(c.max_connections_per_tenant, 3);
+	assert_int_equal(c.admin_connections, 2);
 	assert_int_equal(c.log_level, mdnode::LogLevel::debug);
 	assert_false(c.help);
 	assert_false(c.version);
@@ -118,18 +122,26 @@ void test_config_defaults(void **)
 	assert_int_equal(r.value().lease_ms, 5000);
 	assert_int_equal(r.value().io_hold_ms, 20000);
 	assert_int_equal(r.value().max_connections, 1024);
+	assert_int_equal(r.value().max_connections_per_tenant, 256);
+	assert_int_equal(r.value().admin_connections, 16);
 	assert_int_equal(r.value().log_level, mdnode::LogLevel::info);
 	assert_false(r.value().test_drop_invalidations);
 }
 
-// The test switch that breaks the consistency rule: command line only.
+// The test switch that breaks the consistency rule: command line only,
+// and only in a build with MDR_TEST_HOOKS (the tests' sanitizer build); a
+// release build does not know it.
 void test_config_test_drop_invalidations(void **)
 {
 	TempFile f(kRequired);
 	Result<Config> r = parse({"--config", f.path.c_str(), "--test-drop-invalidations"});
 
+#ifdef MDR_TEST_HOOKS
 	assert_true(r.ok());
 	assert_true(r.value().test_drop_invalidations);
+#else
+	assert_fails(r, "unknown option '--test-drop-invalidations'");
+#endif
 	TempFile g(std::string(kRequired) + "test-drop-invalidations = 1\n");
 	assert_fails(parse_file(g), g.path + ":4: unknown setting 'test-drop-invalidations'");
 }
@@ -334,6 +346,11 @@ void test_config_other_bad_values(void **)
 	assert_fails(parse({"-l", "a", "-d", "/d", "-D", "1=/a", "--max-connections",
 			    "65537"}),
 		     "--max-connections: max-connections '65537': want 1..65536");
+	assert_fails(parse({"-l", "a", "-d", "/d", "-D", "1=/a", "--max-connections-per-tenant",
+			    "0"}),
+		     "--max-connections-per-tenant: max-connections-per-tenant '0': want 1..65536");
+	assert_fails(parse({"-l", "a", "-d", "/d", "-D", "1=/a", "--admin-connections", "1025"}),
+		     "--admin-connections: admin-connections '1025': want 0..1024");
 	assert_fails(parse({"-l", "a", "-d", "/d", "-D", "1=/a", "--log-level", "trace"}),
 		     "--log-level: log-level 'trace': want error, warn, info or debug");
 	assert_fails(parse({"-l", "a", "-d", "", "-D", "1=/a"}),

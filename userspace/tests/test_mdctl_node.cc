@@ -515,6 +515,8 @@ static void test_node_stats(void **)
 	w.node.stats.stall_total_us = 6;
 	w.node.stats.auth_failures = 14;
 	w.node.stats.hosts = 15;
+	w.node.stats.conn_refused = 16;
+	w.node.stats.fences = 17;
 	Outcome o = w.run({"node", "stats", "-o", "json"});
 	assert_int_equal(o.status, 0);
 	assert_string_equal(o.out.c_str(),
@@ -527,7 +529,7 @@ static void test_node_stats(void **)
 			    "\"move_bytes\":18446744073709551614,\"move_stall_max_us\":5,"
 			    "\"move_stall_total_us\":6,\"push_timeouts\":11,"
 			    "\"precopy_bytes\":12,\"freeze_bytes\":13,\"auth_failures\":14,"
-			    "\"hosts\":15}\n");
+			    "\"hosts\":15,\"conn_refused\":16,\"fences\":17}\n");
 	o = w.run({"node", "stats"});
 	assert_int_equal(o.status, 0);
 	assert_non_null(strstr(o.out.c_str(), "boot_id                0x000000000000b007\n"));
@@ -539,6 +541,8 @@ static void test_node_stats(void **)
 	assert_non_null(strstr(o.out.c_str(), "freeze_bytes                           13\n"));
 	assert_non_null(strstr(o.out.c_str(), "auth_failures                          14\n"));
 	assert_non_null(strstr(o.out.c_str(), "hosts                                  15\n"));
+	assert_non_null(strstr(o.out.c_str(), "conn_refused                           16\n"));
+	assert_non_null(strstr(o.out.c_str(), "fences                                 17\n"));
 }
 
 // ---- migrate -------------------------------------------------------------------

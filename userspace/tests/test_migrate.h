@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// test_migrate.h - the rig of test_migrate_*.cc: mdnode on two devices that
-// are sparse files in the rig's directory (device 2 with room for 3
-// extents of 1 MiB), its copier copying in chunks of 128 KiB, hosts of
-// wire version 1 unless asked, and a Setup of a volume with two extents
+// test_migrate.h - the rig of test_migrate_*.cc and test_node_zero.cc:
+// mdnode on two devices that are sparse files in the rig's directory
+// (device 2 with room for 3 extents of 1 MiB), its copier copying in chunks
+// of 128 KiB, hosts of wire version 1 unless asked, extents zeroed before
+// their ALLOC only when asked, and a Setup of a volume with two extents
 // allocated and stamped with known data.
 //
 // The store, the journal and the copier are the real ones; time is the
@@ -54,8 +55,8 @@ inline void stamp(std::vector<uint8_t> &buf, uint64_t seed)
 // Hosts speak version 1 unless asked: no pre-copy, the whole extent is
 // copied under the freeze (the tests of the pre-copy ask for 2).
 struct Rig : NodeRig {
-	explicit Rig(bool bad_dev2_path = false, uint32_t hold_ms = kIoHoldMs)
-		: NodeRig("mdr-migrate", 1), io_hold_ms(hold_ms)
+	explicit Rig(bool bad_dev2_path = false, uint32_t hold_ms = kIoHoldMs, bool zero = false)
+		: NodeRig("mdr-migrate", 1), io_hold_ms(hold_ms), zero_extents(zero)
 	{
 		jdir = dir + "/journal";
 		std::filesystem::create_directory(jdir);
@@ -86,6 +87,7 @@ struct Rig : NodeRig {
 		o.copier.chunk = 128 << 10;	// 8 chunks an extent
 		o.copier.depth = 3;
 		o.device_paths = copier_paths;
+		o.zero_extents = zero_extents;
 		NodeRig::start({{1, dev_path[1], "SER-A", kDev1Size},
 				{2, dev_path[2], "SER-B", kDev2Size}},
 			       o, jdir);
@@ -138,6 +140,8 @@ struct Rig : NodeRig {
 	wire::Entry alloc(ConnId conn, uint64_t volume_id, uint64_t index)
 	{
 		send(conn, 5, wire::AllocReq{.volume_id = volume_id, .index = index});
+		if (zero_extents)
+			node->wait_copies();	// the zeroing (and any copy queued)
 		flush();
 		wire::Msg m = one(conn);
 		auto *rep = std::get_if<wire::AllocRep>(&m.body);
@@ -187,6 +191,7 @@ struct Rig : NodeRig {
 	}
 
 	uint32_t io_hold_ms;	// NodeOptions::io_hold_ms of every start
+	bool zero_extents;	// NodeOptions::zero_extents of every start
 	std::string jdir;
 	std::map<uint32_t, std::string> dev_path;
 	std::map<uint32_t, std::string> copier_paths;

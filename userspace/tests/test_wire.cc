@@ -276,6 +276,8 @@ w::NodeStatsRep node_stats_rep()
 	m.freeze_bytes = 21;
 	m.auth_failures = 22;
 	m.hosts = 23;
+	m.conn_refused = 24;
+	m.fences = 25;
 	return m;
 }
 
@@ -408,14 +410,16 @@ void check_canonical(std::span<const std::byte> received, const w::Msg &m)
 			 w::opcode_name(m.hdr.opcode).c_str(), n.message().c_str());
 	if (std::holds_alternative<w::NodeStatsRep>(m.body)) {
 		// Version 1's counters, then the migration ones, the push ones,
-		// the copy ones and the authentication ones when the received
-		// length covered them (else they are zero).
+		// the copy ones, the authentication ones and the limits ones
+		// when the received length covered them (else they are zero).
 		const size_t v1 = sizeof(mdr_wire_node_stats_rep);
 		const size_t mig = v1 + sizeof(mdr_wire_node_stats_mig);
 		const size_t push = mig + sizeof(mdr_wire_node_stats_push);
 		const size_t copy = push + sizeof(mdr_wire_node_stats_copy);
-		const size_t full = copy + sizeof(mdr_wire_node_stats_auth);
+		const size_t auth = copy + sizeof(mdr_wire_node_stats_auth);
+		const size_t full = auth + sizeof(mdr_wire_node_stats_limits);
 		const size_t same = m.hdr.length >= full   ? full
+				    : m.hdr.length >= auth ? auth
 				    : m.hdr.length >= copy ? copy
 				    : m.hdr.length >= push ? push
 				    : m.hdr.length >= mig  ? mig
@@ -1177,17 +1181,25 @@ void test_node_stats_lengths(void **)
 	const w::NodeStatsRep full = node_stats_rep();
 	Buf b = encode(full);
 
-	assert_int_equal(b.size(), 208);
+	assert_int_equal(b.size(), 224);
 	auto m = w::parse(b, Side::client, MDR_ROLE_ADMIN);
 	assert_true(m.ok());
 	assert_true(std::get<w::NodeStatsRep>(m.value().body) == full);
+
+	// A node from before connections were capped: 208 bytes.
+	Buf auth(b.begin(), b.begin() + 208);
+	put32(auth, kLen, 208);
+	m = w::parse(auth, Side::client, MDR_ROLE_ADMIN);
+	assert_true(m.ok());
+	w::NodeStatsRep want = full;
+	want.conn_refused = want.fences = 0;
+	assert_true(std::get<w::NodeStatsRep>(m.value().body) == want);
 
 	// A node from before hosts authenticate: 192 bytes.
 	Buf copy(b.begin(), b.begin() + 192);
 	put32(copy, kLen, 192);
 	m = w::parse(copy, Side::client, MDR_ROLE_ADMIN);
 	assert_true(m.ok());
-	w::NodeStatsRep want = full;
 	want.auth_failures = want.hosts = 0;
 	assert_true(std::get<w::NodeStatsRep>(m.value().body) == want);
 
@@ -1213,8 +1225,8 @@ void test_node_stats_lengths(void **)
 	want.move_bytes = want.stall_max_us = want.stall_total_us = 0;
 	assert_true(std::get<w::NodeStatsRep>(m.value().body) == want);
 
-	b.resize(208 + 16, std::byte{0x5a});
-	put32(b, kLen, 208 + 16);
+	b.resize(224 + 16, std::byte{0x5a});
+	put32(b, kLen, 224 + 16);
 	m = w::parse(b, Side::client, MDR_ROLE_ADMIN);
 	assert_true(m.ok());
 	assert_true(std::get<w::NodeStatsRep>(m.value().body) == full);

@@ -486,19 +486,21 @@ struct Layout<HostListRep>
 };
 
 // Version 1's counters, then the migration ones, the push ones, the copy
-// ones and the authentication ones: this build sends them all, and reads
-// what the length covers (a node without them sends 120, 168, 176 or 192
-// bytes). Later versions append more __le64 counters, which are ignored.
+// ones, the authentication ones and the limits ones: this build sends them
+// all, and reads what the length covers (a node without them sends 120,
+// 168, 176, 192 or 208 bytes). Later versions append more __le64 counters, which are ignored.
 struct NodeStatsWire {
 	mdr_wire_node_stats_rep v1;
 	mdr_wire_node_stats_mig mig;
 	mdr_wire_node_stats_push push;
 	mdr_wire_node_stats_copy copy;
 	mdr_wire_node_stats_auth auth;
+	mdr_wire_node_stats_limits limits;
 };
 static_assert(sizeof(NodeStatsWire) == sizeof(mdr_wire_node_stats_rep) +
 	      sizeof(mdr_wire_node_stats_mig) + sizeof(mdr_wire_node_stats_push) +
-	      sizeof(mdr_wire_node_stats_copy) + sizeof(mdr_wire_node_stats_auth),
+	      sizeof(mdr_wire_node_stats_copy) + sizeof(mdr_wire_node_stats_auth) +
+	      sizeof(mdr_wire_node_stats_limits),
 	      "no padding between the parts");
 
 template <>
@@ -507,7 +509,7 @@ struct Layout<NodeStatsRep> {
 	static constexpr Shape shape{sizeof(mdr_wire_node_stats_rep), sizeof(__le64)};
 	static constexpr size_t part_ends[] = {
 		offsetof(Wire, mig), offsetof(Wire, push), offsetof(Wire, copy),
-		offsetof(Wire, auth), sizeof(Wire)};
+		offsetof(Wire, auth), offsetof(Wire, limits), sizeof(Wire)};
 	static void fields(auto &v, auto &m, auto &wire)
 	{
 		auto &w = wire.v1;
@@ -529,6 +531,8 @@ struct Layout<NodeStatsRep> {
 		v.num("freeze_bytes", m.freeze_bytes, wire.copy.freeze_bytes);
 		v.num("auth_failures", m.auth_failures, wire.auth.auth_failures);
 		v.num("hosts", m.hosts, wire.auth.hosts);
+		v.num("conn_refused", m.conn_refused, wire.limits.conn_refused);
+		v.num("fences", m.fences, wire.limits.fences);
 	}
 	static void mig_fields(auto &v, auto &m, auto &w)
 	{
@@ -546,6 +550,8 @@ struct Layout<NodeStatsRep> {
 		       " + " + struct_doc("mdr_wire_node_stats_push", sizeof(mdr_wire_node_stats_push)) +
 		       " + " + struct_doc("mdr_wire_node_stats_copy", sizeof(mdr_wire_node_stats_copy)) +
 		       " + " + struct_doc("mdr_wire_node_stats_auth", sizeof(mdr_wire_node_stats_auth)) +
+		       " + " + struct_doc("mdr_wire_node_stats_limits",
+					  sizeof(mdr_wire_node_stats_limits)) +
 		       ": " + std::to_string(sizeof(Wire)) + "; any " +
 		       std::to_string(shape.size) + " + " + std::to_string(shape.elem) +
 		       " n is accepted";

@@ -255,6 +255,8 @@ private:
 		rep.freeze_bytes = 13;
 		rep.auth_failures = stats.auth_failures;
 		rep.hosts = stats.hosts;
+		rep.conn_refused = stats.conn_refused;
+		rep.fences = stats.fences;
 		return reply(rep);
 	}
 

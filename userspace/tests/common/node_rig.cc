@@ -88,6 +88,8 @@ mdnode::NodeOptions rig_options()
 	o.drift_margin_ms = kMarginMs;
 	o.admin_key.assign(kAdminKey.begin(), kAdminKey.end());
 	o.host_auth_required = false;
+	// Most rigs' devices are never written; test_node_zero.cc zeroes.
+	o.zero_extents = false;
 	return o;
 }
 

@@ -99,8 +99,8 @@ public:
 };
 
 // The options every rig's node starts from: the lease and margin above,
-// the admin key, hosts served unproven (--host-auth optional). A rig sets
-// the rest.
+// the admin key, hosts served unproven (--host-auth optional), no zeroing
+// of extents before their ALLOC. A rig sets the rest.
 mdnode::NodeOptions rig_options();
 
 // A node on a real store and journal, a clock moved by hand, and clients

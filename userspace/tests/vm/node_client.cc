@@ -30,6 +30,8 @@
 // the end of the steps (--keep-going) or at once. Every invalidation pushed
 // is printed as it arrives ("push: ..."), before it is acknowledged; with
 // --time, every step is followed by "time: STEP ms=N" (its duration).
+// --no-ack: pushes are printed and never acknowledged (a host that keeps
+// renewing and does not do its part: mdnode fences it).
 // --timeout MS: how long to wait for each connect step, reply and READ
 // (5000). --wire-version N: ask for wire versions up to N only (a host
 // at version 1 gets no TRACK push: mdnode moves without a pre-copy).
@@ -237,6 +239,10 @@ int main(int argc, char **argv)
 		}
 		if (a == "--time") {
 			timing = true;
+			continue;
+		}
+		if (a == "--no-ack") {
+			opts.ack_pushes = false;
 			continue;
 		}
 		if (a == "--forge-mac" || a == "--skip-auth") {

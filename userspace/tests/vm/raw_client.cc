@@ -15,7 +15,12 @@
 // --wait MS (how long to wait for an answer to each message, 2000), and
 // --pdata KIND, the connect request's private data:
 //   good (default), magic (bad magic), none (no private data),
-//   short:N (the first N bytes of a good one), version:MIN:MAX
+//   short:N (the first N bytes of a good one), version:MIN:MAX,
+//   maxmsg:N (asks mdnode to send up to N bytes), greedy (asks for all a
+//   connection may: 128 requests, 16 pushes, 65536-byte messages).
+// --conns N: make N connections, one after the other, each printing its
+// "connect: ..." line, and keep them all (no message is sent); --hold MS:
+// then keep them MS ms more before exiting (0). A flood of connections.
 // Messages (each sent once the previous one was answered):
 //   ping          a well-formed PING
 //   short         10 bytes: less than a header
@@ -40,14 +45,17 @@
 #include <poll.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <infiniband/verbs.h>
@@ -72,6 +80,8 @@ struct Options {
 	mdr_wire_role role = MDR_ROLE_HOST;
 	std::string pdata = "good";
 	int wait_ms = 2000;
+	uint64_t conns = 1;
+	uint64_t hold_ms = 0;
 };
 
 bool parse_u64(std::string_view s, uint64_t &v)
@@ -216,6 +226,11 @@ int Raw::connect(const Options &o)
 			  .recv_depth = kRecvSlots, .max_msg = kMsgSize};
 	if (o.role == MDR_ROLE_HOST)
 		req.version_max = wire::kHostAuthVersion - 1;
+	if (o.pdata == "greedy") {
+		req.queue_depth = 128;
+		req.recv_depth = 128 + 16;
+		req.max_msg = MDR_WIRE_MSG_MAX;
+	}
 	auto good = wire::encode_conn_req(req);
 	if (!good.ok()) {
 		printf("error: %s\n", good.message().c_str());
@@ -240,7 +255,9 @@ int Raw::connect(const Options &o)
 		}
 		pd.version_min = htole16(uint16_t(a));
 		pd.version_max = htole16(uint16_t(b));
-	} else if (kind != "good") {
+	} else if (kind.starts_with("maxmsg:") && parse_u64(kind.substr(7), a)) {
+		pd.max_msg = htole32(uint32_t(a));
+	} else if (kind != "good" && kind != "greedy") {
 		printf("error: bad --pdata %s\n", o.pdata.c_str());
 		return -1;
 	}
@@ -428,6 +445,10 @@ int main(int argc, char **argv)
 			o.pdata = v;
 		else if (a == "--wait" && parse_u64(v, n))
 			o.wait_ms = int(n);
+		else if (a == "--conns" && parse_u64(v, n) && n >= 1 && n <= 4096)
+			o.conns = n;
+		else if (a == "--hold" && parse_u64(v, n))
+			o.hold_ms = n;
 		else {
 			fprintf(stderr, "bad option %s %s (see the top of raw_client.cc)\n",
 				argv[i], argv[i + 1]);
@@ -446,6 +467,20 @@ int main(int argc, char **argv)
 		}
 	}
 
+	if (o.conns > 1) {
+		std::vector<std::unique_ptr<Raw>> held;
+		for (uint64_t k = 0; k < o.conns; k++) {
+			held.push_back(std::make_unique<Raw>());
+			if (held.back()->connect(o) < 0)
+				return 1;
+			fflush(stdout);
+		}
+		printf("held: %zu\n", size_t(std::count_if(held.begin(), held.end(),
+			[](const auto &r) { return r->connected(); })));
+		fflush(stdout);
+		std::this_thread::sleep_for(std::chrono::milliseconds(o.hold_ms));
+		return 0;
+	}
 	Raw raw;
 	int ret = raw.connect(o);
 	if (ret)
