@@ -57,7 +57,10 @@ const char kUsage[] =
 	"                            a build with MDR_TEST_HOOKS only)\n"
 #endif
 	"  -h, --help                this text\n"
-	"  -V, --version             print the release and exit\n";
+	"  -V, --version             print the release and exit\n"
+	"\n"
+	"Exit status: 0 stopped cleanly, 1 failed, 2 usage error, 3 the journal\n"
+	"failed (start it again: it recovers every acknowledged change).\n";
 
 namespace {
 

@@ -114,15 +114,31 @@ void NodeCore::maybe_checkpoint()
 {
 	// A snapshot holds mapped entries only: none while an extent moves.
 	if (records_since_checkpoint_ < opts.checkpoint_records ||
+	    journal.checkpoint_in_flight() || now_ms_() < checkpoint_retry_ms_ ||
 	    store.counts().in_flight || store.counts().moving)
 		return;
-	const std::vector<uint8_t> snap = store.snapshot();
-	auto st = journal.checkpoint(std::as_bytes(std::span(snap)));
-	if (!st.ok()) {
-		log_error("checkpoint failed: %s", st.message().c_str());
-		return;
-	}
-	records_since_checkpoint_ = 0;
+	// Records journaled from now on are not in this snapshot.
+	const uint64_t covered = std::exchange(records_since_checkpoint_, 0);
+	auto st = journal.begin_checkpoint(store.snapshot(), [this, covered](const mdr::Status &s) {
+		if (s.ok())
+			checkpoint_backoff_ms_ = 0;
+		else
+			checkpoint_failed(s, covered);
+	});
+	// Not begun: the journal has failed (the process is stopping) or
+	// cannot cut a segment.
+	if (!st.ok())
+		checkpoint_failed(st, covered);
+}
+
+void NodeCore::checkpoint_failed(const mdr::Status &st, uint64_t covered)
+{
+	records_since_checkpoint_ += covered;
+	checkpoint_backoff_ms_ = std::clamp(2 * checkpoint_backoff_ms_, kCheckpointRetryMinMs,
+					    kCheckpointRetryMaxMs);
+	checkpoint_retry_ms_ = now_ms_() + checkpoint_backoff_ms_;
+	log_error("checkpoint failed: %s; next try in %lld ms", st.message().c_str(),
+		  (long long)checkpoint_backoff_ms_);
 }
 
 bool NodeCore::lease_valid(uint64_t volume_id, uint64_t host_id) const

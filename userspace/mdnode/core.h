@@ -72,6 +72,13 @@ struct NodeOptions {
 	bool test_drop_invalidations = false;
 };
 
+// A checkpoint that failed is tried again after kCheckpointRetryMinMs,
+// then after twice as long each time it fails again, up to
+// kCheckpointRetryMaxMs; a success starts over. A full or failing disk is
+// not snapshotted again every tick.
+inline constexpr int64_t kCheckpointRetryMinMs = 1000;
+inline constexpr int64_t kCheckpointRetryMaxMs = 60000;
+
 // What a node with these options grants by: lease + margin, io hold.
 inline LeaseBounds own_bounds(const NodeOptions &o)
 {
@@ -131,8 +138,13 @@ struct NodeCore {
 	// Journals the change, commits it, then calls done(status).
 	void change(Change c, std::function<void(int err, const Applied *applied)> done);
 	// A checkpoint once enough records are journaled, with no change in
-	// flight and no extent moving. From tick() only.
+	// flight and no extent moving, none in flight and no retry pending
+	// (kCheckpointRetryMinMs). The snapshot is taken here; the journal
+	// writes it on its worker while the loop serves. From tick() only.
 	void maybe_checkpoint();
+	// The delay before the next try of a failed checkpoint; 0 when the
+	// last one did not fail.
+	int64_t checkpoint_backoff_ms() const { return checkpoint_backoff_ms_; }
 
 	bool lease_valid(uint64_t volume_id, uint64_t host_id) const;
 	// Whether a lease (valid or lapsed) may still have IO of its host at
@@ -180,11 +192,15 @@ struct NodeCore {
 	Copier copier;
 
 private:
+	void checkpoint_failed(const mdr::Status &st, uint64_t covered);
+
 	std::function<int64_t()> now_ms_;
 	int64_t start_ms_;
 	// Volumes with smaller ids existed before the start.
 	uint64_t first_new_volume_;
 	uint64_t records_since_checkpoint_ = 0;
+	int64_t checkpoint_backoff_ms_ = 0;
+	int64_t checkpoint_retry_ms_ = 0;	// no checkpoint before this
 	std::vector<LeaseEvents *> watchers_;
 };
 

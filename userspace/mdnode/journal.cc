@@ -2,7 +2,7 @@
 //
 // journal.cc - the journal: recovery at open, then group-committed batch
 // writes through io_uring. The format is described in journal.h; reading
-// the files back is journal_recovery.cc's.
+// the files back is journal_recovery.cc's, checkpoints journal_checkpoint.cc's.
 //
 // Durability: every batch write carries RWF_DSYNC. The write completes only
 // once its data, and the file size that makes it reachable, are on stable
@@ -49,20 +49,6 @@ constexpr unsigned kMaxQueueDepth = 64;
 
 } // namespace
 
-struct Journal::Segment {
-	Segment(uint64_t first_seq, int fd, uint64_t size)
-		: first_seq(first_seq), fd(fd), size(size)
-	{
-	}
-	~Segment() { ::close(fd); }	// after its last write: nothing to report
-	Segment(const Segment &) = delete;
-	Segment &operator=(const Segment &) = delete;
-
-	uint64_t first_seq;
-	int fd;
-	uint64_t size;		// written or being written
-};
-
 struct Journal::Batch {
 	explicit Batch(size_t capacity) : buf(alloc_buffer(capacity)) {}
 
@@ -85,6 +71,9 @@ Journal::Journal(const JournalOptions &opts) : opts_(opts)
 
 Journal::~Journal()
 {
+	// Its worker uses the directory's fd and the event fd.
+	if (ckpt_ && ckpt_->worker.joinable())
+		ckpt_->worker.join();
 	if (ring_) {
 		// The kernel reads the buffers of the writes in flight.
 		while (in_flight_ > 0) {
@@ -186,13 +175,25 @@ mdr::Result<std::unique_ptr<Journal>> Journal::open(const JournalOptions &opts,
 				return mdr::Error(st.error(), st.message());
 		}
 	}
+	// What was replayed may be in the page cache alone: durable before
+	// anything is served from it (journal.h, "Open makes what it
+	// replayed durable"). The tail segment is synced by open_tail().
+	const bool replayed = !segs.empty() && end.last_seq > covered;
+	for (size_t i = 0; replayed && i < end.seg; i++) {
+		st = dir.datasync(segment_name(segs[i]));
+		if (!st.ok())
+			return mdr::Error(st.error(), st.message());
+		j->stats_.syncs++;
+	}
 	// Segments before segs hold only covered batches.
 	size_t obsolete = static_cast<size_t>(segs.data() - l.segments.data());
 	// Appends continue in the last segment if it ends where they start.
 	// It does not when it ends before the checkpoint: then all it holds is
-	// covered, and a new segment starts after the checkpoint.
+	// covered, and a new segment starts after the checkpoint (its creation
+	// syncs the directory).
+	bool dir_synced = false;
 	if (!segs.empty() && end.last_seq >= covered) {
-		st = j->open_tail(segs[end.seg], end.offset);
+		st = j->open_tail(segs[end.seg], end.offset, replayed);
 		j->next_seq_ = end.last_seq + 1;
 		j->old_segments_.assign(segs.begin(),
 					segs.begin() + static_cast<ptrdiff_t>(end.seg));
@@ -201,14 +202,19 @@ mdr::Result<std::unique_ptr<Journal>> Journal::open(const JournalOptions &opts,
 			obsolete += end.seg + 1;
 		st = j->create_segment(covered + 1);
 		j->next_seq_ = covered + 1;
+		dir_synced = true;
 	}
-	if (st.ok() && !end.damage.empty()) {
+	// A cut, and the rename of the checkpoint loaded (a crash may have
+	// come before checkpoint() synced the directory), are durable before
+	// anything builds on them, the removals below included.
+	if (st.ok() && !dir_synced && (!end.damage.empty() || !l.checkpoints.empty())) {
 		st = dir.sync();
-		if (st.ok() && opts.log)
-			opts.log("journal: " + dir.path(end.damage) + ": torn tail cut there; " +
-				 std::to_string(segs.size() - 1 - end.seg) +
-				 " later segment(s) removed");
+		if (st.ok())
+			j->stats_.syncs++;
 	}
+	if (st.ok() && !end.damage.empty() && opts.log)
+		opts.log("journal: " + dir.path(end.damage) + ": torn tail cut there; " +
+			 std::to_string(segs.size() - 1 - end.seg) + " later segment(s) removed");
 	if (!st.ok())
 		return mdr::Error(st.error(), st.message());
 	j->durable_seq_ = j->next_seq_ - 1;
@@ -269,8 +275,9 @@ mdr::Result<int> Journal::open_segment(const std::string &name, int flags)
 	return fd;
 }
 
-// Opens the last segment for appends at size, cutting what follows.
-mdr::Status Journal::open_tail(uint64_t seq, uint64_t size)
+// Opens the last segment for appends at size, cutting what follows, and
+// makes what it holds durable when replay read batches from it.
+mdr::Status Journal::open_tail(uint64_t seq, uint64_t size, bool replayed)
 {
 	const std::string name = segment_name(seq);
 	auto fd = open_segment(name, O_WRONLY);
@@ -281,8 +288,14 @@ mdr::Status Journal::open_tail(uint64_t seq, uint64_t size)
 	struct stat st;
 	if (fstat(seg_->fd, &st) < 0)
 		return sys_error(errno, path(name));
-	if (static_cast<uint64_t>(st.st_size) == size)
+	if (static_cast<uint64_t>(st.st_size) == size) {
+		if (!replayed)
+			return {};
+		if (fdatasync(seg_->fd) < 0)
+			return sys_error(errno, "fdatasync of " + path(name));
+		stats_.syncs++;
 		return {};
+	}
 	if (ftruncate(seg_->fd, static_cast<off_t>(size)) < 0)
 		return sys_error(errno, "truncating " + path(name));
 	if (fsync(seg_->fd) < 0)
@@ -306,18 +319,6 @@ mdr::Status Journal::create_segment(uint64_t seq)
 		return sys_error(errno, "fsync of " + opts_.dir);
 	stats_.segments++;
 	stats_.syncs++;
-	return {};
-}
-
-mdr::Status Journal::remove_segments_before(uint64_t seq)
-{
-	while (!old_segments_.empty() && old_segments_.front() < seq) {
-		const std::string name = segment_name(old_segments_.front());
-
-		if (::unlinkat(dir_fd_, name.c_str(), 0) < 0 && errno != ENOENT)
-			return sys_error(errno, "removing " + path(name));
-		old_segments_.erase(old_segments_.begin());
-	}
 	return {};
 }
 
@@ -530,6 +531,7 @@ void Journal::process_completions()
 	reap();
 	deliver();
 	submit_pending();
+	reap_checkpoint();
 }
 
 mdr::Status Journal::flush()
@@ -556,69 +558,6 @@ mdr::Status Journal::flush()
 	if (failed_)
 		return *failed_;
 	return {};
-}
-
-mdr::Status Journal::write_checkpoint(uint64_t seq, std::span<const std::byte> snapshot)
-{
-	const std::string name = checkpoint_name(seq), tmp = name + ".tmp";
-	int fd = ::openat(dir_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return sys_error(errno, path(tmp));
-
-	CheckpointHeader h = {};
-	h.magic = kCheckpointMagic;
-	h.version = kFormatVersion;
-	h.seq = seq;
-	h.length = snapshot.size();
-	uint32_t c = mdr::crc32c_update(mdr::kCrc32cInit, &h, sizeof(h));
-	h.crc = mdr::crc32c_finish(mdr::crc32c_update(c, snapshot.data(), snapshot.size()));
-
-	mdr::Status st = write_all(fd, &h, sizeof(h), path(tmp));
-	if (st.ok())
-		st = write_all(fd, snapshot.data(), snapshot.size(), path(tmp));
-	if (st.ok() && ::fsync(fd) < 0)
-		st = sys_error(errno, "fsync of " + path(tmp));
-	::close(fd);	// fsynced, or failed already
-	if (st.ok() && ::renameat(dir_fd_, tmp.c_str(), dir_fd_, name.c_str()) < 0)
-		st = sys_error(errno, "renaming " + path(tmp));
-	if (!st.ok()) {
-		::unlinkat(dir_fd_, tmp.c_str(), 0);	// best effort; open() removes it too
-		return st;
-	}
-	if (::fsync(dir_fd_) < 0)
-		return sys_error(errno, "fsync of " + opts_.dir);
-	stats_.checkpoints++;
-	stats_.syncs += 2;
-	return {};
-}
-
-mdr::Status Journal::checkpoint(std::span<const std::byte> snapshot)
-{
-	if (delivering_)
-		return mdr::Error(-EDEADLK, "journal: checkpoint() from a completion callback");
-	mdr::Status st = flush();
-	if (!st.ok())
-		return st;
-
-	const uint64_t seq = next_seq_ - 1;
-	st = write_checkpoint(seq, snapshot);
-	if (!st.ok())
-		return st;
-	const std::optional<uint64_t> older = std::exchange(checkpoint_seq_, seq);
-	if (older && *older != seq &&
-	    ::unlinkat(dir_fd_, checkpoint_name(*older).c_str(), 0) < 0 && errno != ENOENT)
-		return sys_error(errno, "removing " + path(checkpoint_name(*older)));
-
-	// Every batch so far is covered: the next ones start a segment, and
-	// all the others go.
-	if (seg_->size > 0) {
-		st = create_segment(next_seq_);
-		if (!st.ok()) {
-			fail(mdr::Error(st.error(), st.message()));
-			return st;
-		}
-	}
-	return remove_segments_before(seg_->first_seq);
 }
 
 } // namespace mdnode

@@ -5,7 +5,9 @@
 // record (a type and up to 64 KiB of payload) and replays the records at
 // start; the journal knows nothing about volumes.
 //
-// Single-threaded: everything runs on the event loop's thread.
+// Single-threaded: everything runs on the event loop's thread, but for
+// the file work of a checkpoint begun by begin_checkpoint(), which runs on
+// a worker thread of its own (journal_checkpoint.cc says what it touches).
 //
 //	auto j = Journal::open(opts, load_snapshot, apply_record);
 //	j.value()->append(kRecAlloc, bytes, [](const mdr::Status &st) {
@@ -27,7 +29,9 @@
 // Fail-stop: when a write fails (EIO, ENOSPC, ...), that batch's callbacks,
 // those of every later record and those of every record appended afterwards
 // get the error; the journal never writes again. An mdnode that cannot
-// journal must not acknowledge anything.
+// journal must not acknowledge anything: failed() tells its owner to end
+// the process (mdnode exits with kExitJournalFailed, startup.h), so that
+// the service manager restarts it and recovery serves what was durable.
 //
 // On-disk format, little-endian, in the directory JournalOptions::dir:
 //
@@ -70,6 +74,15 @@
 // It is written under a temporary name, fsynced, renamed and the directory
 // fsynced; only then are the segments it covers and older checkpoints
 // deleted.
+//
+// Open makes what it replayed durable before it returns, so that nothing
+// is served from a tail that only the page cache holds (what a crash in
+// the page-cache fallback, or an abort with writes in flight, can leave):
+// every segment that held a replayed batch is fdatasynced, and the
+// directory is fsynced when a checkpoint was loaded (its rename) or open
+// cut or created files. A later power loss then cannot drop what hosts
+// were told, nor leave a batch written after open vouching, by its
+// durable_seq, for a tail that is gone.
 //
 // Recovery (open): the newest checkpoint is verified and loaded; if it fails
 // verification, open fails naming the file and the fault, never falling
@@ -140,6 +153,7 @@ public:
 						// fsyncs of new segments, cuts and checkpoints
 		uint64_t segments = 0;		// created
 		uint64_t checkpoints = 0;	// written
+		uint64_t checkpoint_failures = 0;	// not written (or not cleaned up)
 	};
 
 	// Replays the journal in opts.dir: on_checkpoint once if a checkpoint
@@ -181,7 +195,28 @@ public:
 	// it flushes first. A failure to write the checkpoint leaves the
 	// journal usable; a failure to start the next segment fails it. Not
 	// from a callback (-EDEADLK).
+	// Waits first for a checkpoint begun by begin_checkpoint() (its done
+	// runs here), as at a clean stop.
 	mdr::Status checkpoint(std::span<const std::byte> snapshot);
+
+	// The same without blocking the loop: flushes (which waits for
+	// nothing when no record is pending, as from the node's tick with no
+	// change in flight), cuts the segment on this thread, then writes the
+	// checkpoint and deletes what it makes obsolete on a worker thread.
+	// done runs from a later process_completions() (or checkpoint(), or
+	// wait_checkpoint()) with the outcome; meanwhile appends go on.
+	// Fails with -EBUSY while one is in flight, with the journal's
+	// failure if it has failed; done is then not called. Not from a
+	// callback (-EDEADLK).
+	mdr::Status begin_checkpoint(std::vector<uint8_t> snapshot, Done done);
+	bool checkpoint_in_flight() const { return ckpt_ != nullptr; }
+	// Blocks until a checkpoint in flight has ended and runs its done.
+	void wait_checkpoint();
+
+	// The first write failure: the journal is read-only for good, and
+	// its owner should stop (see fail-stop above).
+	bool failed() const { return failed_.has_value(); }
+	const mdr::Error *failure() const { return failed_ ? &*failed_ : nullptr; }
 
 	// False when the file system refused O_DIRECT (then writes go through
 	// the page cache, still with RWF_DSYNC).
@@ -191,12 +226,12 @@ public:
 private:
 	struct Batch;
 	struct Segment;
+	struct CheckpointJob;
 
 	explicit Journal(const JournalOptions &opts);
 	mdr::Status init_ring();
-	mdr::Status open_tail(uint64_t seq, uint64_t size);
+	mdr::Status open_tail(uint64_t seq, uint64_t size, bool replayed);
 	mdr::Status create_segment(uint64_t seq);
-	mdr::Status remove_segments_before(uint64_t seq);
 	mdr::Result<int> open_segment(const std::string &name, int flags);
 	Batch &filling_batch(size_t record_bytes);
 	void submit_pending();
@@ -205,7 +240,11 @@ private:
 	void deliver();
 	void fail(mdr::Error error);
 	void wake();
-	mdr::Status write_checkpoint(uint64_t seq, std::span<const std::byte> snapshot);
+	mdr::Result<std::unique_ptr<CheckpointJob>> prepare_checkpoint();
+	void finish_checkpoint(std::unique_ptr<CheckpointJob> job);
+	void reap_checkpoint();
+	// The file work of one, on whichever thread (journal_checkpoint.cc).
+	static void run_checkpoint(int dir_fd, const std::string &dir, CheckpointJob &job);
 	std::string path(const std::string &name) const;
 
 	JournalOptions opts_;
@@ -229,6 +268,7 @@ private:
 	bool error_delivered_ = false;		// later batches get failed_ too
 	std::vector<Done> refused_;		// appended after the failure
 	bool delivering_ = false;		// in a callback
+	std::unique_ptr<CheckpointJob> ckpt_;	// begun, its done not run yet
 	Stats stats_;
 };
 

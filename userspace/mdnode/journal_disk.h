@@ -2,11 +2,13 @@
 //
 // journal_disk.h - the journal's files as they are on disk (journal.h
 // describes the format): the headers of batches and checkpoints, the
-// names of the files, and reading them back at open. Only for journal.cc
-// and journal_recovery.cc; the format does not change here.
+// names of the files, and reading them back at open; a checkpoint's job.
+// Only for journal.cc, journal_recovery.cc and journal_checkpoint.cc; the
+// format does not change here.
 #ifndef MDNODE_JOURNAL_DISK_H
 #define MDNODE_JOURNAL_DISK_H
 
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstddef>
@@ -14,7 +16,9 @@
 #include <cstdlib>
 #include <memory>
 #include <span>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fcntl.h>
@@ -139,6 +143,22 @@ public:
 		return {};
 	}
 
+	// The data of a file, durable: what reading it showed, which may
+	// have come from the page cache alone.
+	mdr::Status datasync(const std::string &name) const
+	{
+		int fd = ::openat(fd_, name.c_str(), O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			return sys_error(errno, path(name));
+		const int ret = ::fdatasync(fd);
+		const int err = errno;
+		::close(fd);
+		if (ret < 0)
+			return sys_error(err, "fdatasync of " + path(name));
+		return {};
+	}
+
 private:
 	int fd_;
 	const std::string &path_;
@@ -179,5 +199,41 @@ Buffer alloc_buffer(size_t size);
 mdr::Status write_all(int fd, const void *data, size_t len, const std::string &path);
 
 } // namespace mdnode::journal_disk
+
+namespace mdnode {
+
+struct Journal::Segment {
+	Segment(uint64_t first_seq, int fd, uint64_t size)
+		: first_seq(first_seq), fd(fd), size(size)
+	{
+	}
+	~Segment() { ::close(fd); }	// after its last write: nothing to report
+	Segment(const Segment &) = delete;
+	Segment &operator=(const Segment &) = delete;
+
+	uint64_t first_seq;
+	int fd;
+	uint64_t size;		// written or being written
+};
+
+// One checkpoint: what the loop hands the worker, and what the worker
+// hands back. journal_checkpoint.cc has the rules of who touches what.
+struct Journal::CheckpointJob {
+	// Set by the loop before the worker starts, read-only after:
+	uint64_t seq = 0;			// the last batch it covers
+	std::vector<uint8_t> owned;		// the snapshot, when begun
+	std::span<const std::byte> snapshot;	// owned's bytes, or the caller's
+	std::optional<uint64_t> older;		// checkpoint to delete once durable
+	std::vector<uint64_t> covered;		// segments to delete once durable
+	Done done;
+	// Written by the worker, read by the loop once finished is true:
+	mdr::Status status;
+	bool durable = false;			// renamed and the directory synced
+	size_t removed = 0;			// of covered, from the front
+	std::atomic<bool> finished{false};
+	std::thread worker;
+};
+
+} // namespace mdnode
 
 #endif // MDNODE_JOURNAL_DISK_H

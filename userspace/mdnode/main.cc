@@ -6,7 +6,8 @@
 // Start-up order: lock the data directory, probe the devices, recover the
 // state from the journal (checkpoint, then records), listen, and only then
 // tell systemd READY=1. SIGTERM/SIGINT: stop accepting, make everything
-// appended durable, write a checkpoint, exit 0.
+// appended durable, write a checkpoint, exit 0. SIGHUP: logged, ignored.
+// A failed journal: stop at once, no checkpoint, exit kExitJournalFailed.
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -41,29 +42,33 @@ constexpr unsigned kRdmaBudget = 256;
 int run(const Config &cfg)
 {
 	set_log_level(cfg.log_level);
+	// Before any thread starts, libraries' too: a signal mdnode handles
+	// must reach the loop's signalfd, not end the process elsewhere.
+	const sigset_t mask = handled_signals();
+	sigprocmask(SIG_BLOCK, &mask, nullptr);
 
 	if (!lock_data_dir(cfg))
-		return 1;
+		return kExitFailure;
 	auto id = load_node_id(cfg);
 	if (!id)
-		return 1;
+		return kExitFailure;
 	auto store = open_store(cfg);
 	if (!store)
-		return 1;
+		return kExitFailure;
 	auto journal = recover(cfg, *store);
 	if (!journal)
-		return 1;
+		return kExitFailure;
 	Journal &j = *journal;
 
 	NodeOptions no = node_options(cfg);
 	no.node_id = *id;	// the accept's, in every host's transcript
 	if (!carry_lease_bounds(cfg, no))
-		return 1;
+		return kExitFailure;
 	Node node(no, *store, j, steady_ms);
 	if (auto st = node.recover_moves(); !st.ok()) {
 		log_error("cannot roll back the moves the journal holds unfinished: %s",
 			  st.message().c_str());
-		return 1;
+		return kExitFailure;
 	}
 
 	ServerOptions so;
@@ -79,21 +84,16 @@ int run(const Config &cfg)
 		log_error("cannot listen on %s:%u: %s: %s", cfg.listen_address.c_str(),
 			  cfg.port, server.message().c_str(),
 			  mdr::describe_errno(-server.error()).c_str());
-		return 1;
+		return kExitFailure;
 	}
 	RdmaServer &srv = *server.value();
 	node.attach(srv);
 
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigprocmask(SIG_BLOCK, &mask, nullptr);
 	int sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
 	EventLoop loop;
 	if (sig_fd < 0) {
 		log_error("signalfd/timerfd: %s", strerror(errno));
-		return 1;
+		return kExitFailure;
 	}
 
 	// In this order each round: transport, journal, copier, signals, tick.
@@ -103,17 +103,24 @@ int run(const Config &cfg)
 	loop.add_fd("copier", node.copier_fd(), [&node] { node.process_copies(); });
 	loop.add_fd("signals", sig_fd, [sig_fd, &loop] {
 		signalfd_siginfo si;
-		if (read(sig_fd, &si, sizeof(si)) == sizeof(si)) {
-			log_info("signal %u: stopping", si.ssi_signo);
+		if (read(sig_fd, &si, sizeof(si)) == sizeof(si) && signal_stops(si.ssi_signo))
 			loop.stop();
-		}
 	});
 	if (auto st = loop.add_timer("tick", kTickMs, [&node] { node.tick(); }); !st.ok()) {
 		log_error("signalfd/timerfd: %s", strerror(-st.error()));
-		return 1;
+		return kExitFailure;
 	}
-	int rc = 0;
+	int rc = kExitOk;
 	loop.after_round([&] {
+		if (const mdr::Error *e = j.failure(); e && rc != kExitJournalFailed) {
+			log_error("stopping: the journal failed: %s; exiting with status %d, "
+				  "for the service manager to start mdnode again: it recovers "
+				  "every acknowledged change once the disk takes writes",
+				  e->message.c_str(), kExitJournalFailed);
+			loop.stop();
+			rc = kExitJournalFailed;
+			return;
+		}
 		if (!srv.device_lost())
 			return;
 		// Hold nothing on a removed device: its removal waits for every
@@ -121,7 +128,7 @@ int run(const Config &cfg)
 		log_error("stopping: the RDMA device was removed; start mdnode "
 			  "again when %s is on an RDMA device", cfg.listen_address.c_str());
 		loop.stop();
-		rc = 1;
+		rc = kExitFailure;
 	});
 
 	log_info("release %s, node %016llx, listening on %s:%u, lease %u ms, io hold %u ms",
@@ -131,8 +138,12 @@ int run(const Config &cfg)
 	loop.run();
 
 	sd_notify("STOPPING=1");
+	// No checkpoint from a journal that failed: what it holds is what
+	// the next start recovers.
+	if (rc == kExitJournalFailed)
+		return rc;
 	if (!shut_down(j, *store))
-		return 1;
+		return j.failed() ? kExitJournalFailed : kExitFailure;
 	settle_lease_bounds(cfg, no, !node.in_restart_grace());
 	log_info("stopped cleanly%s", rc ? " after the loss of the RDMA device" : "");
 	return rc;
@@ -149,15 +160,15 @@ int main(int argc, char **argv)
 
 	if (!cfg.ok()) {
 		fprintf(stderr, "mdnode: %s\nTry 'mdnode --help'.\n", cfg.message().c_str());
-		return 2;
+		return mdnode::kExitUsage;
 	}
 	if (cfg.value().help) {
 		fputs(mdnode::kUsage, stdout);
-		return 0;
+		return mdnode::kExitOk;
 	}
 	if (cfg.value().version) {
 		printf("mdnode %s (wire protocol %d)\n", mdr::release().data(), MDR_WIRE_VERSION);
-		return 0;
+		return mdnode::kExitOk;
 	}
 	const int rc = mdnode::run(cfg.value());
 	mdnode::log_flush();

@@ -75,6 +75,8 @@ public:
 	size_t moves_active() const { return mover_.active(); }
 
 	const NodeStats &stats() const { return core_.stats; }
+	// Before the next try of a checkpoint that failed; 0 after a success.
+	int64_t checkpoint_backoff_ms() const { return core_.checkpoint_backoff_ms(); }
 	// Leases of a process before this one may still be out there.
 	bool in_restart_grace() const { return core_.in_restart_grace(); }
 	size_t sessions() const { return core_.sessions.size(); }

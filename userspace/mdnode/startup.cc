@@ -299,6 +299,27 @@ void settle_lease_bounds(const Config &cfg, const NodeOptions &no, bool grace_ov
 		log_warn("%s: %s", st.message().c_str(), mdr::describe_errno(-st.error()).c_str());
 }
 
+sigset_t handled_signals()
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	return mask;
+}
+
+bool signal_stops(uint32_t signo)
+{
+	if (signo == SIGHUP) {
+		log_info("SIGHUP: ignored (mdnode keeps no log file to reopen)");
+		return false;
+	}
+	log_info("signal %u: stopping", signo);
+	return true;
+}
+
 void sd_notify(const char *state)
 {
 	const char *path = getenv("NOTIFY_SOCKET");

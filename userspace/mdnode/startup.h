@@ -4,10 +4,12 @@
 // together: the data directory and its lock, the node's identity, the
 // devices and the state recovered from the journal, the node's settings,
 // systemd's notifications, and the checkpoint at a clean stop. Each
-// step logs what went wrong itself; false or an empty result: exit 1.
+// step logs what went wrong itself; false or an empty result: exit 1
+// (kExitFailure).
 #ifndef MDNODE_STARTUP_H
 #define MDNODE_STARTUP_H
 
+#include <csignal>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -20,7 +22,26 @@
 
 namespace mdnode {
 
+// mdnode's exit statuses (Documentation/operations.md, "Exit status").
+// mdnode.service restarts it after any but kExitOk and kExitUsage.
+inline constexpr int kExitOk = 0;		// stopped cleanly (SIGTERM, SIGINT)
+inline constexpr int kExitFailure = 1;		// could not start, or stopped by a fault
+inline constexpr int kExitUsage = 2;		// the command line or config is wrong
+// A journal write failed (EIO, ENOSPC, ...): nothing more could be
+// acknowledged, so mdnode ends rather than answer EIO for ever. A new
+// start recovers every acknowledged change, once the disk takes writes.
+inline constexpr int kExitJournalFailed = 3;
+
 int64_t steady_ms();
+
+// The signals mdnode reads from its signalfd, blocked in every thread:
+// SIGTERM, SIGINT and SIGHUP (which would otherwise end it without a
+// checkpoint).
+sigset_t handled_signals();
+// What a signal read from the signalfd does: true for a clean stop
+// (logged); SIGHUP is logged and ignored, since mdnode logs to stderr and
+// keeps no file of its own to reopen.
+bool signal_stops(uint32_t signo);
 
 // Creates the data directory and takes its lock (held until exit).
 bool lock_data_dir(const Config &cfg);
