@@ -20,6 +20,7 @@ const char kUsage[] =
 	"              [--config FILE] [--admin-key FILE] [--lease-ms N]\n"
 	"              [--io-hold-ms N] [--max-connections N] [--log-level LEVEL]\n"
 	"              [--host-auth required|optional] [--host-auth-timeout-ms N]\n"
+	"              [--forget-device ID]\n"
 	"\n"
 	"The storage-node metadata responder of mdroute: serves the extent tables\n"
 	"of its volumes to hosts over RDMA, and journals every change in DIR.\n"
@@ -43,6 +44,9 @@ const char kUsage[] =
 	"                            cut a host that has not proven its key N ms\n"
 	"                            after connecting, 100..60000 (5000)\n"
 	"      --log-level LEVEL     error, warn, info (default) or debug\n"
+	"      --forget-device ID    drop the disk the journal recorded for device ID\n"
+	"                            and record the one configured now (repeat; command\n"
+	"                            line only): after replacing or re-creating a disk\n"
 	"      --test-drop-invalidations\n"
 	"                            TEST ONLY, breaks the consistency rule: push no\n"
 	"                            invalidation and wait for no lease holder, as if\n"
@@ -55,6 +59,7 @@ namespace {
 enum Opt {
 	kListen, kDataDir, kDevice, kConfig, kAdminKey, kLeaseMs, kIoHoldMs, kMaxConn,
 	kLogLevel, kHelp, kVersion, kTestDropInval, kHostAuth, kHostAuthTimeout,
+	kForgetDevice,
 };
 
 constexpr mdr::OptionSpec kSpecs[] = {
@@ -72,6 +77,7 @@ constexpr mdr::OptionSpec kSpecs[] = {
 	{kTestDropInval, "test-drop-invalidations", 0, false},
 	{kHostAuth, "host-auth", 0, true},
 	{kHostAuthTimeout, "host-auth-timeout-ms", 0, true},
+	{kForgetDevice, "forget-device", 0, true},
 };
 
 mdr::Error bad(std::string_view where, std::string_view what)
@@ -217,7 +223,8 @@ mdr::Status apply_file(Config &c, std::vector<DeviceArg> &devices,
 		std::string value = trim(std::string_view(l).substr(eq + 1));
 		const mdr::OptionSpec *spec = nullptr;
 		for (const auto &s : kSpecs)
-			if (s.name == key && s.takes_value && s.id != kConfig)
+			if (s.name == key && s.takes_value && s.id != kConfig &&
+			    s.id != kForgetDevice)
 				spec = &s;
 		if (!spec)
 			return bad(where, "unknown setting '" + key + "'");
@@ -282,6 +289,15 @@ mdr::Result<Config> parse_config(std::span<const std::string_view> args,
 		// Never from a file: a test switch must be given by hand.
 		if (o.id == kTestDropInval) {
 			c.test_drop_invalidations = true;
+			continue;
+		}
+		// Never from a file either: it is meant for one start.
+		if (o.id == kForgetDevice) {
+			uint32_t id;
+			if (!parse_uint<uint32_t>(o.value, id, 1, UINT32_MAX))
+				return bad("--forget-device", "'" + std::string(o.value) +
+							      "': want an ID from 1 to 4294967295");
+			c.forget_devices.push_back(id);
 			continue;
 		}
 		std::string where = "--" + std::string(kSpecs[o.id].name);

@@ -25,13 +25,13 @@
 #include "mdnode/node.h"
 #include "mdnode/rdma_server.h"
 #include "mdnode/store.h"
+#include "tests/common/units.h"
 
 namespace mdr::test {
 
 using Bytes = std::vector<std::byte>;
 using mdnode::ConnId;
 
-inline constexpr uint64_t MiB = uint64_t{1} << 20;
 // The lease every rig grants, and the drift it allows for: what mdnode
 // believes in after an OPEN or a RENEW is their sum.
 inline constexpr uint32_t kLeaseMs = 1000;
