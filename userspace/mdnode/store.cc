@@ -538,6 +538,20 @@ uint64_t Store::extents_on_device(uint32_t dev_id) const
 	return n;
 }
 
+std::vector<mdr::wire::Device> Store::listed_devices() const
+{
+	std::vector<mdr::wire::Device> out = alloc_.devices();
+
+	for (mdr::wire::Device &d : out)
+		d.identity = alloc_.device(d.dev_id)->identity;
+	for (const auto &[id, r] : recorded_)
+		if (!alloc_.device(id))
+			out.push_back({.dev_id = id, .size = r.size, .identity = r.identity,
+				       .state = MDR_DEV_MISSING});
+	std::ranges::sort(out, {}, &mdr::wire::Device::dev_id);
+	return out;
+}
+
 Counts Store::counts() const
 {
 	Counts c{.volumes = volumes_.size(), .extents = 0, .in_flight = pending_.size(),

@@ -289,6 +289,10 @@ public:
 	std::vector<mdr::wire::DevExtents> extents_by_device(const Volume &volume) const;
 	// By device id; used counts the space of allocations in flight too.
 	std::vector<mdr::wire::Device> devices() const { return alloc_.devices(); }
+	// What DEV_LIST shows from version 4 on, by device id: the configured
+	// devices (online, with their identity) and the recorded ones that are
+	// not configured (missing: the size recorded, nothing used, no serial).
+	std::vector<mdr::wire::Device> listed_devices() const;
 	Counts counts() const;
 
 	// Same devices and free space, next id, volumes (tables byte for byte)

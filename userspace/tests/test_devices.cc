@@ -2,9 +2,9 @@
 //
 // test_devices.cc - devices are known by the disk, not by the path: the
 // identity probed from sysfs, the journal's DEVICE_RECORD and
-// DEVICE_FORGET and the snapshot's recorded devices, and the start-up
-// check that holds every configured device to the disk recorded for its
-// id (startup_devices.cc).
+// DEVICE_FORGET and the snapshot's recorded devices, the start-up check
+// that holds every configured device to the disk recorded for its id
+// (startup_devices.cc), and DEV_LIST's identity and state (version 4).
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "lib/wire.h"
 #include "mdnode/config.h"
 #include "mdnode/journal.h"
 #include "mdnode/log.h"
@@ -377,6 +378,115 @@ void test_a_missing_device_with_extents_is_refused(void **)
 	assert_true(again.check.ok());
 }
 
+// ---- DEV_LIST: identity and state from version 4 --------------------------------
+
+namespace wire = mdr::wire;
+
+mdr::Result<wire::Msg> round_trip(const wire::Body &body, size_t want_len)
+{
+	std::vector<std::byte> buf(wire::encoded_size(body));
+	auto n = wire::encode(buf, 9, body);
+
+	assert_true(n.ok());
+	assert_int_equal(n.value(), want_len);
+	return wire::parse(buf, wire::Side::client, MDR_ROLE_ADMIN);
+}
+
+const std::vector<wire::Device> kListed = {
+	{1, 64 * MiB, 4 * MiB, "SER-1", "nvme.1b36-A", MDR_DEV_ONLINE},
+	{3, 32 * MiB, 0, "", "VIRTIO-C", MDR_DEV_MISSING}};
+
+void test_dev_list_has_a_long_form_from_version_4_and_the_old_one_before(void **)
+{
+	const wire::DevListRep ext{.devs = kListed, .extended = true};
+	auto m = round_trip(ext, 40 + 2 * 200);
+	assert_true(m.ok());
+	assert_true(std::get<wire::DevListRep>(m.value().body) == ext);
+
+	// The short form: exactly what a peer before version 4 reads; it
+	// parses as online devices without identity.
+	auto old = round_trip(wire::DevListRep{.devs = kListed}, 40 + 2 * 64);
+	assert_true(old.ok());
+	const auto &devs = std::get<wire::DevListRep>(old.value().body);
+	assert_false(devs.extended);
+	assert_int_equal(devs.devs.size(), 2);
+	assert_string_equal(devs.devs[0].serial.c_str(), "SER-1");
+	assert_true(devs.devs[0].identity.empty() && devs.devs[1].identity.empty());
+	assert_int_equal(devs.devs[1].state, MDR_DEV_ONLINE);
+
+	// No element: either form is the header and the cursor.
+	auto empty = round_trip(wire::DevListRep{.extended = true}, 40);
+	assert_true(empty.ok());
+	assert_false(std::get<wire::DevListRep>(empty.value().body).extended);
+}
+
+void test_dev_list_refuses_bad_long_elements(void **)
+{
+	const wire::DevListRep ext{.devs = kListed, .extended = true};
+	std::vector<std::byte> good(wire::encoded_size(ext));
+	assert_true(wire::encode(good, 9, ext).ok());
+	auto refused = [&](size_t off, std::vector<uint8_t> bytes, int err, const char *says) {
+		std::vector<std::byte> b = good;
+		for (size_t i = 0; i < bytes.size(); i++)
+			b[off + i] = std::byte(bytes[i]);
+		auto m = wire::parse(b, wire::Side::client, MDR_ROLE_ADMIN);
+		assert_int_equal(m.error(), err);
+		assert_contains(m.message(), says);
+	};
+	constexpr size_t kElem = 40 + 200;	// the second element
+	refused(kElem + offsetof(mdr_wire_device_ext, state), {2}, -EINVAL,
+		"devs[1]: state 2 out of range");
+	refused(kElem + offsetof(mdr_wire_device_ext, reserved), {1}, -EINVAL,
+		"devs[1]: reserved not zero");
+	refused(kElem + offsetof(mdr_wire_device_ext, identity), {0x1b}, -EINVAL,
+		"devs[1]: identity has a non-printable character");
+	// A count that fits neither form.
+	refused(offsetof(mdr_wire_dev_list_rep, count), {3}, -EPROTO, "count 3 disagrees");
+
+	wire::DevListRep too_long = ext;
+	too_long.devs[0].identity = std::string(MDR_WIRE_IDENTITY_LEN, 'i');
+	std::vector<std::byte> buf(wire::encoded_size(too_long));
+	assert_contains(wire::encode(buf, 9, too_long).message(),
+			"identity longer than 127 characters");
+}
+
+// mdnode lists what it recorded: version 4 peers see every device with its
+// identity and state, older ones the configured devices as before.
+void test_the_node_lists_identity_and_state_by_version(void **)
+{
+	NodeRig rig("mdr-devid-node", 3);
+	const RecordedDevice c{.id = 3, .size = 32 * MiB, .identity = "uuid.C"};
+
+	rig.start({disk(1, "/dev/fake-a", kDiskA), disk(2, "/dev/fake-b", kDiskB),
+		   disk(3, "/dev/fake-c", c)}, rig_options(), rig.dir);
+	assert_true(mdnode::check_devices(*rig.store, *rig.journal, {}).ok());
+	rig.start({disk(1, "/dev/fake-a", kDiskA), disk(2, "/dev/fake-b", kDiskB)},
+		  rig_options(), rig.dir);
+	assert_true(mdnode::check_devices(*rig.store, *rig.journal, {}).ok());
+
+	const ConnId now = rig.admin();
+	rig.send(now, 5, wire::DevListReq{});
+	auto m = rig.one(now);
+	const auto &rep = std::get<wire::DevListRep>(m.body);
+	assert_true(rep.extended);
+	assert_int_equal(rep.devs.size(), 3);
+	assert_string_equal(rep.devs[0].identity.c_str(), "nvme.1b36-A");
+	assert_int_equal(rep.devs[0].state, MDR_DEV_ONLINE);
+	assert_string_equal(rep.devs[1].identity.c_str(), "VIRTIO-B");
+	assert_true(rep.devs[2] == (wire::Device{.dev_id = 3, .size = 32 * MiB,
+						 .identity = "uuid.C",
+						 .state = MDR_DEV_MISSING}));
+
+	const ConnId before = rig.admin(true, 3);
+	rig.send(before, 6, wire::DevListReq{});
+	m = rig.one(before);
+	const auto &old = std::get<wire::DevListRep>(m.body);
+	assert_false(old.extended);
+	assert_int_equal(old.devs.size(), 2);
+	assert_string_equal(old.devs[1].serial.c_str(), "S");
+	assert_true(old.devs[1].identity.empty());
+}
+
 } // namespace
 
 int main()
@@ -390,6 +500,9 @@ int main()
 		cmocka_unit_test(test_swapped_paths_are_refused_and_named),
 		cmocka_unit_test(test_a_changed_size_or_another_disk_is_refused),
 		cmocka_unit_test(test_a_missing_device_with_extents_is_refused),
+		cmocka_unit_test(test_dev_list_has_a_long_form_from_version_4_and_the_old_one_before),
+		cmocka_unit_test(test_dev_list_refuses_bad_long_elements),
+		cmocka_unit_test(test_the_node_lists_identity_and_state_by_version),
 	};
 
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
