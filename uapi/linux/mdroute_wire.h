@@ -28,8 +28,10 @@
  * MDR_INVAL_TRACK and struct mdr_wire_inval_ack (the pre-copy of moves).
  * Version 3 adds host authentication (MDR_OP_HOST_AUTH, the accept's
  * nonce on host connections) and the host registry (MDR_OP_HOST_*).
+ * Version 4 adds the identity and state of each device to MDR_OP_DEV_LIST
+ * replies (struct mdr_wire_device_ext).
  */
-#define MDR_WIRE_VERSION	3
+#define MDR_WIRE_VERSION	4
 /* Lowest version a peer built from this header still speaks. */
 #define MDR_WIRE_VERSION_MIN	1
 
@@ -43,6 +45,7 @@
 #define MDR_WIRE_MSG_MAX	65536		/* no message is larger */
 #define MDR_WIRE_NAME_LEN	64		/* volume names, NUL-padded */
 #define MDR_WIRE_SERIAL_LEN	40		/* device serial / WWID */
+#define MDR_WIRE_IDENTITY_LEN	128		/* a disk's WWID or serial */
 #define MDR_WIRE_EXTENT_SHIFT_MIN 16		/* 64 KiB */
 #define MDR_WIRE_EXTENT_SHIFT_MAX 30		/* 1 GiB */
 #define MDR_WIRE_EXTENT_SHIFT_DEFAULT 22	/* 4 MiB */
@@ -631,12 +634,36 @@ struct mdr_wire_device {
 	char serial[MDR_WIRE_SERIAL_LEN];
 };
 
+/* struct mdr_wire_device_ext.state */
+enum mdr_dev_state {
+	MDR_DEV_ONLINE		= 0,	/* configured: the disk recorded for its id */
+	MDR_DEV_MISSING		= 1,	/* recorded, not configured: no allocation */
+	MDR_DEV_STATE_MAX
+};
+
+/**
+ * struct mdr_wire_device_ext - a backing device, from version 4
+ * @dev:	as before version 4 (a missing device: the size recorded, no
+ *		space used, no serial)
+ * @state:	enum mdr_dev_state
+ * @reserved:	zero
+ * @identity:	the WWID, else the serial, of the disk mdnode recorded for
+ *		the id, NUL-padded
+ */
+struct mdr_wire_device_ext {
+	struct mdr_wire_device dev;
+	__le32 state;
+	__le32 reserved;
+	char identity[MDR_WIRE_IDENTITY_LEN];
+};
+
 /**
  * struct mdr_wire_dev_list_rep - reply to MDR_OP_DEV_LIST
  * @next:	cursor of the next page; 0 when this is the last
  * @count:	devices in @devs
  * @reserved:	zero
- * @devs:	in device id order
+ * @devs:	in device id order: struct mdr_wire_device on a connection of
+ *		version 1 to 3, struct mdr_wire_device_ext from version 4
  */
 struct mdr_wire_dev_list_rep {
 	struct mdr_wire_hdr hdr;
@@ -961,6 +988,7 @@ MDR_WIRE_ASSERT(sizeof(struct mdr_wire_list_req) == 32, "list_req");
 MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_vol_list_rep, vols) == 40,
 		"vol_list_rep");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_device) == 64, "device");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_device_ext) == 200, "device_ext");
 MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_dev_list_rep, devs) == 40,
 		"dev_list_rep");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_node_stats_rep) == 24 + 12 * 8,

@@ -48,7 +48,11 @@
 //     and an all-zero one before; the OK replies to HOST_ADD and
 //     HOST_REMOVE are the header alone;
 //   - MOVE by id carries an all-zero name, MOVE by name a zero volume id;
-//     its reply has exactly one element per extent asked for.
+//     its reply has exactly one element per extent asked for;
+//   - the elements of a DEV_LIST reply are struct mdr_wire_device_ext from
+//     version 4 on and struct mdr_wire_device before: parse() tells them
+//     apart by the count and the length (DevListRep::extended), and reads
+//     the short form as a long one with state online and no identity.
 #ifndef MDR_WIRE_H
 #define MDR_WIRE_H
 
@@ -104,6 +108,9 @@ bool needs_host_auth(uint16_t opcode, uint16_t version);
 // The version from which host connections authenticate, and the accept
 // of a host connection carries a nonce.
 inline constexpr uint16_t kHostAuthVersion = 3;
+// The version from which DEV_LIST replies carry each device's identity and
+// state (struct mdr_wire_device_ext).
+inline constexpr uint16_t kDeviceStateVersion = 4;
 
 // [A-Za-z0-9._-], 1 to MDR_WIRE_NAME_LEN - 1 characters.
 bool valid_volume_name(std::string_view name);
@@ -231,12 +238,16 @@ struct DevExtents {
 	bool operator==(const DevExtents &) const = default;
 };
 
-// A backing device (struct mdr_wire_device).
+// A backing device (struct mdr_wire_device; from version 4 struct
+// mdr_wire_device_ext).
 struct Device {
 	uint32_t dev_id = 0;
 	uint64_t size = 0;		// bytes
 	uint64_t used = 0;		// bytes, <= size
 	std::string serial{};		// printable ASCII, may be empty
+	// From version 4 (empty and online before):
+	std::string identity{};		// printable ASCII, may be empty
+	uint32_t state = MDR_DEV_ONLINE;	// enum mdr_dev_state
 
 	bool operator==(const Device &) const = default;
 };
@@ -491,6 +502,9 @@ struct DevListRep {
 	MDR_WIRE_MSG(MDR_OP_DEV_LIST, true);
 	uint64_t next = 0;		// 0 on the last page
 	std::vector<Device> devs{};	// ascending device ids
+	// struct mdr_wire_device_ext elements (version 4 on); an empty list
+	// parses as false.
+	bool extended = false;
 	bool operator==(const DevListRep &) const = default;
 };
 

@@ -181,7 +181,8 @@ std::optional<int> plan_devices(const Env &env, std::string_view command,
 	}
 	std::map<std::string, Binding> disks = local_disks(env);
 	for (const mdr::wire::Device &d : devs) {
-		if (overridden.contains(d.dev_id))
+		// A missing device holds no extent and gets none: nothing to bind.
+		if (overridden.contains(d.dev_id) || d.state != MDR_DEV_ONLINE)
 			continue;
 		auto disk = d.serial.empty() ? disks.end() : disks.find(d.serial);
 		if (disk == disks.end()) {

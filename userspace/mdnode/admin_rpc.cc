@@ -173,11 +173,13 @@ void AdminRpc::do_vol_list(Session &s, uint64_t req_id, const wire::VolListReq &
 
 void AdminRpc::do_dev_list(Session &s, uint64_t req_id, const wire::DevListReq &r)
 {
+	// Older peers get the devices configured, in the form they know.
+	wire::DevListRep rep{.extended = s.peer.version >= wire::kDeviceStateVersion};
 	const size_t room = (s.peer.max_msg - sizeof(mdr_wire_dev_list_rep)) /
-			    sizeof(mdr_wire_device);
-	wire::DevListRep rep;
+			    (rep.extended ? sizeof(mdr_wire_device_ext) : sizeof(mdr_wire_device));
 
-	for (const wire::Device &d : core_.store.devices()) {
+	for (const wire::Device &d : rep.extended ? core_.store.listed_devices()
+						  : core_.store.devices()) {
 		if (d.dev_id < r.cursor)
 			continue;
 		if (rep.devs.size() == room) {

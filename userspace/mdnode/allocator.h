@@ -27,6 +27,9 @@ struct Device {
 	std::string path;
 	std::string serial;	// serial number or WWID, as hosts find it
 	uint64_t size;		// bytes
+	// The WWID, else the serial: what the journal records of the disk
+	// (DEVICE_RECORD) and every later start holds it to.
+	std::string identity{};
 
 	bool operator==(const Device &) const = default;
 };

@@ -21,6 +21,7 @@ const char kUsage[] =
 	"              [--io-hold-ms N] [--max-connections N] [--log-level LEVEL]\n"
 	"              [--max-connections-per-tenant N] [--admin-connections N]\n"
 	"              [--host-auth required|optional] [--host-auth-timeout-ms N]\n"
+	"              [--forget-device ID]\n"
 	"\n"
 	"The storage-node metadata responder of mdroute: serves the extent tables\n"
 	"of its volumes to hosts over RDMA, and journals every change in DIR.\n"
@@ -49,6 +50,9 @@ const char kUsage[] =
 	"                            cut a host that has not proven its key N ms\n"
 	"                            after connecting, 100..60000 (5000)\n"
 	"      --log-level LEVEL     error, warn, info (default) or debug\n"
+	"      --forget-device ID    drop the disk the journal recorded for device ID\n"
+	"                            and record the one configured now (repeat; command\n"
+	"                            line only): after replacing or re-creating a disk\n"
 #ifdef MDR_TEST_HOOKS
 	"      --test-drop-invalidations\n"
 	"                            TEST ONLY, breaks the consistency rule: push no\n"
@@ -67,7 +71,7 @@ namespace {
 enum Opt {
 	kListen, kDataDir, kDevice, kConfig, kAdminKey, kLeaseMs, kIoHoldMs, kMaxConn,
 	kLogLevel, kHelp, kVersion, kTestDropInval, kHostAuth, kHostAuthTimeout,
-	kMaxConnTenant, kAdminConn,
+	kMaxConnTenant, kAdminConn, kForgetDevice,
 };
 
 constexpr mdr::OptionSpec kSpecs[] = {
@@ -89,6 +93,7 @@ constexpr mdr::OptionSpec kSpecs[] = {
 	{kHostAuthTimeout, "host-auth-timeout-ms", 0, true},
 	{kMaxConnTenant, "max-connections-per-tenant", 0, true},
 	{kAdminConn, "admin-connections", 0, true},
+	{kForgetDevice, "forget-device", 0, true},
 };
 
 // By id: without MDR_TEST_HOOKS an entry is missing, so ids are not
@@ -254,7 +259,8 @@ mdr::Status apply_file(Config &c, std::vector<DeviceArg> &devices,
 		std::string value = trim(std::string_view(l).substr(eq + 1));
 		const mdr::OptionSpec *spec = nullptr;
 		for (const auto &s : kSpecs)
-			if (s.name == key && s.takes_value && s.id != kConfig)
+			if (s.name == key && s.takes_value && s.id != kConfig &&
+			    s.id != kForgetDevice)
 				spec = &s;
 		if (!spec)
 			return bad(where, "unknown setting '" + key + "'");
@@ -319,6 +325,15 @@ mdr::Result<Config> parse_config(std::span<const std::string_view> args,
 		// Never from a file: a test switch must be given by hand.
 		if (o.id == kTestDropInval) {
 			c.test_drop_invalidations = true;
+			continue;
+		}
+		// Never from a file either: it is meant for one start.
+		if (o.id == kForgetDevice) {
+			uint32_t id;
+			if (!parse_uint<uint32_t>(o.value, id, 1, UINT32_MAX))
+				return bad("--forget-device", "'" + std::string(o.value) +
+							      "': want an ID from 1 to 4294967295");
+			c.forget_devices.push_back(id);
 			continue;
 		}
 		std::string where = "--" + spec_name(o.id);

@@ -55,6 +55,9 @@ struct Config {
 	// Test only (--test-drop-invalidations, never from a file, and only in
 	// a build with MDR_TEST_HOOKS): see NodeOptions::test_drop_invalidations.
 	bool test_drop_invalidations = false;
+	// --forget-device (repeatable, never from a file): device ids whose
+	// recorded disk the start-up check drops (startup_devices.h).
+	std::vector<uint32_t> forget_devices;
 	bool help = false;
 	bool version = false;
 };

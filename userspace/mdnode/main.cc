@@ -4,10 +4,11 @@
 // transport and the event loop together (startup.h has the steps).
 //
 // Start-up order: lock the data directory, probe the devices, recover the
-// state from the journal (checkpoint, then records), listen, and only then
-// tell systemd READY=1. SIGTERM/SIGINT: stop accepting, make everything
-// appended durable, write a checkpoint, exit 0. SIGHUP: logged, ignored.
-// A failed journal: stop at once, no checkpoint, exit kExitJournalFailed.
+// state from the journal (checkpoint, then records), hold the devices to
+// the disks it recorded, listen, and only then tell systemd READY=1.
+// SIGTERM/SIGINT: stop accepting, make everything appended durable, write
+// a checkpoint, exit 0. SIGHUP: logged, ignored. A failed journal: stop at
+// once, no checkpoint, exit kExitJournalFailed.
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -59,6 +60,10 @@ int run(const Config &cfg)
 	if (!journal)
 		return kExitFailure;
 	Journal &j = *journal;
+	if (auto st = check_devices(*store, j, cfg.forget_devices); !st.ok()) {
+		log_error("refusing to start: %s", st.message().c_str());
+		return kExitFailure;
+	}
 
 	NodeOptions no = node_options(cfg);
 	no.node_id = *id;	// the accept's, in every host's transcript

@@ -32,6 +32,8 @@ constexpr Format kFormats[] = {
 	{kMoveAbort, "MOVE_ABORT", 40},
 	{kHostAdd, "HOST_ADD", 88},
 	{kHostRemove, "HOST_REMOVE", 16},
+	{kDeviceRecord, "DEVICE_RECORD", 144},
+	{kDeviceForget, "DEVICE_FORGET", 16},
 };
 
 const Format *format(uint16_t type)
@@ -44,11 +46,11 @@ const Format *format(uint16_t type)
 
 } // namespace
 
-Writer &Writer::name(std::string_view name)
+Writer &Writer::name(std::string_view name, size_t n)
 {
-	assert(name.size() < MDR_WIRE_NAME_LEN);
+	assert(name.size() < n);
 	bytes_.insert(bytes_.end(), name.begin(), name.end());
-	bytes_.resize(bytes_.size() + MDR_WIRE_NAME_LEN - name.size());
+	bytes_.resize(bytes_.size() + n - name.size());
 	return *this;
 }
 
@@ -69,12 +71,12 @@ std::span<const uint8_t> Reader::bytes(size_t n)
 	return b;
 }
 
-std::optional<std::string> Reader::name()
+std::optional<std::string> Reader::name(size_t n)
 {
-	std::span<const uint8_t> field = in_.subspan(pos_, MDR_WIRE_NAME_LEN);
+	std::span<const uint8_t> field = in_.subspan(pos_, n);
 	auto nul = std::find(field.begin(), field.end(), 0);
 
-	pos_ += MDR_WIRE_NAME_LEN;
+	pos_ += n;
 	if (nul == field.end() ||
 	    std::any_of(nul, field.end(), [](uint8_t c) { return c != 0; }))
 		return std::nullopt;
@@ -124,6 +126,12 @@ Change encode_record(const Record &r)
 		break;
 	case kHostRemove:
 		out.le32(0).le64(r.host_id);
+		break;
+	case kDeviceRecord:
+		out.le32(r.dev_id).le64(r.size).name(r.identity, kDeviceIdentityLen);
+		break;
+	case kDeviceForget:
+		out.le32(r.dev_id).le64(0);
 		break;
 	}
 	Change c{r.type, out.take()};
@@ -212,6 +220,19 @@ mdr::Result<Record> decode_record(uint16_t type, std::span<const uint8_t> payloa
 		reserved |= in.le32() != 0;
 		r.host_id = in.le64();
 		break;
+	case kDeviceRecord: {
+		r.dev_id = in.le32();
+		r.size = in.le64();
+		std::optional<std::string> identity = in.name(kDeviceIdentityLen);
+		if (!identity)
+			return mdr::Error(-EINVAL, what + ": the identity is not NUL-padded");
+		r.identity = std::move(*identity);
+		break;
+	}
+	case kDeviceForget:
+		r.dev_id = in.le32();
+		reserved |= in.le64() != 0;
+		break;
 	}
 	if (reserved)
 		return mdr::Error(-EINVAL, what + ": a reserved field is not zero");
@@ -226,6 +247,9 @@ std::string describe_record(const Record &r)
 		std::snprintf(id, sizeof(id), "%016llx", (unsigned long long)r.host_id);
 		return std::string("record ") + format(r.type)->name + " (host " + id + ")";
 	}
+	if (r.of_device())
+		return std::string("record ") + format(r.type)->name + " (device " +
+		       std::to_string(r.dev_id) + ")";
 	std::string s = std::string("record ") + format(r.type)->name +
 			" (volume " + std::to_string(r.volume_id);
 

@@ -44,6 +44,12 @@
 //	20 __le32 reserved           24 __u8 key[64], zero-padded
 //   9 HOST_REMOVE, 16 bytes
 //	 0 __le16 version, reserved   4 __le32 reserved   8 __le64 host_id
+//  10 DEVICE_RECORD, 144 bytes: the disk configured as a device id, as
+//     mdnode found it (the start-up check holds every later start to it)
+//	 0 __le16 version, reserved   4 __le32 dev_id     8 __le64 size (bytes)
+//	16 char identity[128], NUL-padded: the WWID, else the serial
+//  11 DEVICE_FORGET, 16 bytes: the device id has no recorded disk
+//	 0 __le16 version, reserved   4 __le32 dev_id     8 __le64 reserved
 // The host records hold keys: the data directory is root's alone
 // (Documentation/security.md).
 #ifndef MDNODE_RECORDS_H
@@ -57,6 +63,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include <linux/mdroute_wire.h>
 
 #include "lib/result.h"
 
@@ -72,7 +80,13 @@ enum RecordType : uint16_t {
 	kMoveAbort = 7,
 	kHostAdd = 8,
 	kHostRemove = 9,
+	kDeviceRecord = 10,
+	kDeviceForget = 11,
 };
+
+// A device's identity in DEVICE_RECORD and the snapshot: NUL-padded, so
+// of at most kDeviceIdentityLen - 1 printable characters.
+inline constexpr size_t kDeviceIdentityLen = 128;
 
 // HOST_ADD's flags.
 inline constexpr uint16_t kHostAddReplace = 1;
@@ -104,7 +118,7 @@ struct Record {
 	uint64_t generation = 0;	// RESIZE: the volume's; else the entry's
 	uint64_t index = 0;		// ALLOC, MOVE_*
 	// ALLOC: the place; MOVE_BEGIN, MOVE_ABORT: the old place; MOVE_DONE:
-	// the new place
+	// the new place; DEVICE_*: the device
 	uint32_t dev_id = 0;
 	uint64_t pstart = 0;		// 512-byte sectors
 	uint32_t new_dev = 0;		// MOVE_BEGIN
@@ -112,6 +126,7 @@ struct Record {
 	uint64_t host_id = 0;		// HOST_*
 	uint16_t flags = 0;		// HOST_ADD: kHostAdd*
 	std::vector<uint8_t> secret{};	// HOST_ADD: the host's key
+	std::string identity{};		// DEVICE_RECORD (size: its bytes)
 
 	bool whole_volume() const
 	{
@@ -119,10 +134,13 @@ struct Record {
 		       type == kVolumeResize;
 	}
 	bool of_host() const { return type == kHostAdd || type == kHostRemove; }
+	bool of_device() const { return type == kDeviceRecord || type == kDeviceForget; }
 	ExtentKey key() const
 	{
 		if (of_host())
 			return {0, host_id};
+		if (of_device())
+			return {kWholeVolume, dev_id};
 		return {volume_id, whole_volume() ? kWholeVolume : index};
 	}
 };
@@ -141,8 +159,8 @@ public:
 	Writer &le16(uint16_t v) { return put(v, 2); }
 	Writer &le32(uint32_t v) { return put(v, 4); }
 	Writer &le64(uint64_t v) { return put(v, 8); }
-	// NUL-padded to MDR_WIRE_NAME_LEN bytes.
-	Writer &name(std::string_view name);
+	// NUL-padded to n bytes (name.size() < n).
+	Writer &name(std::string_view name, size_t n = MDR_WIRE_NAME_LEN);
 	// The bytes, zero-padded to n (bytes.size() <= n).
 	Writer &padded(std::span<const uint8_t> bytes, size_t n);
 
@@ -167,9 +185,9 @@ public:
 	uint16_t le16() { return static_cast<uint16_t>(get(2)); }
 	uint32_t le32() { return static_cast<uint32_t>(get(4)); }
 	uint64_t le64() { return get(8); }
-	// A NUL-padded name field; none when it holds no NUL, or bytes other
-	// than NUL after the first one.
-	std::optional<std::string> name();
+	// A NUL-padded name field of n bytes; none when it holds no NUL, or
+	// bytes other than NUL after the first one.
+	std::optional<std::string> name(size_t n = MDR_WIRE_NAME_LEN);
 	// n bytes.
 	std::span<const uint8_t> bytes(size_t n);
 

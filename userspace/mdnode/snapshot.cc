@@ -3,8 +3,8 @@
 // snapshot.cc - see store.h: the committed state as one checkpoint, and
 // back.
 //
-// Snapshot, version 2 (little-endian):
-//	header, 24 bytes: 0 __le32 magic "MDRS", 4 __le16 version (2),
+// Snapshot, version 3 (little-endian):
+//	header, 24 bytes: 0 __le32 magic "MDRS", 4 __le16 version (3),
 //		6 __le16 reserved, 8 __le64 next_volume_id, 16 __le64 nr_volumes
 //	then per volume, by ascending id, 104 bytes: 0 __le64 volume_id,
 //		8 __le64 size, 16 __le64 generation, 24 __le32 extent_shift,
@@ -15,8 +15,13 @@
 //	then the host registry: __le64 nr_hosts, and per host, by ascending
 //		id, 80 bytes: 0 __le64 host_id, 8 __le32 tenant, 12 __le16
 //		key_len, 14 __le16 reserved, 16 __u8 key[64], zero-padded
-// Version 1 is version 2 without the host registry: read as one with no
-// host (a node from before hosts authenticate).
+//	then the recorded devices: __le64 nr_devices, and per device, by
+//		ascending id, 144 bytes: 0 __le32 dev_id, 4 __le32 reserved,
+//		8 __le64 size, 16 char identity[128], NUL-padded
+// Version 2 is version 3 without the recorded devices: read as one with
+// none (a node from before devices were recorded; the start-up check
+// records them). Version 1 is version 2 without the host registry: read
+// as one with no host (a node from before hosts authenticate).
 // Every other entry is unallocated with generation 1: no record of this
 // version unmaps an extent and keeps its index. The allocators are rebuilt
 // from the mapped entries.
@@ -36,9 +41,9 @@ using namespace store_checks;
 namespace {
 
 constexpr uint32_t kSnapshotMagic = 0x5352444d;	// "MDRS" as LE bytes
-constexpr uint16_t kSnapshotVersion = 2, kSnapshotNoHosts = 1;
+constexpr uint16_t kSnapshotVersion = 3, kSnapshotNoDevices = 2, kSnapshotNoHosts = 1;
 constexpr size_t kSnapshotHeader = 24, kSnapshotVolume = 104, kSnapshotEntry = 32;
-constexpr size_t kSnapshotHost = 80;
+constexpr size_t kSnapshotHost = 80, kSnapshotDevice = 16 + kDeviceIdentityLen;
 
 } // namespace
 
@@ -63,6 +68,9 @@ std::vector<uint8_t> Store::snapshot() const
 	for (const auto &[id, h] : hosts_)
 		out.le64(id).le32(h.tenant).le16(uint16_t(h.key.size())).le16(0)
 			.padded(h.key, MDR_HOST_KEY_MAX);
+	out.le64(recorded_.size());
+	for (const auto &[id, d] : recorded_)
+		out.le32(id).le32(0).le64(d.size).name(d.identity, kDeviceIdentityLen);
 	return out.take();
 }
 
@@ -72,7 +80,7 @@ mdr::Status Store::load_snapshot(std::span<const uint8_t> bytes)
 		return mdr::Error(-EINVAL, "snapshot: " + what);
 	};
 
-	if (!volumes_.empty() || !pending_.empty() || !hosts_.empty())
+	if (!volumes_.empty() || !pending_.empty() || !hosts_.empty() || !recorded_.empty())
 		return mdr::Error(-EBUSY, "snapshot: the store is not empty");
 	if (bytes.size() < kSnapshotHeader)
 		return bad(std::to_string(bytes.size()) + " bytes, shorter than a header");
@@ -83,7 +91,8 @@ mdr::Status Store::load_snapshot(std::span<const uint8_t> bytes)
 	if (in.le32() != kSnapshotMagic)
 		return bad("bad magic");
 	const uint16_t version = in.le16();
-	if (version != kSnapshotVersion && version != kSnapshotNoHosts)
+	if (version != kSnapshotVersion && version != kSnapshotNoDevices &&
+	    version != kSnapshotNoHosts)
 		return bad("unknown version " + std::to_string(version));
 	if (in.le16() != 0)
 		return bad("a reserved field is not zero");
@@ -153,9 +162,14 @@ mdr::Status Store::load_snapshot(std::span<const uint8_t> bytes)
 	if (version != kSnapshotNoHosts)
 		if (mdr::Status ok = loaded.load_hosts(in); !ok.ok())
 			return ok;
+	if (version == kSnapshotVersion)
+		if (mdr::Status ok = loaded.load_devices(in); !ok.ok())
+			return ok;
 	if (in.left() != 0)
 		return bad(std::to_string(in.left()) + " bytes after the last " +
-			   (version == kSnapshotNoHosts ? "volume" : "host"));
+			   (version == kSnapshotNoHosts	   ? "volume"
+			    : version == kSnapshotNoDevices ? "host"
+							    : "device"));
 	*this = std::move(loaded);
 	return {};
 }
@@ -201,6 +215,49 @@ mdr::Status Store::load_hosts(Reader &in)
 		if (!added.ok())
 			return fail(added, "snapshot: " + what);
 		last_id = r.host_id;
+	}
+	return {};
+}
+
+// The recorded devices of a snapshot, each checked as its DEVICE_RECORD is.
+mdr::Status Store::load_devices(Reader &in)
+{
+	auto bad = [](const std::string &what) {
+		return mdr::Error(-EINVAL, "snapshot: " + what);
+	};
+
+	if (in.left() < 8)
+		return bad("ends before the recorded devices");
+
+	const uint64_t nr_devices = in.le64();
+	uint32_t last_id = 0;
+
+	for (uint64_t n = 0; n < nr_devices; n++) {
+		if (in.left() < kSnapshotDevice)
+			return bad("ends within device " + std::to_string(n + 1) + " of " +
+				   std::to_string(nr_devices));
+
+		Record r{.type = kDeviceRecord};
+
+		r.dev_id = in.le32();
+
+		const bool reserved = in.le32() != 0;
+
+		r.size = in.le64();
+
+		std::optional<std::string> identity = in.name(kDeviceIdentityLen);
+		const std::string what = "device " + std::to_string(r.dev_id);
+
+		if (reserved)
+			return bad(what + ": a reserved field is not zero");
+		if (!identity)
+			return bad(what + ": the identity is not NUL-padded");
+		if (r.dev_id <= last_id)
+			return bad(what + ": ids must ascend");
+		r.identity = std::move(*identity);
+		if (mdr::Result<Applied> done = apply_device_record(r); !done.ok())
+			return fail(done, "snapshot: " + what);
+		last_id = r.dev_id;
 	}
 	return {};
 }

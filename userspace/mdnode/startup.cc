@@ -166,9 +166,10 @@ std::optional<Store> open_store(const Config &cfg)
 			return std::nullopt;
 		}
 		devices.push_back({.id = d.id, .path = d.path, .serial = p.value().serial,
-				   .size = p.value().size});
-		log_info("device %u: %s, serial %s, %" PRIu64 " MiB", d.id, d.path.c_str(),
-			 p.value().serial.c_str(), p.value().size >> 20);
+				   .size = p.value().size, .identity = p.value().identity});
+		log_info("device %u: %s, serial %s, identity %s, %" PRIu64 " MiB", d.id,
+			 d.path.c_str(), p.value().serial.c_str(), p.value().identity.c_str(),
+			 p.value().size >> 20);
 	}
 	auto store = Store::create(std::move(devices));
 	if (!store.ok()) {
@@ -198,9 +199,13 @@ std::unique_ptr<Journal> recover(const Config &cfg, Store &store)
 				       payload.size()});
 		});
 	if (!journal.ok()) {
-		log_error("cannot recover from %s: %s (%s)", cfg.data_dir.c_str(),
+		log_error("cannot recover from %s: %s (%s)%s", cfg.data_dir.c_str(),
 			  journal.message().c_str(),
-			  mdr::describe_errno(-journal.error()).c_str());
+			  mdr::describe_errno(-journal.error()).c_str(),
+			  journal.error() == -ENOENT || journal.error() == -EINVAL
+				  ? "; if a device is missing or its path changed since the "
+				    "last start, give each --device ID=PATH the disk it had"
+				  : "");
 		return nullptr;
 	}
 	log_info("recovered %" PRIu64 " volumes and %" PRIu64 " hosts from a checkpoint "

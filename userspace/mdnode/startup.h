@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "mdnode/config.h"
@@ -51,6 +52,15 @@ std::optional<uint64_t> load_node_id(const Config &cfg);
 std::optional<Store> open_store(const Config &cfg);
 // Exactly the acknowledged state, or a refusal to start.
 std::unique_ptr<Journal> recover(const Config &cfg, Store &store);
+// After recover(), before the node serves (startup_devices.cc): every
+// configured device must be the disk the journal recorded for its id
+// (identity and size), and no disk recorded for one id may be configured
+// as another. (A recorded device that holds extents but is not configured
+// never gets here: recover() cannot place its extents and refuses.) Then the disks of new ids, and those of the ids in forget (whose
+// recorded disk is dropped first), are recorded, durably. An error names
+// each device that does not match, what it is, what was recorded and the
+// fix; the journal is then left as it was: exit 1.
+mdr::Status check_devices(Store &store, Journal &journal, std::span<const uint32_t> forget);
 // The node's settings from the configuration, a fresh boot id and the
 // admin key (warned about when it cannot be had).
 NodeOptions node_options(const Config &cfg);

@@ -361,6 +361,39 @@ HostPage Store::list_hosts(uint64_t cursor, size_t max) const
 	return page;
 }
 
+// ---------------------------------------------------------------------------
+// The recorded devices.
+
+mdr::Result<Change> Store::prepare_device_record(const RecordedDevice &d)
+{
+	const Record r{.type = kDeviceRecord, .size = d.size, .dev_id = d.id,
+		       .identity = d.identity};
+
+	if (mdr::Status ok = check_recorded_device(d.id, d.size, d.identity); !ok.ok())
+		return fail(ok, describe_record(r));
+	if (pending_.contains(r.key()))
+		return mdr::Error(-EBUSY, describe_record(r) + ": a record of the device is in flight");
+	return reserve(r, std::nullopt);
+}
+
+mdr::Result<Change> Store::prepare_device_forget(uint32_t dev_id)
+{
+	const Record r{.type = kDeviceForget, .dev_id = dev_id};
+
+	if (!recorded_.contains(dev_id))
+		return mdr::Error(-ENOENT, describe_record(r) + ": no disk is recorded for it");
+	if (pending_.contains(r.key()))
+		return mdr::Error(-EBUSY, describe_record(r) + ": a record of the device is in flight");
+	return reserve(r, std::nullopt);
+}
+
+const RecordedDevice *Store::recorded_device(uint32_t id) const
+{
+	auto it = recorded_.find(id);
+
+	return it == recorded_.end() ? nullptr : &it->second;
+}
+
 mdr::Result<Applied> Store::commit(const Change &change)
 {
 	mdr::Result<Record> r = decode_record(change.type, change.payload);
@@ -503,6 +536,20 @@ uint64_t Store::extents_on_device(uint32_t dev_id) const
 			n += e.state != MDR_EXT_UNALLOCATED && e.dev_id == dev_id;
 		}
 	return n;
+}
+
+std::vector<mdr::wire::Device> Store::listed_devices() const
+{
+	std::vector<mdr::wire::Device> out = alloc_.devices();
+
+	for (mdr::wire::Device &d : out)
+		d.identity = alloc_.device(d.dev_id)->identity;
+	for (const auto &[id, r] : recorded_)
+		if (!alloc_.device(id))
+			out.push_back({.dev_id = id, .size = r.size, .identity = r.identity,
+				       .state = MDR_DEV_MISSING});
+	std::ranges::sort(out, {}, &mdr::wire::Device::dev_id);
+	return out;
 }
 
 Counts Store::counts() const

@@ -36,7 +36,9 @@
 // layout).
 //
 // The host registry (HOST_ADD, HOST_REMOVE) is journaled and snapshotted
-// like volumes: a host's changes exclude each other (-EBUSY).
+// like volumes: a host's changes exclude each other (-EBUSY). So are the
+// disks recorded for device ids (DEVICE_RECORD, DEVICE_FORGET), which the
+// start-up check (startup_devices.cc) holds the configured devices to.
 //
 // A MOVE_BEGIN without its MOVE_DONE or MOVE_ABORT is a move in progress
 // (moves()): the server finishes it or, after a restart, aborts it. While
@@ -90,6 +92,15 @@ struct RegisteredHost {
 	std::vector<uint8_t> key;
 
 	bool operator==(const RegisteredHost &) const = default;
+};
+
+// The disk the journal recorded for a device id.
+struct RecordedDevice {
+	uint32_t id;		// non-zero
+	uint64_t size;		// bytes
+	std::string identity;	// WWID or serial: printable, < kDeviceIdentityLen
+
+	bool operator==(const RecordedDevice &) const = default;
 };
 
 struct HostPage {
@@ -202,6 +213,19 @@ public:
 	const RegisteredHost *host(uint64_t id) const;
 	// Up to max hosts from id cursor up.
 	HostPage list_hosts(uint64_t cursor, size_t max) const;
+	// The disks recorded for device ids. A record replaces the one the id
+	// had. -EINVAL for device id 0, size 0 or an identity that is empty,
+	// not printable ASCII or of kDeviceIdentityLen characters or more;
+	// -ENOENT for forgetting an id with no record; -EBUSY while a record
+	// of the id is in flight.
+	mdr::Result<Change> prepare_device_record(const RecordedDevice &d);
+	mdr::Result<Change> prepare_device_forget(uint32_t dev_id);
+	const RecordedDevice *recorded_device(uint32_t id) const;
+	// By device id.
+	const std::map<uint32_t, RecordedDevice> &recorded_devices() const
+	{
+		return recorded_;
+	}
 
 	// Moves in progress, by (volume, index).
 	std::vector<Move> moves() const;
@@ -265,6 +289,10 @@ public:
 	std::vector<mdr::wire::DevExtents> extents_by_device(const Volume &volume) const;
 	// By device id; used counts the space of allocations in flight too.
 	std::vector<mdr::wire::Device> devices() const { return alloc_.devices(); }
+	// What DEV_LIST shows from version 4 on, by device id: the configured
+	// devices (online, with their identity) and the recorded ones that are
+	// not configured (missing: the size recorded, nothing used, no serial).
+	std::vector<mdr::wire::Device> listed_devices() const;
 	Counts counts() const;
 
 	// Same devices and free space, next id, volumes (tables byte for byte)
@@ -307,8 +335,12 @@ private:
 	mdr::Status check_host_add(const Record &r) const;
 	mdr::Result<Applied> apply_host_add(const Record &r);
 	mdr::Result<Applied> apply_host_remove(const Record &r);
-	// snapshot.cc: the host registry of a snapshot, into this Store.
+	mdr::Result<Applied> apply_device_record(const Record &r);
+	mdr::Result<Applied> apply_device_forget(const Record &r);
+	// snapshot.cc: the host registry and the recorded devices of a
+	// snapshot, into this Store.
 	mdr::Status load_hosts(Reader &in);
+	mdr::Status load_devices(Reader &in);
 	mdr::Result<Volume *> extent_volume(const Record &r);
 	mdr::Status map_extent(Volume &v, uint64_t index, uint32_t dev_id,
 			       uint64_t pstart, uint64_t generation);
@@ -323,6 +355,7 @@ private:
 	// Places reserved by reserve_move().
 	std::map<Key, Place> move_places_;
 	std::map<uint64_t, RegisteredHost> hosts_;
+	std::map<uint32_t, RecordedDevice> recorded_;
 	uint64_t next_id_ = 1;
 };
 

@@ -55,6 +55,10 @@ mdr::Result<Applied> Store::apply(const Record &r, std::optional<Table> table)
 			return apply_host_add(r);
 		case kHostRemove:
 			return apply_host_remove(r);
+		case kDeviceRecord:
+			return apply_device_record(r);
+		case kDeviceForget:
+			return apply_device_forget(r);
 		default:
 			return apply_alloc(r);
 		}
@@ -302,6 +306,22 @@ mdr::Result<Applied> Store::apply_host_remove(const Record &r)
 		return mdr::Error(-ENOENT, "no such host");
 	mdr::wipe(it->second.key);
 	hosts_.erase(it);
+	return Applied{};
+}
+
+mdr::Result<Applied> Store::apply_device_record(const Record &r)
+{
+	if (mdr::Status ok = check_recorded_device(r.dev_id, r.size, r.identity); !ok.ok())
+		return mdr::Error(ok.error(), ok.message());
+	recorded_[r.dev_id] = RecordedDevice{.id = r.dev_id, .size = r.size,
+					     .identity = r.identity};
+	return Applied{};
+}
+
+mdr::Result<Applied> Store::apply_device_forget(const Record &r)
+{
+	if (!recorded_.erase(r.dev_id))
+		return mdr::Error(-ENOENT, "no disk is recorded for the device");
 	return Applied{};
 }
 

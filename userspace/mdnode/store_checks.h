@@ -6,6 +6,7 @@
 #ifndef MDNODE_STORE_CHECKS_H
 #define MDNODE_STORE_CHECKS_H
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
 #include <string_view>
@@ -48,6 +49,21 @@ inline mdr::Status follows(uint64_t generation, uint64_t before, const char *who
 	if (generation != before + 1)
 		return mdr::Error(-EINVAL, "generation " + std::to_string(generation) +
 				  " does not follow " + whose + " " + std::to_string(before));
+	return {};
+}
+
+// A disk recorded for a device id (DEVICE_RECORD, a snapshot's device).
+inline mdr::Status check_recorded_device(uint32_t id, uint64_t size,
+					 std::string_view identity)
+{
+	if (id == 0 || size == 0)
+		return mdr::Error(-EINVAL, "device id and size must not be 0");
+	if (identity.empty() || identity.size() >= kDeviceIdentityLen ||
+	    std::any_of(identity.begin(), identity.end(),
+			[](char c) { return c < 0x20 || c >= 0x7f; }))
+		return mdr::Error(-EINVAL, "identity '" + std::string(identity) +
+				  "': use 1 to " + std::to_string(kDeviceIdentityLen - 1) +
+				  " printable ASCII characters");
 	return {};
 }
 

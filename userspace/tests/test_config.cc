@@ -146,6 +146,22 @@ void test_config_test_drop_invalidations(void **)
 	assert_fails(parse_file(g), g.path + ":4: unknown setting 'test-drop-invalidations'");
 }
 
+// Forgetting a device's recorded disk is for one start: command line only.
+void test_config_forget_device(void **)
+{
+	TempFile f(kRequired);
+	Result<Config> r = parse({"--config", f.path.c_str(), "--forget-device", "3",
+				  "--forget-device=7"});
+
+	assert_true(r.ok());
+	assert_true(r.value().forget_devices == std::vector<uint32_t>({3, 7}));
+	assert_true(parse({"--config", f.path.c_str()}).value().forget_devices.empty());
+	assert_fails(parse({"--config", f.path.c_str(), "--forget-device", "0"}),
+		     "--forget-device: '0': want an ID from 1 to 4294967295");
+	TempFile g(std::string(kRequired) + "forget-device = 1\n");
+	assert_fails(parse_file(g), g.path + ":4: unknown setting 'forget-device'");
+}
+
 // The example shipped with the systemd unit parses as it is.
 void test_config_example_file(void **)
 {
@@ -445,6 +461,7 @@ int main()
 		cmocka_unit_test(test_config_valid_file),
 		cmocka_unit_test(test_config_defaults),
 		cmocka_unit_test(test_config_test_drop_invalidations),
+		cmocka_unit_test(test_config_forget_device),
 		cmocka_unit_test(test_config_example_file),
 		cmocka_unit_test(test_config_listen_forms),
 		cmocka_unit_test(test_config_bad_listen),

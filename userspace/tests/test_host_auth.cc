@@ -458,7 +458,7 @@ void test_registry_survives_restart(void **)
 		// A snapshot without the registry: version 1, no trailer.
 		auto empty = Store::create({{1, "/dev/fake-a", "SER-A", 64 * MiB}}).value();
 		std::vector<uint8_t> v1 = empty.snapshot();
-		assert_int_equal(v1.size(), 24 + 8);
+		assert_int_equal(v1.size(), 24 + 8 + 8);
 		v1.resize(24);
 		v1[4] = 1;
 		auto old = Store::create({{1, "/dev/fake-a", "SER-A", 64 * MiB}}).value();

@@ -487,20 +487,37 @@ static void test_volume_delete_all_of(void **)
 static void test_dev_list(void **)
 {
 	World w;
-	w.node.devices[2].serial = "";
+	w.node.devices[0].identity = "mdr-vblk0";
+	w.node.devices[1].identity = "nvme.1b36-6d64722d6e766d6530";
+	w.node.devices[2] = {3, 1ULL << 30, 0, "", "far-away", MDR_DEV_MISSING};
 	Outcome o = w.run({"dev", "list"});
 	assert_int_equal(o.status, 0);
 	assert_string_equal(o.out.c_str(),
-			    "DEV_ID  SERIAL        SIZE   USED  USE%\n"
-			    "     1  mdr-vblk0    4 TiB  1 TiB   25%\n"
-			    "     2  mdr-nvme0  100 GiB    0 B    0%\n"
-			    "     3  -            1 GiB    0 B    0%\n");
+			    "DEV_ID  SERIAL     IDENTITY                      STATE       SIZE   USED  USE%\n"
+			    "     1  mdr-vblk0  mdr-vblk0                     online     4 TiB  1 TiB   25%\n"
+			    "     2  mdr-nvme0  nvme.1b36-6d64722d6e766d6530  online   100 GiB    0 B    0%\n"
+			    "     3  -          far-away                      missing    1 GiB    0 B    0%\n");
+	o = w.run({"dev", "list", "-o", "json"});
+	assert_string_equal(o.out.c_str(),
+			    "{\"devices\":[{\"dev_id\":1,\"serial\":\"mdr-vblk0\",\"identity\":\"mdr-vblk0\","
+			    "\"state\":\"online\",\"size\":4398046511104,\"used\":1099511627776},"
+			    "{\"dev_id\":2,\"serial\":\"mdr-nvme0\",\"identity\":"
+			    "\"nvme.1b36-6d64722d6e766d6530\",\"state\":\"online\",\"size\":107374182400,"
+			    "\"used\":0},{\"dev_id\":3,\"serial\":\"\",\"identity\":\"far-away\","
+			    "\"state\":\"missing\",\"size\":1073741824,\"used\":0}]}\n");
+	// A node of version 3 sends neither (and no missing device).
+	w.node.accept.version = 3;
+	w.node.devices.pop_back();
+	o = w.run({"dev", "list"});
+	assert_string_equal(o.out.c_str(),
+			    "DEV_ID  SERIAL     IDENTITY  STATE     SIZE   USED  USE%\n"
+			    "     1  mdr-vblk0  -         -        4 TiB  1 TiB   25%\n"
+			    "     2  mdr-nvme0  -         -      100 GiB    0 B    0%\n");
 	o = w.run({"dev", "list", "-o", "json"});
 	assert_string_equal(o.out.c_str(),
 			    "{\"devices\":[{\"dev_id\":1,\"serial\":\"mdr-vblk0\","
 			    "\"size\":4398046511104,\"used\":1099511627776},"
-			    "{\"dev_id\":2,\"serial\":\"mdr-nvme0\",\"size\":107374182400,\"used\":0},"
-			    "{\"dev_id\":3,\"serial\":\"\",\"size\":1073741824,\"used\":0}]}\n");
+			    "{\"dev_id\":2,\"serial\":\"mdr-nvme0\",\"size\":107374182400,\"used\":0}]}\n");
 	assert_usage({"dev"}, "dev needs a subcommand: list, drain");
 }
 
@@ -756,6 +773,14 @@ static void test_attach_by_name(void **)
 	assert_int_equal(o.status, 0);
 	assert_non_null(strstr(o.out.c_str(), "\"device\":\"/dev/mdr1\""));
 	assert_non_null(strstr(o.out.c_str(), "\"host_id\":7,\"key_serial\":0,\"bound\":[]"));
+
+	// A device the node has recorded but is not configured with gets
+	// nothing allocated: no note.
+	w.node.devices[2].state = MDR_DEV_MISSING;
+	w.volume("tmp", 1ULL << 30, 4);
+	o = w.run({"attach", "tmp"});
+	assert_int_equal(o.status, 0);
+	assert_string_equal(o.err.c_str(), "");
 }
 
 static void test_attach_by_name_failures(void **)

@@ -19,6 +19,7 @@
 #include "lib/crc32c.h"
 #include "lib/wire.h"
 #include "mdnode/store.h"
+#include "tests/common/units.h"
 
 #include "tests/common/cmocka_cxx.h"
 
@@ -31,7 +32,6 @@ using mdnode::Device;
 using mdnode::Store;
 using mdnode::Volume;
 
-inline constexpr uint64_t MiB = uint64_t{1} << 20;
 
 // Device 1 of 64 MiB, device 2 of 32 MiB.
 inline std::vector<Device> two_devices()

@@ -100,7 +100,7 @@ void test_replay_refuses_what_does_not_fit(void **)
 	refused(mdnode::kExtentAlloc, patched(ext1, 0, 2, 2), -EINVAL, "unknown version 2");
 	refused(mdnode::kExtentAlloc, patched(ext1, 2, 1, 2), -EINVAL, "reserved");
 	refused(mdnode::kVolumeCreate, patched(create_rec, 28, 1, 4), -EINVAL, "reserved");
-	refused(10, alloc_rec, -EINVAL, "unknown type 10");
+	refused(12, alloc_rec, -EINVAL, "unknown type 12");
 	std::vector<uint8_t> unpadded = patched(create_rec, 8, 5, 8);
 	for (size_t i = 32; i < 96; i++)
 		unpadded[i] = 'a';
@@ -157,16 +157,17 @@ void test_snapshot_refuses_what_does_not_fit(void **)
 		assert_true(s == make_store());
 	};
 
-	assert_int_equal(snap.size(), 24 + 104 + 2 * 32 + 8);
+	assert_int_equal(snap.size(), 24 + 104 + 2 * 32 + 8 + 8);
 	refused(patched(snap, 0, 0, 4), -EINVAL, "bad magic");
 	refused({snap.begin(), snap.begin() + 10}, -EINVAL, "shorter than a header");
-	refused({snap.begin(), snap.end() - 1}, -EINVAL, "ends before the host registry");
-	refused({snap.begin(), snap.end() - 9}, -EINVAL, "ends within");
+	refused({snap.begin(), snap.end() - 1}, -EINVAL, "ends before the recorded devices");
+	refused({snap.begin(), snap.end() - 9}, -EINVAL, "ends before the host registry");
+	refused({snap.begin(), snap.end() - 17}, -EINVAL, "ends within");
 	refused({snap.begin(), snap.begin() + 100}, -EINVAL, "ends within volume 1");
 	std::vector<uint8_t> longer = snap;
 	longer.push_back(0);
-	refused(longer, -EINVAL, "1 bytes after the last host");
-	refused(patched(snap, 4, 3, 2), -EINVAL, "unknown version 3");
+	refused(longer, -EINVAL, "1 bytes after the last device");
+	refused(patched(snap, 4, 4, 2), -EINVAL, "unknown version 4");
 	refused(patched(snap, 24 + 104 + 2 * 32, 1, 8), -EINVAL, "ends within host 1 of 1");
 	refused(patched(snap, 8, 1, 8), -EINVAL, "below the next id");
 	refused(patched(snap, 24 + 24, 15, 4), -EINVAL, "extent shift 15");

@@ -1524,18 +1524,20 @@ void test_conn_req(void **)
 
 void test_negotiate_version(void **)
 {
-	static_assert(MDR_WIRE_VERSION_MIN == 1 && MDR_WIRE_VERSION == 3,
+	static_assert(MDR_WIRE_VERSION_MIN == 1 && MDR_WIRE_VERSION == 4,
 		      "update the cases for a new version");
 	assert_int_equal(w::negotiate_version(1, 1).value(), 1);
 	assert_int_equal(w::negotiate_version(1, 2).value(), 2);
 	assert_int_equal(w::negotiate_version(2, 2).value(), 2);
 	assert_int_equal(w::negotiate_version(3, 3).value(), 3);
-	assert_int_equal(w::negotiate_version(1, 9).value(), 3);
-	assert_int_equal(w::negotiate_version(2, 9).value(), 3);
+	assert_int_equal(w::negotiate_version(1, 3).value(), 3);
+	assert_int_equal(w::negotiate_version(4, 4).value(), 4);
+	assert_int_equal(w::negotiate_version(1, 9).value(), 4);
+	assert_int_equal(w::negotiate_version(2, 9).value(), 4);
 	assert_int_equal(w::negotiate_version(0, 1).value(), 1);
 
 	const std::pair<uint16_t, uint16_t> none[] = {
-		{4, 5}, {0, 0}, {3, 1}, {UINT16_MAX, UINT16_MAX}};
+		{5, 6}, {0, 0}, {3, 1}, {UINT16_MAX, UINT16_MAX}};
 
 	for (const auto &[lo, hi] : none) {
 		auto v = w::negotiate_version(lo, hi);

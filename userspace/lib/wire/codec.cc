@@ -163,9 +163,10 @@ Fault check_size(const Framed &f)
 	if (len < s.size)
 		return fail(EPROTO, name, "length ", len, ", expected at least ",
 			    s.size);
-	if ((len - s.size) % s.elem)
+	if ((len - s.size) % s.elem && (!s.long_elem || (len - s.size) % s.long_elem))
 		return fail(EPROTO, name, "length ", len, " not ", s.size,
-			    " + a multiple of ", s.elem);
+			    " + a multiple of ", s.elem,
+			    s.long_elem ? " or " + std::to_string(s.long_elem) : "");
 	return std::nullopt;
 }
 

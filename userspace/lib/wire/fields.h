@@ -65,6 +65,8 @@ struct Shape {
 	size_t size;	// the fixed part, or the least a later version extends
 	size_t elem;	// 0: exactly size (or alt); else size + n * elem
 	size_t alt = 0;	// another exact length that is accepted, if not 0
+	// Elements a later version made longer: size + n * long_elem too.
+	size_t long_elem = 0;
 };
 
 // ---- Messages of errors ---------------------------------------------------
@@ -233,10 +235,11 @@ inline Fault get_name(What at, const char (&f)[MDR_WIRE_NAME_LEN], std::string &
 			  " has a character outside [A-Za-z0-9._-]");
 }
 
-inline Fault get_serial(What at, const char (&f)[MDR_WIRE_SERIAL_LEN], std::string &out)
+// Printable ASCII, may be empty: a serial, an identity.
+template <size_t N>
+Fault get_printable(What at, const char *label, const char (&f)[N], std::string &out)
 {
-	return get_padded(at, "serial", f, out,
-			  [](char c) { return c >= 0x20 && c < 0x7f; },
+	return get_padded(at, label, f, out, [](char c) { return c >= 0x20 && c < 0x7f; },
 			  " has a non-printable character");
 }
 
@@ -327,9 +330,10 @@ inline Fault shift_or_default(What at, const char *label, uint64_t v)
 // nothing to it.
 #define MDR_SKIP(kind) template <typename... A> void kind(A &&...) {}
 struct Skip {
-	MDR_SKIP(num) MDR_SKIP(zero) MDR_SKIP(name) MDR_SKIP(serial) MDR_SKIP(bytes)
+	MDR_SKIP(num) MDR_SKIP(zero) MDR_SKIP(name) MDR_SKIP(printable) MDR_SKIP(bytes)
 	MDR_SKIP(rule) MDR_SKIP(nested) MDR_SKIP(count) MDR_SKIP(elements)
 	MDR_SKIP(volume_ref) MDR_SKIP(mapped_entry) MDR_SKIP(magic) MDR_SKIP(long_form)
+	MDR_SKIP(elem_form)
 };
 #undef MDR_SKIP
 
@@ -381,10 +385,11 @@ public:
 			fault = get_name(what_, wire, host);
 	}
 
-	void serial(std::string &host, const char (&wire)[MDR_WIRE_SERIAL_LEN])
+	template <size_t N>
+	void printable(const char *label, std::string &host, const char (&wire)[N])
 	{
 		if (!fault)
-			fault = get_serial(what_, wire, host);
+			fault = get_printable(what_, label, wire, host);
 	}
 
 	template <size_t N>
@@ -433,10 +438,13 @@ public:
 	{
 		using EW = typename Layout<E>::Wire;
 
+		const size_t size = elem_size<E>();
+
 		host.resize(elements_in<E>());
 		for (size_t i = 0; !fault && i < host.size(); i++) {
 			const std::string at = element(what_, label, i);
-			const auto el = read<EW>(msg_, elems_ + i * sizeof(EW));
+			// A short element reads as a long one whose later fields are zero.
+			const auto el = read_padded<EW>(msg_.subspan(elems_ + i * size, size));
 
 			fault = walk_part<Get>(at, host[i], el);
 			if (!fault)
@@ -493,16 +501,33 @@ public:
 		host = msg_.size() == long_size;
 	}
 
+	// Elements whose later version is longer, the short form their first
+	// bytes: the count and the length tell which came, host says (no
+	// element: the short one). Before count() and elements().
+	void elem_form(bool &host, size_t short_size, size_t long_size, const __le32 &count)
+	{
+		const size_t n = load(count);
+
+		host = n && msg_.size() - elems_ == n * long_size;
+		elem_ = host ? long_size : short_size;
+	}
+
 private:
+	template <typename E>
+	size_t elem_size() const
+	{
+		return elem_ ? elem_ : sizeof(typename Layout<E>::Wire);
+	}
 	template <typename E>
 	size_t elements_in() const
 	{
-		return (msg_.size() - elems_) / sizeof(typename Layout<E>::Wire);
+		return (msg_.size() - elems_) / elem_size<E>();
 	}
 
 	What what_;
 	Bytes msg_;
 	size_t elems_;
+	size_t elem_ = 0;	// bytes of an element, when elem_form() said
 };
 
 class Put : public Skip {
@@ -530,10 +555,11 @@ public:
 			fault = put_string(what_, "name", wire, host);
 	}
 
-	void serial(const std::string &host, char (&wire)[MDR_WIRE_SERIAL_LEN])
+	template <size_t N>
+	void printable(const char *label, const std::string &host, char (&wire)[N])
 	{
 		if (!fault)
-			fault = put_string(what_, "serial", wire, host);
+			fault = put_string(what_, label, wire, host);
 	}
 
 	template <size_t N>
@@ -559,14 +585,20 @@ public:
 	void elements(const char *label, const std::vector<E> &host, const R &...)
 	{
 		using EW = typename Layout<E>::Wire;
+		const size_t size = elem_ ? elem_ : sizeof(EW);
 
 		for (size_t i = 0; !fault && i < host.size(); i++) {
 			const std::string at = element(what_, label, i);
 			auto el = zeroed<EW>();
 
 			fault = walk_part<Put>(at, host[i], el);
-			write(out_, elems_ + i * sizeof(EW), el);
+			std::memcpy(out_.data() + elems_ + i * size, &el, size);
 		}
+	}
+
+	void elem_form(const bool &host, size_t short_size, size_t long_size, __le32 &)
+	{
+		elem_ = host ? long_size : short_size;
 	}
 
 	void volume_ref(const uint64_t &id, __le64 &wire_id, const std::string &vol_name,
@@ -592,6 +624,7 @@ private:
 	What what_;
 	std::span<std::byte> out_;
 	size_t elems_;
+	size_t elem_ = 0;	// bytes of an element, when elem_form() said
 };
 
 class Measure : public Skip {
@@ -603,13 +636,22 @@ public:
 	template <typename E, typename... R>
 	void elements(const char *, const std::vector<E> &host, const R &...)
 	{
-		len = variable_len(len, sizeof(typename Layout<E>::Wire), host.size());
+		len = variable_len(len, elem_ ? elem_ : sizeof(typename Layout<E>::Wire),
+				   host.size());
 	}
 
 	void long_form(const bool &host, size_t short_size, size_t long_size)
 	{
 		len = host ? long_size : short_size;
 	}
+
+	void elem_form(const bool &host, size_t short_size, size_t long_size, const __le32 &)
+	{
+		elem_ = host ? long_size : short_size;
+	}
+
+private:
+	size_t elem_ = 0;
 };
 
 } // namespace mdr::wire

@@ -104,14 +104,17 @@ struct Layout<Volume> {
 	}
 };
 
+// Before version 4 the first part alone (struct mdr_wire_device), which
+// reads as a device online with no identity.
 template <>
 struct Layout<Device> {
-	MDR_WIRE_STRUCT(mdr_wire_device);
+	MDR_WIRE_STRUCT(mdr_wire_device_ext);
 	static constexpr const char *noun = "devices";
-	static void fields(auto &v, auto &m, auto &w)
+	static void fields(auto &v, auto &m, auto &ext)
 	{
+		auto &w = ext.dev;
 		v.zero("reserved", w.reserved);
-		v.serial(m.serial, w.serial);
+		v.printable("serial", m.serial, w.serial);
 		MDR_FIELD(dev_id, nonzero);
 		MDR_FIELD(size);
 		MDR_FIELD(used);
@@ -119,6 +122,9 @@ struct Layout<Device> {
 			return fail_if(m.used > m.size, at, "used ", m.used, " exceeds size ",
 				       m.size);
 		});
+		v.num("state", m.state, ext.state, below{MDR_DEV_STATE_MAX});
+		v.zero("reserved", ext.reserved);
+		v.printable("identity", m.identity, ext.identity);
 	}
 };
 
@@ -458,6 +464,9 @@ struct PagedList {
 	static void fields(auto &v, auto &m, auto &w)
 	{
 		MDR_FIELD(next);
+		if constexpr (requires { Self::short_elem; })
+			v.elem_form(m.extended, Self::short_elem, sizeof(typename Layout<E>::Wire),
+				    w.count);
 		v.count("count", w.count, m.*Items);
 		v.zero("reserved", w.reserved);
 		v.elements(Self::array, m.*Items, ascending(Id, Self::id_name));
@@ -471,11 +480,22 @@ struct Layout<VolListRep>
 	static constexpr const char *array = "vols", *id_name = "volume_id";
 };
 
+// Its elements are struct mdr_wire_device_ext from version 4 on, struct
+// mdr_wire_device (the first part) before.
 template <>
 struct Layout<DevListRep>
 	: PagedList<Layout<DevListRep>, Device, &DevListRep::devs, &Device::dev_id> {
 	MDR_WIRE_STRUCT(mdr_wire_dev_list_rep);
 	static constexpr const char *array = "devs", *id_name = "dev_id";
+	static constexpr size_t short_elem = sizeof(mdr_wire_device);
+	static constexpr Shape shape{sizeof(mdr_wire_dev_list_rep), short_elem, 0,
+				     sizeof(mdr_wire_device_ext)};
+	static std::string doc()
+	{
+		return struct_doc(wire_name, sizeof(Wire)) + " + " + std::to_string(short_elem) +
+		       " n before version 4, + " + std::to_string(sizeof(mdr_wire_device_ext)) +
+		       " n from version 4";
+	}
 };
 
 template <>

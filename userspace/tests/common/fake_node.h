@@ -41,7 +41,7 @@ public:
 	wire::NodeStatsRep stats;			// the move and auth counters it reports
 	std::optional<uint64_t> move_busy_at;		// a MOVE of this extent: EBUSY
 
-	// The accept of every connection: a fixed nonce, wire version 3.
+	// The accept of every connection: a fixed nonce, this build's wire version.
 	wire::ConnRep accept{.version = MDR_WIRE_VERSION,
 			     .nonce = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}};
 	std::map<uint64_t, wire::Host> hosts;		// the registry, by host id
@@ -216,7 +216,7 @@ private:
 
 	mdr::Result<wire::Msg> handle(const wire::DevListReq &req)
 	{
-		wire::DevListRep rep;
+		wire::DevListRep rep{.extended = accept.version >= wire::kDeviceStateVersion};
 		for (const wire::Device &d : devices) {
 			if (d.dev_id < req.cursor)
 				continue;

@@ -177,9 +177,9 @@ ConnId NodeRig::establish(const mdnode::PeerInfo &p)
 	return p.id;
 }
 
-ConnId NodeRig::admin(bool authenticate)
+ConnId NodeRig::admin(bool authenticate, uint16_t version)
 {
-	const mdnode::PeerInfo p = peer(MDR_ROLE_ADMIN, 0, 0xad00 + next_conn);
+	const mdnode::PeerInfo p = peer(MDR_ROLE_ADMIN, 0, 0xad00 + next_conn, version);
 	const ConnId c = establish(p);
 	if (!authenticate)
 		return c;

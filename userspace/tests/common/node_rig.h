@@ -25,13 +25,13 @@
 #include "mdnode/node.h"
 #include "mdnode/rdma_server.h"
 #include "mdnode/store.h"
+#include "tests/common/units.h"
 
 namespace mdr::test {
 
 using Bytes = std::vector<std::byte>;
 using mdnode::ConnId;
 
-inline constexpr uint64_t MiB = uint64_t{1} << 20;
 // The lease every rig grants, and the drift it allows for: what mdnode
 // believes in after an OPEN or a RENEW is their sum.
 inline constexpr uint32_t kLeaseMs = 1000;
@@ -132,8 +132,9 @@ public:
 	uint16_t connect(const mdnode::PeerInfo &p);
 	// The session of p, which the node must accept.
 	ConnId establish(const mdnode::PeerInfo &p);
-	// An admin connection that has proven the key, unless told not to.
-	ConnId admin(bool authenticate = true);
+	// An admin connection that has proven the key, unless told not to,
+	// of the version given (0: this build's).
+	ConnId admin(bool authenticate = true, uint16_t version = 0);
 
 	void send(ConnId conn, uint64_t req_id, const wire::Body &body);
 	// Every change in flight made durable, its callbacks run.
