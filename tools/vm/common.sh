@@ -14,6 +14,10 @@ MDR_KO=${MDR_KO:-$MDR_TOP/mdroute.ko}
 MDCTL=${MDCTL:-$MDR_BIN/mdctl}
 MDNODE=${MDNODE:-$MDR_BIN/mdnode}
 MDR_NODE_PORT=${MDR_NODE_PORT:-4791}
+# The newest wire version the kernel, mdnode and mdctl of this tree speak.
+# shellcheck disable=SC2034 # for the tests that source this file
+MDR_WIRE_VERSION=$(sed -n 's/^#define MDR_WIRE_VERSION[[:space:]]\{1,\}\([0-9]\{1,\}\).*/\1/p' \
+	"$MDR_TOP/uapi/linux/mdroute_wire.h")
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
