@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// test_wire_messages.cc - every message of the wire codec: a round trip of
+// each (the bytes parse() reads back encode to the same), the header's bytes,
+// trailing bytes, the largest lists, NODE_STATS replies of every version's
+// length, and the encoders refusing what receivers refuse.
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <set>
+#include <variant>
+#include <vector>
+
+#include "lib/wire.h"
+
+#include "tests/test_wire.h"
+
+#include "tests/common/cmocka_cxx.h"
+
+namespace {
+
+using namespace mdr::test;
+
+// ---- Round trips ----------------------------------------------------------
+
+void test_round_trip_every_message(void **)
+{
+	std::set<size_t> kinds;
+
+	for (const w::Body &body : samples()) {
+		const Buf b = encode(body);
+
+		assert_int_equal(b.size(), w::encoded_size(body));
+		auto m = parse_as(b, body);
+		if (!m.ok())
+			fail_msg("%s: %s", w::opcode_name(opcode_of(body)).c_str(),
+				 m.message().c_str());
+		const w::Msg &msg = m.value();
+		assert_int_equal(msg.hdr.opcode, opcode_of(body));
+		assert_int_equal(msg.hdr.reply(), reply_of(body));
+		assert_int_equal(msg.hdr.req_id, kReqId);
+		assert_int_equal(msg.hdr.length, b.size());
+		assert_true(msg.body == body);
+		if (const auto *e = std::get_if<w::ErrorRep>(&body))
+			assert_int_equal(msg.hdr.status, e->status);
+		else
+			assert_int_equal(msg.hdr.status, MDR_ST_OK);
+		check_canonical(b, msg);
+		kinds.insert(body.index());
+	}
+	assert_int_equal(kinds.size(), std::variant_size_v<w::Body>);
+}
+
+void test_header_bytes(void **)
+{
+	const Buf b = encode(w::CloseReq{.volume_id = 0x0102030405060708},
+			     0xa1a2a3a4a5a6a7a8);
+	const unsigned char want[] = {
+		0x6d, 0x4d, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00,	// mM, CLOSE
+		0x20, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,	// length 32
+		0xa8, 0xa7, 0xa6, 0xa5, 0xa4, 0xa3, 0xa2, 0xa1,	// req_id
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,	// volume_id
+	};
+
+	assert_int_equal(b.size(), sizeof(want));
+	assert_memory_equal(b.data(), want, sizeof(want));
+
+	__le32 field;
+	w::store(field, 0x01020304);
+	assert_memory_equal(&field, "\x04\x03\x02\x01", 4);
+	assert_int_equal(w::load(field), 0x01020304);
+}
+
+void test_ping_both_ways(void **)
+{
+	for (const w::Body &body : {w::Body{w::PingReq{}}, w::Body{w::PingRep{}}})
+		for (Side side : {Side::node, Side::client})
+			for (mdr_wire_role role : {MDR_ROLE_HOST, MDR_ROLE_ADMIN})
+				assert_true(w::parse(encode(body), side, role).ok());
+}
+
+void test_trailing_bytes_ignored(void **)
+{
+	for (const w::Body &body : samples()) {
+		Buf b = encode(body);
+		const size_t len = b.size();
+
+		b.resize(len + 17, std::byte{0xa5});
+		auto m = parse_as(b, body);
+		assert_true(m.ok());
+		assert_true(m.value().body == body);
+		assert_int_equal(m.value().hdr.length, len);
+	}
+}
+
+void test_largest_lists_fit(void **)
+{
+	w::VolListRep vols;
+	for (uint64_t i = 0; i < (MDR_WIRE_MSG_MAX - 40) / 104; i++)
+		vols.vols.push_back(volume(i + 1, "v"));
+	w::DevListRep devs;
+	for (uint32_t i = 0; i < (MDR_WIRE_MSG_MAX - 40) / 64; i++)
+		devs.devs.push_back({i + 1, 4096, 0, "sn"});
+	w::VolInfoRep info = vol_rep<w::VolInfoRep>({});
+	for (uint32_t i = 0; i < (MDR_WIRE_MSG_MAX - 136) / 16; i++)
+		info.devs.push_back({i + 1, 1});
+
+	for (const w::Body &body : {w::Body{vols}, w::Body{devs}, w::Body{info}}) {
+		const Buf b = encode(body);
+		assert_true(b.size() <= MDR_WIRE_MSG_MAX);
+		auto m = parse_as(b, body);
+		assert_true(m.ok());
+		assert_true(m.value().body == body);
+	}
+
+	// One more does not fit any message.
+	vols.vols.push_back(volume(100000, "v"));
+	Buf out(MDR_WIRE_MSG_MAX + 4096);
+	auto n = w::encode(out, 1, vols);
+	assert_false(n.ok());
+	assert_int_equal(n.error(), -EMSGSIZE);
+	assert_true(contains(n.message(), "MDR_WIRE_MSG_MAX"));
+}
+
+// A node without migration answers NODE_STATS with version 1's 120 bytes:
+// its counters are read, the migration, push and copy counters are zero. A
+// node without the push counters answers with 168 bytes: push_timeouts and
+// the copy counters are zero. A node without the copy counters answers
+// with 176 bytes: precopy_bytes and freeze_bytes are zero. Counters beyond
+// the copy ones (a later version's) are ignored.
+void test_node_stats_lengths(void **)
+{
+	const w::NodeStatsRep full = node_stats_rep();
+	Buf b = encode(full);
+
+	assert_int_equal(b.size(), 224);
+	auto m = w::parse(b, Side::client, MDR_ROLE_ADMIN);
+	assert_true(m.ok());
+	assert_true(std::get<w::NodeStatsRep>(m.value().body) == full);
+
+	// A node from before connections were capped: 208 bytes.
+	Buf auth(b.begin(), b.begin() + 208);
+	put32(auth, kLen, 208);
+	m = w::parse(auth, Side::client, MDR_ROLE_ADMIN);
+	assert_true(m.ok());
+	w::NodeStatsRep want = full;
+	want.conn_refused = want.fences = 0;
+	assert_true(std::get<w::NodeStatsRep>(m.value().body) == want);
+
+	// A node from before hosts authenticate: 192 bytes.
+	Buf copy(b.begin(), b.begin() + 192);
+	put32(copy, kLen, 192);
+	m = w::parse(copy, Side::client, MDR_ROLE_ADMIN);
+	assert_true(m.ok());
+	want.auth_failures = want.hosts = 0;
+	assert_true(std::get<w::NodeStatsRep>(m.value().body) == want);
+
+	Buf push(b.begin(), b.begin() + 176);
+	put32(push, kLen, 176);
+	m = w::parse(push, Side::client, MDR_ROLE_ADMIN);
+	assert_true(m.ok());
+	want.precopy_bytes = want.freeze_bytes = 0;
+	assert_true(std::get<w::NodeStatsRep>(m.value().body) == want);
+
+	Buf mig(b.begin(), b.begin() + 168);
+	put32(mig, kLen, 168);
+	m = w::parse(mig, Side::client, MDR_ROLE_ADMIN);
+	assert_true(m.ok());
+	want.push_timeouts = 0;
+	assert_true(std::get<w::NodeStatsRep>(m.value().body) == want);
+
+	Buf old(b.begin(), b.begin() + 120);
+	put32(old, kLen, 120);
+	m = w::parse(old, Side::client, MDR_ROLE_ADMIN);
+	assert_true(m.ok());
+	want.moves_active = want.moves_done = want.moves_failed = 0;
+	want.move_bytes = want.stall_max_us = want.stall_total_us = 0;
+	assert_true(std::get<w::NodeStatsRep>(m.value().body) == want);
+
+	b.resize(224 + 16, std::byte{0x5a});
+	put32(b, kLen, 224 + 16);
+	m = w::parse(b, Side::client, MDR_ROLE_ADMIN);
+	assert_true(m.ok());
+	assert_true(std::get<w::NodeStatsRep>(m.value().body) == full);
+}
+
+void test_encoders_refuse_what_receivers_refuse(void **)
+{
+	Buf out(MDR_WIRE_MSG_MAX);
+	struct {
+		w::Body body;
+		int err;
+		const char *part;
+	} cases[] = {
+		{w::OpenReq{.flags = MDR_OPEN_F_BY_NAME, .name = std::string(64, 'a')},
+		 -EINVAL, "open_req: name longer than 63 characters"},
+		{w::OpenReq{.flags = MDR_OPEN_F_BY_NAME, .name = "a b"}, -EINVAL, "outside"},
+		{w::OpenReq{.volume_id = 0}, -EINVAL, "open_req: volume_id zero"},
+		{w::OpenReq{.volume_id = 1, .name = "x"}, -EINVAL, "name set without"},
+		{w::VolCreateReq{.size = 4095, .name = "v"}, -EINVAL, "not a multiple of 4096"},
+		{w::VolCreateReq{.size = 4096, .name = ""}, -EINVAL, "name empty"},
+		{w::AllocRep{.volume_id = 1, .index = 2, .entry = {0, 0, 0, 0}}, -EINVAL,
+		 "generation zero"},
+		{w::RenewRep{.lease_ms = 0}, -EINVAL, "lease_ms zero"},
+		{w::ErrorRep{.opcode = MDR_OP_OPEN, .status = MDR_ST_OK}, -EINVAL,
+		 "status 0 is not an error reply's"},
+		{w::ErrorRep{.opcode = MDR_OP_OPEN, .status = MDR_ST_MAX}, -EINVAL,
+		 "is not an error reply's"},
+		{w::DevListRep{.devs = {{1, 10, 0, std::string(40, 's')}}}, -EINVAL,
+		 "dev_list_rep: devs[0]: serial longer than 39 characters"},
+		{w::MoveReq{.volume_id = 1, .count = 0, .to_dev = 2}, -EINVAL,
+		 "move_req: count 0 outside"},
+		{w::MoveRep{.volume_id = 1}, -EINVAL, "move_rep: count 0 outside"},
+		{w::DrainReq{.dev_id = 2, .to_dev = 2}, -EINVAL, "to_dev is the device"},
+		{w::HostAuthReq{}, -EINVAL, "host_auth_req: nonce all zero"},
+		{w::HostAddReq{.host_id = 0, .tenant = 1, .key_len = 32}, -EINVAL,
+		 "host_add_req: host_id zero"},
+		{w::HostAddReq{.host_id = 1, .tenant = 0, .key_len = 32}, -EINVAL,
+		 "host_add_req: tenant zero"},
+		{w::HostAddReq{.host_id = 1, .tenant = 1, .flags = 2, .key_len = 32}, -EINVAL,
+		 "host_add_req: unknown flags 0x2"},
+		{w::HostAddReq{.host_id = 1, .tenant = 1, .key_len = 15}, -EINVAL,
+		 "host_add_req: key_len 15 outside [16, 64]"},
+		{w::HostAddReq{.host_id = 1, .tenant = 1, .key_len = 65}, -EINVAL,
+		 "key_len 65 outside"},
+		{w::HostRemoveReq{.host_id = 0}, -EINVAL, "host_remove_req: host_id zero"},
+		{w::HostListRep{.hosts = {{.host_id = 2, .tenant = 1}, {.host_id = 2, .tenant = 1}}},
+		 -EINVAL, "host_list_rep: hosts[1]: host_id 2 not in ascending order"},
+		{w::HostListRep{.hosts = {{.host_id = 2, .tenant = 0}}}, -EINVAL,
+		 "host_list_rep: hosts[0]: tenant zero"},
+		{w::InvalidateAck{{.volume_id = 1, .count = 1, .generation = 1,
+				   .reason = MDR_INVAL_MOVE}, false, MDR_INVAL_ACK_F_TRACKED, 0},
+		 -EINVAL, "flags or dirty in version 1's ack"},
+		{w::InvalidateAck{{.volume_id = 1, .count = 1, .generation = 1,
+				   .reason = MDR_INVAL_MOVE}, true, 0, 1},
+		 -EINVAL, "dirty without MDR_INVAL_ACK_F_TRACKED"},
+		{w::InvalidateAck{{.volume_id = 1, .count = 1, .generation = 1,
+				   .reason = MDR_INVAL_MOVE}, true, 2, 0},
+		 -EINVAL, "unknown flags 0x2"},
+		{w::Invalidate{{.volume_id = 1, .count = 3, .generation = 1,
+				.reason = MDR_INVAL_TRACK}},
+		 -EINVAL, "count 3 with MDR_INVAL_TRACK"},
+	};
+
+	for (const auto &c : cases) {
+		auto n = w::encode(out, 1, c.body);
+		if (n.ok())
+			fail_msg("encoded: %s", c.part);
+		if (n.error() != c.err || !contains(n.message(), c.part))
+			fail_msg("got %d \"%s\", want \"%s\"", n.error(),
+				 n.message().c_str(), c.part);
+	}
+
+	// A buffer one byte short of each message.
+	for (const w::Body &body : samples()) {
+		const size_t len = w::encoded_size(body);
+		Buf small(len - 1);
+		auto n = w::encode(small, 1, body);
+		assert_false(n.ok());
+		assert_int_equal(n.error(), -EMSGSIZE);
+		assert_true(contains(n.message(), "bytes, the buffer has"));
+	}
+}
+
+} // namespace
+
+int main()
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round_trip_every_message),
+		cmocka_unit_test(test_header_bytes),
+		cmocka_unit_test(test_ping_both_ways),
+		cmocka_unit_test(test_trailing_bytes_ignored),
+		cmocka_unit_test(test_largest_lists_fit),
+		cmocka_unit_test(test_node_stats_lengths),
+		cmocka_unit_test(test_encoders_refuse_what_receivers_refuse),
+	};
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
