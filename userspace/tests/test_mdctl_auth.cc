@@ -21,51 +21,27 @@
 #include "lib/auth.h"
 #include "mdctl/config.h"
 #include "mdctl/host_identity.h"
-#include "mdctl/mdctl.h"
 #include "mdctl/output.h"
 #include "mdctl/parse.h"
-#include "tests/common/fake_host.h"
-#include "tests/common/fake_module.h"
-#include "tests/common/fake_node.h"
-#include "tests/common/fake_sys.h"
+#include "tests/test_mdctl.h"
 
 #include "tests/common/cmocka_cxx.h"
 
-using mdr::test::FakeHost;
-using mdr::test::FakeModule;
-using mdr::test::FakeNode;
-using mdr::test::FakeSys;
+using namespace mdr::test;
 
 namespace {
 
-struct Outcome {
-	int status;
-	std::string out;
-	std::string err;
-};
-
-constexpr char kTryHelp[] = "\nTry 'mdctl --help'.\n";
-constexpr uint64_t kDerivedHostId = 0x98a75de7956b6183;	// of the machine id below
 constexpr char kDescription[] = "mdroute:host:98a75de7956b6183";
 
 // A storage node at 192.0.2.2 with one device a local disk shows, and
 // volume 'db' of tenant 4 that node and module both know; the admin key
 // at its default path; a machine id; a scratch directory for key files
 // (mdr::read_key_file() and gen-key use real files).
-struct World {
-	FakeNode node;
-	FakeModule module;
-	FakeSys sys;
-	FakeHost host;
+struct World : NodeWorld {
 	std::string dir;
 
 	World()
 	{
-		sys.on_ioctl = module.handler();
-		host.node = &node;
-		host.env["MDCTL_NODE"] = "192.0.2.2";
-		host.files["/etc/mdroute/admin.key"] = node.key + "\n";
-		host.files[mdctl::kMachineIdPath] = "0123456789abcdef0123456789abcdef\n";
 		node.devices = {{1, 4ULL << 40, 0, "mdr-vblk0"}};
 		host.files["/sys/block/vda/dev"] = "254:0\n";
 		host.files["/sys/block/vda/serial"] = "mdr-vblk0\n";
@@ -84,12 +60,6 @@ struct World {
 		std::filesystem::remove_all(dir, ignored);
 	}
 
-	void volume(const std::string &name, uint64_t size, uint32_t tenant)
-	{
-		node.add_volume(name, size, tenant);
-		module.node_volumes[node.volumes[name].vol.volume_id] = {size, 22, name};
-	}
-
 	// A file in the scratch directory with @text, mode 0600; its path.
 	std::string file(const std::string &name, const std::string &text)
 	{
@@ -97,19 +67,6 @@ struct World {
 		std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
 		assert_int_equal(chmod(path.c_str(), 0600), 0);
 		return path;
-	}
-
-	Outcome run(std::initializer_list<std::string> args)
-	{
-		std::vector<const char *> argv = {"mdctl"};
-		for (const std::string &a : args)
-			argv.push_back(a.c_str());
-		argv.push_back(nullptr);
-		std::ostringstream out, err;
-
-		int status = mdctl::run(static_cast<int>(argv.size() - 1), argv.data(),
-					{out, err, sys, host});
-		return {status, out.str(), err.str()};
 	}
 };
 
@@ -124,27 +81,6 @@ std::string read_all(const std::string &path)
 std::vector<uint8_t> bytes(const std::string &s)
 {
 	return {s.begin(), s.end()};
-}
-
-void assert_usage(World &w, std::initializer_list<std::string> args, const std::string &message)
-{
-	Outcome o = w.run(args);
-
-	assert_int_equal(o.status, 2);
-	assert_string_equal(o.err.c_str(), ("mdctl: " + message + kTryHelp).c_str());
-	assert_true(o.out.empty());
-	assert_true(w.node.connections.empty());
-	assert_true(w.sys.requests.empty());
-	assert_true(w.host.keyring.empty());
-}
-
-void assert_failure(World &w, std::initializer_list<std::string> args, const std::string &err)
-{
-	Outcome o = w.run(args);
-
-	assert_int_equal(o.status, 1);
-	assert_string_equal(o.err.c_str(), err.c_str());
-	assert_true(o.out.empty());
 }
 
 const std::string kKey40(40, 'k');	// a secret of 40 bytes

@@ -5,40 +5,22 @@
 #include <cerrno>
 #include <cstring>
 #include <initializer_list>
-#include <sstream>
 #include <string>
-#include <vector>
 
 #include "lib/release.h"
-#include "mdctl/mdctl.h"
-#include "tests/common/fake_host.h"
-#include "tests/common/fake_sys.h"
+#include "tests/test_mdctl.h"
 
 #include "tests/common/cmocka_cxx.h"
 
-using mdr::test::FakeHost;
-using mdr::test::FakeSys;
-using mdr::test::fake_module;
+using namespace mdr::test;
 
 namespace {
 
-struct Outcome {
-	int status;
-	std::string out;
-	std::string err;
-};
-
 Outcome run(FakeSys &sys, std::initializer_list<const char *> args)
 {
-	std::vector<const char *> argv = {"mdctl"};
-	argv.insert(argv.end(), args);
-	argv.push_back(nullptr);
-	std::ostringstream out, err;
 	FakeHost host;
 
-	int status = mdctl::run(static_cast<int>(argv.size() - 1), argv.data(),
-				{out, err, sys, host});
-	return {status, out.str(), err.str()};
+	return run_mdctl(args, sys, host);
 }
 
 // A module one minor ahead of us, so each printed number is told apart.
@@ -56,7 +38,6 @@ const std::string kOwnAbi = std::to_string(MDR_IOCTL_VERSION_MAJOR) + '.' +
 			    std::to_string(MDR_IOCTL_VERSION_PATCH);
 const std::string kModuleAbi = std::to_string(MDR_IOCTL_VERSION_MAJOR) + '.' +
 			       std::to_string(MDR_IOCTL_VERSION_MINOR + 1) + ".7";
-const std::string kTryHelp = "Try 'mdctl --help'.\n";
 
 void assert_usage_error(std::initializer_list<const char *> args, const std::string &message)
 {
@@ -64,7 +45,7 @@ void assert_usage_error(std::initializer_list<const char *> args, const std::str
 	Outcome o = run(sys, args);
 
 	assert_int_equal(o.status, 2);
-	assert_string_equal(o.err.c_str(), ("mdctl: " + message + "\n" + kTryHelp).c_str());
+	assert_string_equal(o.err.c_str(), ("mdctl: " + message + kTryHelp).c_str());
 	assert_true(o.out.empty());
 	assert_true(sys.requests.empty());
 }

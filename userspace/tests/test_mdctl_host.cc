@@ -5,47 +5,25 @@
 #include <cerrno>
 #include <cstring>
 #include <initializer_list>
-#include <sstream>
 #include <string>
-#include <vector>
 
 #include <sys/socket.h>
 
 #include "mdctl/parse.h"
 #include "mdctl/host.h"
-#include "mdctl/mdctl.h"
-#include "tests/common/fake_host.h"
-#include "tests/common/fake_module.h"
-#include "tests/common/fake_sys.h"
+#include "tests/test_mdctl.h"
 
 #include "tests/common/cmocka_cxx.h"
 
-using mdr::test::FakeHost;
-using mdr::test::FakeModule;
-using mdr::test::FakeSys;
+using namespace mdr::test;
 
 namespace {
 
-struct Outcome {
-	int status;
-	std::string out;
-	std::string err;
-};
-
-constexpr char kMachineId[] = "0123456789abcdef0123456789abcdef\n";
-constexpr uint64_t kDerivedHostId = 0x98a75de7956b6183;	// HMAC-SHA256, by hand
-
 // A host with two NVMe namespaces and a machine id, a module with nothing
 // bound or attached, and a storage node that knows volume 42.
-struct World {
-	FakeModule module;
-	FakeSys sys;
-	FakeHost host;
-
+struct World : MdctlWorld {
 	World()
 	{
-		sys.on_ioctl = module.handler();
-		host.files[mdctl::kMachineIdPath] = kMachineId;
 		host.block_devices["/dev/nvme0n1"] = {259, 0};
 		host.block_devices["/dev/nvme1n1"] = {259, 1};
 		host.files["/dev/null"] = "";
@@ -55,39 +33,12 @@ struct World {
 		module.disks[{259, 1}] = 3ULL << 39;
 		module.node_volumes[42] = {1536ULL << 20, 22, "db"};
 	}
-
-	Outcome run(std::initializer_list<const char *> args)
-	{
-		std::vector<const char *> argv = {"mdctl"};
-		argv.insert(argv.end(), args);
-		argv.push_back(nullptr);
-		std::ostringstream out, err;
-
-		int status = mdctl::run(static_cast<int>(argv.size() - 1), argv.data(),
-					{out, err, sys, host});
-		return {status, out.str(), err.str()};
-	}
 };
 
-void assert_usage(std::initializer_list<const char *> args, const std::string &message)
+void assert_usage(std::initializer_list<std::string> args, const std::string &message)
 {
 	World w;
-	Outcome o = w.run(args);
-
-	assert_int_equal(o.status, 2);
-	assert_string_equal(o.err.c_str(),
-			    ("mdctl: " + message + "\nTry 'mdctl --help'.\n").c_str());
-	assert_true(o.out.empty());
-	assert_true(w.sys.requests.empty());
-}
-
-void assert_failure(World &w, std::initializer_list<const char *> args, const std::string &err)
-{
-	Outcome o = w.run(args);
-
-	assert_int_equal(o.status, 1);
-	assert_string_equal(o.err.c_str(), err.c_str());
-	assert_true(o.out.empty());
+	assert_usage(w, args, message);
 }
 
 } // namespace

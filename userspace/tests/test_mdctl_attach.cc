@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// test_mdctl_attach.cc - mdctl attach by name (the node's volume, its
+// devices found by serial, the module loaded on demand), attach --all-of
+// and batches (in order, in parallel, rolled back on a failure) and detach
+// by name; against a fake mdnode, module and host.
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "tests/test_mdctl_node.h"
+
+#include "tests/common/cmocka_cxx.h"
+
+using namespace mdr::test;
+
+// ---- attach by name --------------------------------------------------------------
+
+// Binds every node device present here by serial, attaches with the
+// volume's tenant, prints the device; a device found nowhere gets a note.
+static void test_attach_by_name(void **)
+{
+	World w;
+	w.volume("db", 1ULL << 30, 4, {{1, 2}});
+	Outcome o = w.run({"attach", "db"});
+	assert_int_equal(o.status, 0);
+	assert_string_equal(o.out.c_str(), "/dev/mdr0\n");
+	assert_string_equal(o.err.c_str(),
+			    "mdctl: attach: note: device 3 (serial 'far-away') is on no disk of "
+			    "this host; IO to extents the node allocates there will fail\n");
+	assert_int_equal(w.module.bound.size(), 2);
+	assert_int_equal(w.module.bound.at(1).major, 254);
+	assert_int_equal(w.module.bound.at(2).major, 259);
+	const auto &v = w.module.attached.at(0);
+	assert_int_equal(v.volume_id, 1);
+	assert_int_equal(v.target.tenant, 4);
+	assert_int_equal(v.target.port, 4791);
+	assert_int_equal(w.node.connections.size(), 1);
+
+	// A second volume uses the bindings as they are.
+	w.volume("logs", 1ULL << 30, 4);
+	o = w.run({"attach", "logs", "-o", "json", "-H", "0x7"});
+	assert_int_equal(o.status, 0);
+	assert_non_null(strstr(o.out.c_str(), "\"device\":\"/dev/mdr1\""));
+	assert_non_null(strstr(o.out.c_str(), "\"host_id\":7,\"key_serial\":0,\"bound\":[]"));
+
+	// A device the node has recorded but is not configured with gets
+	// nothing allocated: no note.
+	w.node.devices[2].state = MDR_DEV_MISSING;
+	w.volume("tmp", 1ULL << 30, 4);
+	o = w.run({"attach", "tmp"});
+	assert_int_equal(o.status, 0);
+	assert_string_equal(o.err.c_str(), "");
+}
+
+static void test_attach_by_name_failures(void **)
+{
+	World w;
+	w.volume("db", 1ULL << 30, 4, {{1, 2}, {3, 1}});
+	// extents on a device this host lacks: nothing changes
+	assert_failure(w, {"attach", "db"},
+		       "mdctl: attach failed: volume 'db': device 3 (serial 'far-away') holds 1 "
+		       "of its extents but is on no disk of this host: No such device (ENODEV)\n"
+		       "hint: bind it with --bind 3=/dev/X\n");
+	assert_true(w.sys.requests.empty());
+
+	// unless --bind says where it is
+	Outcome o = w.run({"attach", "db", "-b", "3=/dev/sda"});
+	assert_int_equal(o.status, 0);
+	assert_true(o.err.empty());
+	assert_int_equal(w.module.bound.at(3).major, 8);
+
+	World w2;
+	assert_failure(w2, {"attach", "nope"},
+		       "mdctl: attach failed: volume 'nope': No such file or directory (ENOENT)\n"
+		       "hint: see 'mdctl volume list'\n");
+	w2.volume("db", 1ULL << 30, 4);
+	assert_failure(w2, {"attach", "db", "-b", "9=/dev/sda"},
+		       "mdctl: attach failed: --bind 9=/dev/sda: mdnode at 192.0.2.2:4791 has no "
+		       "device 9: No such device (ENODEV)\nhint: see 'mdctl dev list'\n");
+	assert_failure(w2, {"attach", "db", "-t", "5"},
+		       "mdctl: attach failed: volume 'db' is of tenant 4, not 5: Operation not "
+		       "permitted (EPERM)\nhint: leave --tenant out: the volume's own is used\n");
+	assert_true(w2.sys.requests.empty());
+
+	// the attach fails: the bindings it made are undone
+	w2.module.attach_error = -ECONNREFUSED;
+	o = w2.run({"attach", "db"});
+	assert_int_equal(o.status, 1);
+	assert_non_null(strstr(o.err.c_str(),
+			       "mdctl: attach failed: Connection refused (ECONNREFUSED)\n"
+			       "hint: is mdnode running on 192.0.2.2:4791?\n"));
+	assert_true(w2.module.bound.empty());
+	assert_true(w2.module.attached.empty());
+}
+
+// No control device: modprobe mdroute, then attach.
+static void test_attach_loads_module(void **)
+{
+	World w;
+	w.volume("db", 1ULL << 30);
+	w.sys.open_error = -ENOENT;
+	w.host.on_run = [&w](const std::vector<std::string> &) -> mdr::Result<int> {
+		w.sys.open_error = 0;
+		return 0;
+	};
+	Outcome o = w.run({"attach", "db"});
+	assert_int_equal(o.status, 0);
+	assert_string_equal(o.out.c_str(), "/dev/mdr0\n");
+	const std::vector<std::vector<std::string>> modprobe = {{"modprobe", "mdroute"}};
+	assert_true(w.host.programs == modprobe);
+
+	// Loaded: no modprobe.
+	w.volume("logs", 1ULL << 30);
+	assert_int_equal(w.run({"attach", "logs"}).status, 0);
+	assert_int_equal(w.host.programs.size(), 1);
+
+	World w2;
+	w2.volume("db", 1ULL << 30);
+	w2.sys.open_error = -ENOENT;
+	w2.host.on_run = [](const std::vector<std::string> &) -> mdr::Result<int> { return 1; };
+	o = w2.run({"attach", "db"});
+	assert_int_equal(o.status, 1);
+	assert_non_null(strstr(o.err.c_str(), "mdctl: attach failed: modprobe mdroute exited "
+					      "with 1\nhint: is the mdroute module installed "
+					      "(make install)?\n"));
+
+	World w3;	// no modprobe at all
+	w3.volume("db", 1ULL << 30);
+	w3.sys.open_error = -ENOENT;
+	o = w3.run({"attach", "db"});
+	assert_int_equal(o.status, 1);
+	assert_non_null(strstr(o.err.c_str(), "mdctl: attach failed: modprobe mdroute: No such "
+					      "file or directory (ENOENT)\n"));
+}
+
+// ---- batches -------------------------------------------------------------------
+
+// The creations go pipelined, then the lookups; the deletes too. A
+// creation that fails in the middle undoes those before and after it.
+static void test_batches_pipeline(void **)
+{
+	World w;
+	w.volume("old", 1ULL << 30);
+	w.module.node_volumes[2] = {1ULL << 30, 22, "a"};
+	w.module.node_volumes[3] = {1ULL << 30, 22, "b"};
+	w.host.files["/batch"] = "a 1G\nold 1G\nb 1G\n";
+	Outcome o = w.run({"attach", "--all-of", "/batch"});
+	assert_int_equal(o.status, 0);
+	// 3 creations in one pipeline (one EEXIST), then the one lookup
+	assert_true((w.node.pipelined == std::vector<size_t>{3, 1}));
+	assert_int_equal(w.run({"detach", "--all-of", "/batch"}).status, 0);
+	w.node.pipelined.clear();
+	o = w.run({"volume", "delete", "--all-of", "/batch"});
+	assert_int_equal(o.status, 0);
+	assert_true((w.node.pipelined == std::vector<size_t>{3}));
+	assert_true(w.node.volumes.empty());
+
+	World f;
+	f.host.files["/batch"] = "a 1G\nb 1G\nc 1G\nd 1G\n";
+	f.node.create_errors["b"] = -ENOSPC;
+	o = f.run({"attach", "--all-of", "/batch"});
+	assert_int_equal(o.status, 1);
+	assert_string_equal(o.err.c_str(),
+			    "mdctl: attach failed: volume 'b': No space left on device (ENOSPC)\n"
+			    "hint: the node's devices are full; see 'mdctl dev list'\n");
+	assert_true(f.node.volumes.empty());	// a, c and d deleted again
+	assert_true((f.node.pipelined == std::vector<size_t>{4, 3}));	// creates, undo
+	assert_true(f.sys.requests.empty());
+}
+
+static void test_attach_all_of(void **)
+{
+	World w;
+	w.volume("old", 1ULL << 30);
+	w.module.node_volumes[2] = {1ULL << 30, 22, "new1"};	// the ids they will get
+	w.module.node_volumes[3] = {2ULL << 30, 16, "new2"};
+	w.host.files["/batch"] = "# boot storm\nnew1 1G\nold\nnew2 2G 64K   # a comment\n";
+	Outcome o = w.run({"attach", "--all-of", "/batch", "-j", "1"});
+	assert_int_equal(o.status, 0);
+	assert_string_equal(o.out.c_str(),
+			    "NAME  DEVICE     VOLUME_ID   SIZE  CREATED\n"
+			    "new1  /dev/mdr0          2  1 GiB  yes\n"
+			    "old   /dev/mdr1          1  1 GiB  no\n"
+			    "new2  /dev/mdr2          3  2 GiB  yes\n");
+	assert_int_equal(w.node.connections.size(), 1);		// one admin connection
+	assert_int_equal(w.node.volumes.at("new2").vol.extent_shift, 16);
+	assert_int_equal(w.module.attached.size(), 3);
+	assert_int_equal(w.module.bound.size(), 2);
+
+	// Run again: everything exists, so nothing is created; attached already fails
+	// and undoes nothing it did not do.
+	o = w.run({"attach", "-a", "/batch", "-o", "json", "-j1"});
+	assert_int_equal(o.status, 1);
+	assert_non_null(strstr(o.err.c_str(), "volume 'new1': File exists (EEXIST)"));
+	assert_int_equal(w.node.volumes.size(), 3);
+	assert_int_equal(w.module.attached.size(), 3);
+	assert_int_equal(w.module.bound.size(), 2);
+
+	// detach them all, then JSON
+	assert_int_equal(w.run({"detach", "--all-of", "/batch", "--jobs=1"}).status, 0);
+	assert_true(w.module.attached.empty());
+	o = w.run({"attach", "-a", "/batch", "-o", "json", "-j", "1"});
+	assert_int_equal(o.status, 0);
+	assert_string_equal(o.out.c_str(),
+			    "{\"volumes\":[{\"name\":\"new1\",\"volume_id\":2,\"device\":\"/dev/mdr0\","
+			    "\"index\":0,\"size\":1073741824,\"created\":false},"
+			    "{\"name\":\"old\",\"volume_id\":1,\"device\":\"/dev/mdr1\",\"index\":1,"
+			    "\"size\":1073741824,\"created\":false},"
+			    "{\"name\":\"new2\",\"volume_id\":3,\"device\":\"/dev/mdr2\",\"index\":2,"
+			    "\"size\":2147483648,\"created\":false}],\"bound\":[]}\n");
+}
+
+// A failure halfway undoes everything: detaches, unbinds, deletes.
+static void test_attach_all_of_rolls_back(void **)
+{
+	World w;
+	w.host.files["/batch"] = "a 1G\nb 1G\nc 1G\n";
+	w.module.node_volumes.erase(3);		// "c" will be id 3: its attach fails
+	Outcome o = w.run({"attach", "-a", "/batch", "-j", "1"});
+	assert_int_equal(o.status, 1);
+	assert_string_equal(o.err.c_str(),
+			    "mdctl: attach: note: device 3 (serial 'far-away') is on no disk of "
+			    "this host; IO to extents the node allocates there will fail\n"
+			    "mdctl: attach failed: volume 'c': No such file or directory (ENOENT)\n"
+			    "hint: does the volume exist on 192.0.2.2:4791?\n");
+	assert_true(w.module.attached.empty());
+	assert_true(w.module.bound.empty());
+	assert_true(w.node.volumes.empty());
+
+	// A size that disagrees with the volume there: nothing is left behind.
+	World w2;
+	w2.volume("b", 2ULL << 30);
+	w2.host.files["/batch"] = "a 1G\nb 1G\n";
+	o = w2.run({"attach", "-a", "/batch", "-j", "1"});
+	assert_int_equal(o.status, 1);
+	assert_string_equal(o.err.c_str(),
+			    "mdctl: attach failed: volume 'b' exists with size 2147483648 and "
+			    "extent size 4194304, not as /batch says\n");
+	assert_int_equal(w2.node.volumes.size(), 1);
+	assert_true(w2.sys.requests.empty());
+}
+
+// The module serialized: what the kernel's locks do for parallel ioctls.
+class LockedSys final : public mdr::Sys {
+public:
+	explicit LockedSys(mdr::Sys &inner) : inner_(inner) {}
+	int open(const char *path, int flags) override
+	{
+		std::lock_guard lock(m_);
+		return inner_.open(path, flags);
+	}
+	int ioctl(int fd, unsigned long request, void *arg) override
+	{
+		std::lock_guard lock(m_);
+		return inner_.ioctl(fd, request, arg);
+	}
+	int close(int fd) override
+	{
+		std::lock_guard lock(m_);
+		return inner_.close(fd);
+	}
+
+private:
+	mdr::Sys &inner_;
+	std::mutex m_;
+};
+
+Outcome run_locked(World &w, std::initializer_list<std::string> args)
+{
+	LockedSys sys(w.sys);
+
+	return run_mdctl(args, sys, w.host);
+}
+
+// Eight at a time: every volume attached once, printed in the file's
+// order; a failure among them still undoes everything.
+static void test_batch_jobs(void **)
+{
+	World w;
+	std::string batch;
+	for (int i = 0; i < 40; i++) {
+		batch += "vol" + std::to_string(i) + " 1G\n";
+		w.module.node_volumes[i + 1] = {1ULL << 30, 22, "vol" + std::to_string(i)};
+	}
+	w.host.files["/batch"] = batch;
+	Outcome o = run_locked(w, {"attach", "-a", "/batch", "-j", "8", "-o", "json"});
+	assert_int_equal(o.status, 0);
+	assert_int_equal(w.module.attached.size(), 40);
+	size_t at = 0;
+	for (int i = 0; i < 40; i++) {
+		at = o.out.find("\"name\":\"vol" + std::to_string(i) + "\"", at);
+		assert_true(at != std::string::npos);
+	}
+	std::set<uint64_t> ids;
+	for (const auto &[index, v] : w.module.attached)
+		ids.insert(v.volume_id);
+	assert_int_equal(ids.size(), 40);
+	o = run_locked(w, {"detach", "-a", "/batch", "-j", "8"});
+	assert_int_equal(o.status, 0);
+	assert_true(w.module.attached.empty());
+
+	World w2;
+	w2.host.files["/batch"] = batch;
+	w2.module.node_volumes = w.module.node_volumes;
+	w2.module.node_volumes.erase(17);
+	o = run_locked(w2, {"attach", "-a", "/batch", "-j", "8"});
+	assert_int_equal(o.status, 1);
+	assert_non_null(strstr(o.err.c_str(), "mdctl: attach failed: volume 'vol16': No such file "
+					      "or directory (ENOENT)\n"));
+	assert_true(w2.module.attached.empty());
+	assert_true(w2.module.bound.empty());
+	assert_true(w2.node.volumes.empty());
+
+	for (const char *bad : {"0", "65", "x", "0x4", "-1"}) {
+		assert_usage({"attach", "-a", "/batch", "-j", bad},
+			     "bad number of jobs '" + std::string(bad) + "': expected 1 to 64");
+		assert_usage({"detach", "-a", "/batch", "-j", bad},
+			     "bad number of jobs '" + std::string(bad) + "': expected 1 to 64");
+	}
+	assert_usage({"attach", "db", "-j", "2"}, "--jobs goes with --all-of");
+	assert_usage({"detach", "db", "-j", "2"}, "--jobs goes with --all-of");
+}
+
+static void test_batch_file_errors(void **)
+{
+	const std::pair<const char *, const char *> bad[] = {
+		{"a 1G 4M x\n", "/b:1: expected NAME [SIZE [EXTENT_SIZE]]"},
+		{"\na/b\n", "/b:2: bad volume name 'a/b'"},
+		{"a\na\n", "/b:2: volume 'a' named twice"},
+		{"a 1000\n", "/b:1: bad size '1000': expected a multiple of 4096 with an "
+			     "optional K, M, G or T suffix"},
+		{"a 0\n", "/b:1: bad size '0': expected a multiple of 4096 with an "
+			  "optional K, M, G or T suffix"},
+		{"a 1G 3M\n", "/b:1: bad extent size '3M': expected a power of two from 64K "
+			      "to 1G"},
+		{"# nothing\n\n", "/b: names no volume"},
+	};
+	for (const auto &[text, message] : bad) {
+		World w;
+		w.host.files["/b"] = text;
+		assert_usage(w, {"attach", "-a", "/b"}, message);
+		assert_usage(w, {"detach", "-a", "/b"}, message);
+	}
+	World w;
+	assert_failure(w, {"attach", "-a", "/none"},
+		       "mdctl: attach failed: /none: No such file or directory (ENOENT)\n");
+}
+
+// ---- detach by name --------------------------------------------------------------
+
+static void test_detach_by_name(void **)
+{
+	World w;
+	w.module.add_volume(7, 1 << 30, "db");
+	w.module.add_volume(8, 1 << 30, "logs");
+	assert_int_equal(w.run({"detach", "logs"}).status, 0);
+	assert_int_equal(w.module.attached.size(), 1);
+	assert_true(w.module.attached.contains(0));
+
+	w.module.add_volume(9, 1 << 30, "db");	// same name from another node
+	assert_failure(w, {"detach", "db"},
+		       "mdctl: detach failed: volume 'db' is attached from more than one node: "
+		       "Invalid argument (EINVAL)\nhint: name it by device: /dev/mdr0 or "
+		       "/dev/mdr1\n");
+
+	// --all-of checks every name before detaching any
+	w.host.files["/b"] = "logs\n";
+	assert_failure(w, {"detach", "-a", "/b"},
+		       "mdctl: detach failed: volume 'logs': No such device or address (ENXIO)\n"
+		       "hint: it is not attached here; see 'mdctl list'\n");
+	assert_int_equal(w.module.attached.size(), 2);
+}
+
+int main()
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_attach_by_name),
+		cmocka_unit_test(test_attach_by_name_failures),
+		cmocka_unit_test(test_attach_loads_module),
+		cmocka_unit_test(test_attach_all_of),
+		cmocka_unit_test(test_batches_pipeline),
+		cmocka_unit_test(test_attach_all_of_rolls_back),
+		cmocka_unit_test(test_batch_jobs),
+		cmocka_unit_test(test_batch_file_errors),
+		cmocka_unit_test(test_detach_by_name),
+	};
+
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
