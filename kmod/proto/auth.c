@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * auth.c - what the proofs of a host connection are computed over, and
- * the MAC itself (Documentation/wire-protocol.md, "Host authentication").
+ * the MAC itself (Documentation/wire-auth.md, "Host authentication").
  *
  * Pure apart from the crypto API: no keys, no verbs. The secret comes from
  * the caller (kmod/core/key.c reads it out of the keyring); what goes into

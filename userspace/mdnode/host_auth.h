@@ -16,7 +16,7 @@
 // not hold, or holds for another tenant, is refused; hosts of version 1
 // and 2 cannot authenticate, and are refused when the node requires it
 // and, under optional, when their id is in the registry.
-// Documentation/wire-protocol.md, "Host authentication".
+// Documentation/wire-auth.md, "Host authentication".
 #ifndef MDNODE_HOST_AUTH_H
 #define MDNODE_HOST_AUTH_H
 
