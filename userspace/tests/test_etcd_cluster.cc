@@ -50,6 +50,8 @@ static void test_kill_moves_to_another_endpoint(void **)
 	rig->kill(first);
 	auto t0 = Clock::now();
 	auto r = c->put("/cl/k", "after");
+	if (!r.ok())
+		print_error("%s\n", r.message().c_str());
 	assert_true(r.ok());
 	assert_true(Clock::now() - t0 < milliseconds(3000));
 	int now = rig->member_of(c->endpoint());

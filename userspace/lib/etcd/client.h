@@ -14,8 +14,10 @@
 //
 // Every call is synchronous and bounded by Options::request_timeout_ms. A
 // call whose endpoint fails at the transport, or answers 5xx or
-// "unavailable" (no leader, leader changed, a member starting), is tried on
-// the next endpoint in turn until the deadline; the endpoint that answered
+// "unavailable" (no leader, leader changed, a member starting), or takes
+// over a third of the call's time (a member without a leader holds a write
+// for seconds), is tried on the next endpoint in turn until the deadline;
+// the endpoint that answered
 // becomes the one the next call starts at. Errors are a -errno with a message
 // naming the endpoints tried and what each did. A call that timed out may
 // still have taken effect: callers make their writes safe to repeat (a

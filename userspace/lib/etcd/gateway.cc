@@ -194,7 +194,12 @@ private:
 				break;
 			size_t idx = (start + i) % n;
 			const std::string &ep = opts_.endpoints[idx];
-			Attempt a = attempt(ep, path, body, left);
+			// A member that lost its leader holds a write until etcd's
+			// own timeout (seconds): give one try a third of the call,
+			// so that another member, or the same one once a leader
+			// is elected, gets its turn.
+			long try_ms = std::min<long>(left, std::max(opts_.request_timeout_ms / 3, 200));
+			Attempt a = attempt(ep, path, body, try_ms);
 			if (a.rc == CURLE_OK && a.status == 200) {
 				current_.store(idx);
 				return std::move(a.body);
@@ -274,7 +279,12 @@ void setup_post(CURL *c, const std::string &url, const std::string &body,
 Slist json_headers()
 {
 	curl_slist *l = curl_slist_append(nullptr, "Content-Type: application/json");
-	return Slist(curl_slist_append(l, "Expect:"));
+	l = curl_slist_append(l, "Expect:");
+	// gRPC metadata through the gateway: a member that knows no leader
+	// refuses at once (unavailable, so the call moves on) rather than hold
+	// the request, and cancels a watch when it loses its leader rather
+	// than let it go quiet.
+	return Slist(curl_slist_append(l, "Grpc-Metadata-hasleader: true"));
 }
 
 int errno_of_curl(CURLcode rc)

@@ -17,6 +17,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -88,10 +90,29 @@ std::string tail_of(const std::string &path)
 	return s.size() > 2000 ? s.substr(s.size() - 2000) : s;
 }
 
+// Rigs not yet destroyed. A failed CMocka assertion leaves its test by
+// longjmp, past the destructors: at exit the rest are killed and removed.
+std::mutex g_live_lock;
+std::set<EtcdRig *> g_live;
+
+void reap_live()
+{
+	std::set<EtcdRig *> live;
+	{
+		std::lock_guard lock(g_live_lock);
+		live = g_live;
+	}
+	// Their unique_ptrs were skipped over: nothing else deletes them.
+	for (EtcdRig *rig : live)
+		delete rig;
+}
+
 } // namespace
 
 std::unique_ptr<EtcdRig> EtcdRig::start(int members)
 {
+	static std::once_flag once;
+	std::call_once(once, [] { atexit(reap_live); });
 	if (access(kEtcd, X_OK) != 0) {
 		fprintf(stderr, "etcd_rig: %s not found: install Debian's etcd-server "
 			"(tools/install-deps installs it)\n", kEtcd);
@@ -106,6 +127,10 @@ std::unique_ptr<EtcdRig> EtcdRig::start(int members)
 		return nullptr;
 	}
 	rig->dir_ = tmpl;
+	{
+		std::lock_guard lock(g_live_lock);
+		g_live.insert(rig.get());
+	}
 	for (int i = 0; i < members; i++) {
 		Member m;
 		int cport = free_port(), pport = free_port();
@@ -133,6 +158,10 @@ std::unique_ptr<EtcdRig> EtcdRig::start(int members)
 
 EtcdRig::~EtcdRig()
 {
+	{
+		std::lock_guard lock(g_live_lock);
+		g_live.erase(this);
+	}
 	for (int i = 0; i < size(); i++)
 		kill(i);
 	if (!dir_.empty()) {

@@ -6,7 +6,9 @@
 // member killed (and its directory removed) when the rig goes. Members can
 // be killed and started again on the same data and ports, as an operator's
 // restart would. Fast Raft timings (50 ms heartbeats, 500 ms elections) keep
-// a failover within a test's patience.
+// a failover within a test's patience. Start a rig on the thread that
+// outlives it (a member dies with the thread that forked it), and rigs that
+// a failed assertion skipped are killed and removed at exit.
 #ifndef MDR_TESTS_ETCD_RIG_H
 #define MDR_TESTS_ETCD_RIG_H
 
