@@ -6,10 +6,8 @@
 // resigns, and a watch resumes on another member without a gap.
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +19,7 @@
 
 using namespace mdr::etcd;
 using mdr::test::EtcdRig;
+using mdr::test::WatchLog;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
@@ -129,33 +128,19 @@ static void test_watch_moves_to_another_member(void **)
 	auto base = c->put("/wm/k", "0");
 	assert_true(base.ok());
 
-	std::mutex lock;
-	std::condition_variable cv;
-	std::vector<WatchEvent> evs;
-	int interruptions = 0;
-	auto w = c->watch({"/wm/", true, base.value() + 1}, [&](const WatchEvent &ev) {
-		std::lock_guard g(lock);
-		if (ev.type == WatchEvent::Type::interrupted)
-			interruptions++;
-		else
-			evs.push_back(ev);
-		cv.notify_all();
-	});
-	auto wait_for = [&](size_t n) {
-		std::unique_lock g(lock);
-		return cv.wait_for(g, std::chrono::seconds(5), [&] { return evs.size() >= n; });
-	};
+	WatchLog log;
+	auto w = c->watch({"/wm/", true, base.value() + 1}, log.callback());
 	assert_true(c->put("/wm/k", "1").ok());
-	assert_true(wait_for(1));
+	assert_true(log.wait_for(1));
 
 	// The watch started at the client's endpoint.
 	rig->kill(rig->member_of(c->endpoint()));
 	for (int i = 2; i <= 5; i++)
 		assert_true(c->put("/wm/k", std::to_string(i)).ok());
-	assert_true(wait_for(5));
+	assert_true(log.wait_for(5));
 	std::this_thread::sleep_for(milliseconds(100));
 
-	std::lock_guard g(lock);
+	auto evs = log.copy();
 	assert_int_equal(evs.size(), 5);
 	for (size_t i = 0; i < evs.size(); i++) {
 		assert_true(evs[i].type == WatchEvent::Type::put);
@@ -163,7 +148,7 @@ static void test_watch_moves_to_another_member(void **)
 		if (i)
 			assert_int_equal(evs[i].kv.mod_revision, evs[i - 1].kv.mod_revision + 1);
 	}
-	assert_true(interruptions >= 1);
+	assert_true(log.interrupted() >= 1);
 }
 
 int main()

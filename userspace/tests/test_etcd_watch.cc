@@ -6,10 +6,7 @@
 // event, and a destructor that cancels at once.
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,58 +18,10 @@
 
 using namespace mdr::etcd;
 using mdr::test::EtcdRig;
+using mdr::test::WatchLog;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// What a watch delivered, for the test thread to wait on.
-struct Seen {
-	std::mutex lock;
-	std::condition_variable cv;
-	std::vector<WatchEvent> events;		// put, del and compacted
-	int interruptions = 0;
-	// An event of this value holds the watch's thread until release().
-	std::string hold_at;
-	bool holding = false;
-	bool released = false;
-
-	WatchCallback callback()
-	{
-		return [this](const WatchEvent &ev) {
-			std::unique_lock g(lock);
-			if (ev.type == WatchEvent::Type::interrupted)
-				interruptions++;
-			else
-				events.push_back(ev);
-			cv.notify_all();
-			if (!hold_at.empty() && ev.kv.value == hold_at) {
-				holding = true;
-				cv.notify_all();
-				cv.wait(g, [this] { return released; });
-			}
-		};
-	}
-
-	void release()
-	{
-		std::lock_guard g(lock);
-		released = true;
-		cv.notify_all();
-	}
-
-	bool wait_for(size_t n, int timeout_ms = 5000)
-	{
-		std::unique_lock g(lock);
-		return cv.wait_for(g, std::chrono::milliseconds(timeout_ms),
-				   [&] { return events.size() >= n; });
-	}
-
-	std::vector<WatchEvent> copy()
-	{
-		std::lock_guard g(lock);
-		return events;
-	}
-};
 
 std::unique_ptr<EtcdRig> g_rig;
 std::unique_ptr<Client> g_client;
@@ -107,7 +56,7 @@ static void test_puts_and_deletes_in_order(void **)
 	Client &c = *g_client;
 	auto base = c.put("/w/base", "x");
 	assert_true(base.ok());
-	Seen seen;
+	WatchLog seen;
 	auto w = c.watch({"/w/p/", true, base.value() + 1}, seen.callback());
 	assert_true(c.put("/w/p/a", "1").ok());
 	assert_true(c.put("/w/p/b", "2").ok());
@@ -127,7 +76,7 @@ static void test_puts_and_deletes_in_order(void **)
 	assert_int_equal(w->next_revision(), evs[3].kv.mod_revision + 1);
 
 	// The same history again, from a past revision, on one key.
-	Seen past;
+	WatchLog past;
 	auto w2 = c.watch({"/w/p/a", false, base.value() + 1}, past.callback());
 	assert_true(past.wait_for(3));
 	auto evs2 = past.copy();
@@ -146,15 +95,11 @@ static void test_resumes_after_restart(void **)
 	Client &c = *g_client;
 	auto base = c.put("/r/k", "0");
 	assert_true(base.ok());
-	Seen seen;
+	WatchLog seen;
 	seen.hold_at = std::string(1, '1');	// (GCC 12 misjudges = "1")
 	auto w = c.watch({"/r/", true, base.value()}, seen.callback());
 	assert_true(c.put("/r/k", "1").ok());
-	{
-		std::unique_lock g(seen.lock);
-		assert_true(seen.cv.wait_for(g, std::chrono::seconds(5),
-					     [&] { return seen.holding; }));
-	}
+	assert_true(seen.wait_holding());
 
 	g_rig->kill(0);
 	assert_true(g_rig->restart(0));
@@ -175,8 +120,7 @@ static void test_resumes_after_restart(void **)
 	check_event(evs[4], WatchEvent::Type::put, "/r/j", "3");
 	for (size_t i = 1; i < evs.size(); i++)
 		assert_int_equal(evs[i].kv.mod_revision, evs[i - 1].kv.mod_revision + 1);
-	std::lock_guard g(seen.lock);
-	assert_true(seen.interruptions >= 1);
+	assert_true(seen.interrupted() >= 1);
 }
 
 // Revisions the watch needs were compacted: an error event, then silence.
@@ -190,7 +134,7 @@ static void test_compaction_is_an_error(void **)
 	assert_true(r3.ok());
 	assert_true(g_rig->compact(r3.value()));
 
-	Seen seen;
+	WatchLog seen;
 	auto w = c.watch({"/c/k", false, r1.value()}, seen.callback());
 	assert_true(seen.wait_for(1));
 	assert_true(c.put("/c/k", "4").ok());
@@ -206,7 +150,7 @@ static void test_compaction_is_an_error(void **)
 // A watch that sees nothing, destroyed: at once, and no callback after.
 static void test_destructor_cancels(void **)
 {
-	Seen seen;
+	WatchLog seen;
 	auto w = g_client->watch({"/quiet/", true, 0}, seen.callback());
 	std::this_thread::sleep_for(std::chrono::milliseconds(100));
 	auto t0 = Clock::now();

@@ -103,7 +103,7 @@ Result<bool> bool_field(const json &obj, const char *name)
 {
 	auto m = member(obj, name, json::value_t::boolean);
 	if (!m.ok())
-		return Error(m.error(), m.message());
+		return error_of(m);
 	return m.value() ? m.value()->get<bool>() : false;
 }
 
@@ -112,7 +112,7 @@ Result<std::string> bytes_field(const json &obj, const char *name)
 {
 	auto m = member(obj, name, json::value_t::string);
 	if (!m.ok())
-		return Error(m.error(), m.message());
+		return error_of(m);
 	if (!m.value())
 		return std::string();
 	auto bytes = base64_decode(m.value()->get_ref<const std::string &>());
@@ -126,7 +126,7 @@ Result<int64_t> header_revision(const json &obj)
 {
 	auto h = member(obj, "header", json::value_t::object);
 	if (!h.ok())
-		return Error(h.error(), h.message());
+		return error_of(h);
 	if (!h.value())
 		return malformed("no header");
 	return int_field(*h.value(), "revision");
@@ -144,12 +144,12 @@ Result<KeyValue> parse_kv(const json &j)
 	auto version = int_field(j, "version");
 	auto lease = int_field(j, "lease");
 	if (!key.ok())
-		return Error(key.error(), key.message());
+		return error_of(key);
 	if (!value.ok())
-		return Error(value.error(), value.message());
+		return error_of(value);
 	for (auto *r : {&create, &mod, &version, &lease})
 		if (!r->ok())
-			return Error(r->error(), r->message());
+			return error_of(*r);
 	if (key.value().empty())
 		return malformed("a key-value without a key");
 	kv.key = std::move(key.value());
@@ -166,14 +166,14 @@ Result<std::vector<KeyValue>> parse_kvs(const json &obj)
 {
 	auto arr = member(obj, "kvs", json::value_t::array);
 	if (!arr.ok())
-		return Error(arr.error(), arr.message());
+		return error_of(arr);
 	std::vector<KeyValue> kvs;
 	if (!arr.value())
 		return kvs;
 	for (const json &e : *arr.value()) {
 		auto kv = parse_kv(e);
 		if (!kv.ok())
-			return Error(kv.error(), kv.message());
+			return error_of(kv);
 		kvs.push_back(std::move(kv.value()));
 	}
 	return kvs;
@@ -184,22 +184,68 @@ Result<std::optional<KeyValue>> txn_read(const json &j)
 {
 	auto arr = member(j, "responses", json::value_t::array);
 	if (!arr.ok())
-		return Error(arr.error(), arr.message());
+		return error_of(arr);
 	if (!arr.value() || arr.value()->size() != 1 || !(*arr.value())[0].is_object())
 		return malformed("a failed transaction without its one read");
 	auto rr = member((*arr.value())[0], "response_range", json::value_t::object);
 	if (!rr.ok())
-		return Error(rr.error(), rr.message());
+		return error_of(rr);
 	if (!rr.value())
 		return malformed("a failed transaction's read is not a range");
 	auto kvs = parse_kvs(*rr.value());
 	if (!kvs.ok())
-		return Error(kvs.error(), kvs.message());
+		return error_of(kvs);
 	if (kvs.value().size() > 1)
 		return malformed("a read of one key found " + std::to_string(kvs.value().size()));
 	if (kvs.value().empty())
 		return std::optional<KeyValue>();
 	return std::optional<KeyValue>(std::move(kvs.value()[0]));
+}
+
+// A message of a stream (keepalive, watch): {"result":{...}}, or
+// {"error":{...}} which is an Error.
+Result<const json *> stream_result(const json &j, std::string_view body, const char *what)
+{
+	auto err = member(j, "error", json::value_t::object);
+	if (err.ok() && err.value()) {
+		Failure f = parse_failure(200, body);
+		return Error(f.code, f.message);
+	}
+	auto res = member(j, "result", json::value_t::object);
+	if (!res.ok())
+		return error_of(res);
+	if (!res.value())
+		return malformed(std::string("a ") + what + " message without a result");
+	return res.value();
+}
+
+// A transaction of one compare: its revision, whether it succeeded, and
+// when it did not, its one read (the key as it is, none if absent).
+struct TxnAnswer {
+	int64_t revision = 0;
+	bool succeeded = false;
+	std::optional<KeyValue> read;
+};
+
+Result<TxnAnswer> parse_txn(std::string_view body)
+{
+	auto j = parse_object(body);
+	if (!j.ok())
+		return error_of(j);
+	auto rev = header_revision(j.value());
+	auto ok = bool_field(j.value(), "succeeded");
+	if (!rev.ok())
+		return error_of(rev);
+	if (!ok.ok())
+		return error_of(ok);
+	TxnAnswer t{rev.value(), ok.value(), std::nullopt};
+	if (t.succeeded)
+		return t;
+	auto held = txn_read(j.value());
+	if (!held.ok())
+		return error_of(held);
+	t.read = std::move(held.value());
+	return t;
 }
 
 std::string dump(const json &j)
@@ -413,14 +459,14 @@ Result<Lease> parse_grant(std::string_view body)
 {
 	auto j = parse_object(body);
 	if (!j.ok())
-		return Error(j.error(), j.message());
+		return error_of(j);
 	auto rev = header_revision(j.value());
 	auto id = int_field(j.value(), "ID");
 	auto ttl = int_field(j.value(), "TTL");
 	auto err = member(j.value(), "error", json::value_t::string);
 	for (auto *r : {&rev, &id, &ttl})
 		if (!r->ok())
-			return Error(r->error(), r->message());
+			return error_of(*r);
 	if (err.ok() && err.value())
 		return Error(-EIO, "lease grant refused: " + err.value()->get<std::string>());
 	if (id.value() <= 0 || ttl.value() <= 0)
@@ -432,21 +478,13 @@ Result<int64_t> parse_keepalive(std::string_view body)
 {
 	auto j = parse_object(body);
 	if (!j.ok())
-		return Error(j.error(), j.message());
-	// A stream's answer: {"result": {...}} or {"error": {...}}.
-	auto err = member(j.value(), "error", json::value_t::object);
-	if (err.ok() && err.value()) {
-		Failure f = parse_failure(200, body);
-		return Error(f.code, f.message);
-	}
-	auto res = member(j.value(), "result", json::value_t::object);
+		return error_of(j);
+	auto res = stream_result(j.value(), body, "keepalive");
 	if (!res.ok())
-		return Error(res.error(), res.message());
-	if (!res.value())
-		return malformed("a keepalive answer without a result");
+		return error_of(res);
 	auto rev = header_revision(*res.value());
 	if (!rev.ok())
-		return Error(rev.error(), rev.message());
+		return error_of(rev);
 	auto ttl = int_field(*res.value(), "TTL");
 	if (ttl.ok() && ttl.value() < 0)
 		return int64_t{0};
@@ -457,10 +495,10 @@ Status parse_revoke(std::string_view body)
 {
 	auto j = parse_object(body);
 	if (!j.ok())
-		return Error(j.error(), j.message());
+		return error_of(j);
 	auto rev = header_revision(j.value());
 	if (!rev.ok())
-		return Error(rev.error(), rev.message());
+		return error_of(rev);
 	return {};
 }
 
@@ -468,7 +506,7 @@ Result<int64_t> parse_put(std::string_view body)
 {
 	auto j = parse_object(body);
 	if (!j.ok())
-		return Error(j.error(), j.message());
+		return error_of(j);
 	return header_revision(j.value());
 }
 
@@ -476,13 +514,13 @@ Result<Range> parse_range(std::string_view body)
 {
 	auto j = parse_object(body);
 	if (!j.ok())
-		return Error(j.error(), j.message());
+		return error_of(j);
 	auto rev = header_revision(j.value());
 	if (!rev.ok())
-		return Error(rev.error(), rev.message());
+		return error_of(rev);
 	auto kvs = parse_kvs(j.value());
 	if (!kvs.ok())
-		return Error(kvs.error(), kvs.message());
+		return error_of(kvs);
 	return Range{rev.value(), std::move(kvs.value())};
 }
 
@@ -490,10 +528,10 @@ Result<int64_t> parse_delete(std::string_view body)
 {
 	auto j = parse_object(body);
 	if (!j.ok())
-		return Error(j.error(), j.message());
+		return error_of(j);
 	auto rev = header_revision(j.value());
 	if (!rev.ok())
-		return Error(rev.error(), rev.message());
+		return error_of(rev);
 	auto n = int_field(j.value(), "deleted");
 	if (n.ok() && n.value() < 0)
 		return malformed("a negative count of deleted keys");
@@ -503,71 +541,40 @@ Result<int64_t> parse_delete(std::string_view body)
 Result<Created> parse_create(std::string_view body, std::string_view key,
 			     std::string_view value, int64_t lease)
 {
-	auto j = parse_object(body);
-	if (!j.ok())
-		return Error(j.error(), j.message());
-	auto rev = header_revision(j.value());
-	auto ok = bool_field(j.value(), "succeeded");
-	if (!rev.ok())
-		return Error(rev.error(), rev.message());
-	if (!ok.ok())
-		return Error(ok.error(), ok.message());
+	auto t = parse_txn(body);
+	if (!t.ok())
+		return error_of(t);
 	Created c;
-	c.revision = rev.value();
-	if (ok.value()) {
+	c.revision = t.value().revision;
+	if (t.value().succeeded) {
 		// The put created the key at the transaction's revision.
 		c.created = true;
 		c.kv = {std::string(key), std::string(value), c.revision, c.revision, 1, lease};
 		return c;
 	}
-	auto held = txn_read(j.value());
-	if (!held.ok())
-		return Error(held.error(), held.message());
 	// The compare said the key exists; the same transaction read it.
-	if (!held.value())
+	if (!t.value().read)
 		return malformed("a failed create whose key does not exist");
-	c.kv = std::move(*held.value());
+	c.kv = std::move(*t.value().read);
 	return c;
 }
 
 Result<Swapped> parse_cas(std::string_view body)
 {
-	auto j = parse_object(body);
-	if (!j.ok())
-		return Error(j.error(), j.message());
-	auto rev = header_revision(j.value());
-	auto ok = bool_field(j.value(), "succeeded");
-	if (!rev.ok())
-		return Error(rev.error(), rev.message());
-	if (!ok.ok())
-		return Error(ok.error(), ok.message());
-	Swapped s;
-	s.revision = rev.value();
-	s.swapped = ok.value();
-	if (s.swapped)
-		return s;
-	auto held = txn_read(j.value());
-	if (!held.ok())
-		return Error(held.error(), held.message());
-	s.current = std::move(held.value());
-	return s;
+	auto t = parse_txn(body);
+	if (!t.ok())
+		return error_of(t);
+	return Swapped{t.value().succeeded, t.value().revision, std::move(t.value().read)};
 }
 
 Result<WatchMessage> parse_watch(std::string_view line)
 {
 	auto j = parse_object(line);
 	if (!j.ok())
-		return Error(j.error(), j.message());
-	auto err = member(j.value(), "error", json::value_t::object);
-	if (err.ok() && err.value()) {
-		Failure f = parse_failure(200, line);
-		return Error(f.code, f.message);
-	}
-	auto res = member(j.value(), "result", json::value_t::object);
+		return error_of(j);
+	auto res = stream_result(j.value(), line, "watch");
 	if (!res.ok())
-		return Error(res.error(), res.message());
-	if (!res.value())
-		return malformed("a watch message without a result");
+		return error_of(res);
 	const json &r = *res.value();
 
 	WatchMessage m;
@@ -579,14 +586,14 @@ Result<WatchMessage> parse_watch(std::string_view line)
 	auto events = member(r, "events", json::value_t::array);
 	for (auto *b : {&created, &canceled})
 		if (!b->ok())
-			return Error(b->error(), b->message());
+			return error_of(*b);
 	for (auto *i : {&rev, &compact})
 		if (!i->ok())
-			return Error(i->error(), i->message());
+			return error_of(*i);
 	if (!reason.ok())
-		return Error(reason.error(), reason.message());
+		return error_of(reason);
 	if (!events.ok())
-		return Error(events.error(), events.message());
+		return error_of(events);
 	m.revision = rev.value();
 	m.created = created.value();
 	m.canceled = canceled.value();
@@ -601,9 +608,9 @@ Result<WatchMessage> parse_watch(std::string_view line)
 		auto type = member(e, "type", json::value_t::string);
 		auto kvj = member(e, "kv", json::value_t::object);
 		if (!type.ok())
-			return Error(type.error(), type.message());
+			return error_of(type);
 		if (!kvj.ok())
-			return Error(kvj.error(), kvj.message());
+			return error_of(kvj);
 		if (!kvj.value())
 			return malformed("a watch event without its key");
 		WatchEvent ev;
@@ -616,7 +623,7 @@ Result<WatchMessage> parse_watch(std::string_view line)
 			return malformed("a watch event of type '" + t.substr(0, 32) + "'");
 		auto kv = parse_kv(*kvj.value());
 		if (!kv.ok())
-			return Error(kv.error(), kv.message());
+			return error_of(kv);
 		if (kv.value().mod_revision <= 0)
 			return malformed("a watch event without its revision");
 		ev.kv = std::move(kv.value());

@@ -26,6 +26,13 @@
 
 namespace mdr::etcd::codec {
 
+// The error of a failed Result (or Status), passed on as it is.
+template <typename R>
+Error error_of(const R &failed)
+{
+	return Error(failed.error(), failed.message());
+}
+
 // The largest answer read (a bigger one is an error, never buffered whole)
 // and the deepest nesting parsed (etcd's answers nest 6 deep).
 inline constexpr size_t kMaxBody = 4 << 20;

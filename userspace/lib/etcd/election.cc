@@ -8,9 +8,13 @@
 #include <memory>
 #include <thread>
 
+#include "lib/etcd/codec.h"
+
 namespace mdr::etcd {
 
 namespace {
+
+using codec::error_of;
 
 // Between two tries after etcd failed: short, etcd recovers in an election.
 constexpr auto kRetryPause = std::chrono::milliseconds(100);
@@ -104,7 +108,7 @@ Result<Election::Clock::time_point> Election::renew()
 	Clock::time_point t0 = Clock::now();
 	auto ttl = client_.keepalive(lease_);
 	if (!ttl.ok())
-		return Error(ttl.error(), ttl.message());
+		return error_of(ttl);
 	if (ttl.value() <= 0) {
 		held_ = false;
 		return Error(-ENOENT, "lease " + std::to_string(lease_) + " of '" + key_ +
@@ -130,7 +134,7 @@ Result<std::optional<Election::Leader>> Election::leader()
 {
 	auto r = client_.get(key_);
 	if (!r.ok())
-		return Error(r.error(), r.message());
+		return error_of(r);
 	if (r.value().kvs.empty())
 		return std::optional<Leader>();
 	const KeyValue &kv = r.value().kvs[0];

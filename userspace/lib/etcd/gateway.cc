@@ -21,6 +21,7 @@ namespace gateway {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using codec::error_of;
 
 size_t append_capped(char *data, size_t size, size_t n, void *user)
 {
@@ -50,46 +51,31 @@ public:
 	{
 		if (ttl_s <= 0)
 			return Error(-EINVAL, "a lease's TTL must be positive");
-		auto r = call("/v3/lease/grant", codec::grant_body(ttl_s));
-		if (!r.ok())
-			return Error(r.error(), r.message());
-		return codec::parse_grant(r.value());
+		return call_parsed("/v3/lease/grant", codec::grant_body(ttl_s), codec::parse_grant);
 	}
 
 	Result<int64_t> keepalive(int64_t lease) override
 	{
-		auto r = call("/v3/lease/keepalive", codec::lease_body(lease));
-		if (!r.ok())
-			return Error(r.error(), r.message());
-		return codec::parse_keepalive(r.value());
+		return call_parsed("/v3/lease/keepalive", codec::lease_body(lease), codec::parse_keepalive);
 	}
 
 	Status revoke(int64_t lease) override
 	{
-		auto r = call("/v3/lease/revoke", codec::lease_body(lease));
-		if (!r.ok())
-			return Error(r.error(), r.message());
-		return codec::parse_revoke(r.value());
+		return call_parsed("/v3/lease/revoke", codec::lease_body(lease), codec::parse_revoke);
 	}
 
 	Result<int64_t> put(std::string_view key, std::string_view value, int64_t lease) override
 	{
 		if (key.empty())
 			return Error(-EINVAL, "an empty key");
-		auto r = call("/v3/kv/put", codec::put_body(key, value, lease));
-		if (!r.ok())
-			return Error(r.error(), r.message());
-		return codec::parse_put(r.value());
+		return call_parsed("/v3/kv/put", codec::put_body(key, value, lease), codec::parse_put);
 	}
 
 	Result<Range> get(std::string_view key) override
 	{
 		if (key.empty())
 			return Error(-EINVAL, "an empty key");
-		auto r = call("/v3/kv/range", codec::range_body(key, {}));
-		if (!r.ok())
-			return Error(r.error(), r.message());
-		auto range = codec::parse_range(r.value());
+		auto range = call_parsed("/v3/kv/range", codec::range_body(key, {}), codec::parse_range);
 		if (range.ok() && range.value().kvs.size() > 1)
 			return Error(-EPROTO, "malformed answer from etcd: a get found several keys");
 		return range;
@@ -97,32 +83,27 @@ public:
 
 	Result<Range> range(std::string_view prefix) override
 	{
-		auto r = call("/v3/kv/range", codec::range_body(prefix.empty() ? std::string_view("\0", 1)
-									    : prefix,
-								 codec::prefix_end(prefix)));
-		if (!r.ok())
-			return Error(r.error(), r.message());
-		return codec::parse_range(r.value());
+		// An empty prefix: every key, from "\0" on.
+		std::string_view from = prefix.empty() ? std::string_view("\0", 1) : prefix;
+		return call_parsed("/v3/kv/range", codec::range_body(from, codec::prefix_end(prefix)),
+				   codec::parse_range);
 	}
 
 	Result<int64_t> del(std::string_view key) override
 	{
 		if (key.empty())
 			return Error(-EINVAL, "an empty key");
-		auto r = call("/v3/kv/deleterange", codec::delete_body(key));
-		if (!r.ok())
-			return Error(r.error(), r.message());
-		return codec::parse_delete(r.value());
+		return call_parsed("/v3/kv/deleterange", codec::delete_body(key), codec::parse_delete);
 	}
 
 	Result<Created> create(std::string_view key, std::string_view value, int64_t lease) override
 	{
 		if (key.empty())
 			return Error(-EINVAL, "an empty key");
-		auto r = call("/v3/kv/txn", codec::create_body(key, value, lease));
-		if (!r.ok())
-			return Error(r.error(), r.message());
-		return codec::parse_create(r.value(), key, value, lease);
+		return call_parsed("/v3/kv/txn", codec::create_body(key, value, lease),
+				   [&](std::string_view body) {
+					   return codec::parse_create(body, key, value, lease);
+				   });
 	}
 
 	Result<Swapped> compare_and_swap(std::string_view key, int64_t mod_revision,
@@ -130,10 +111,8 @@ public:
 	{
 		if (key.empty() || mod_revision < 0)
 			return Error(-EINVAL, "an empty key or a negative revision");
-		auto r = call("/v3/kv/txn", codec::cas_body(key, mod_revision, value, lease));
-		if (!r.ok())
-			return Error(r.error(), r.message());
-		return codec::parse_cas(r.value());
+		return call_parsed("/v3/kv/txn", codec::cas_body(key, mod_revision, value, lease),
+				   codec::parse_cas);
 	}
 
 	std::unique_ptr<Watch> watch(const WatchSpec &spec, WatchCallback cb) override
@@ -147,6 +126,17 @@ public:
 	}
 
 private:
+	// A call whose answer parse() reads.
+	template <typename Parse>
+	auto call_parsed(const char *path, const std::string &body, Parse parse)
+		-> decltype(parse(std::string_view()))
+	{
+		auto r = call(path, body);
+		if (!r.ok())
+			return error_of(r);
+		return parse(r.value());
+	}
+
 	// One POST to one endpoint, on a handle from the pool.
 	Attempt attempt(const std::string &endpoint, const char *path, const std::string &body,
 			long timeout_ms)

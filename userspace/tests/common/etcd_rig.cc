@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -107,6 +108,21 @@ void reap_live()
 		delete rig;
 }
 
+// The directories of rigs whose test died without its exit handlers (a
+// crash after a failed assertion): their pid, in the name, is gone.
+void remove_stale(const std::string &base)
+{
+	std::error_code ec;
+	for (const auto &e : std::filesystem::directory_iterator(base, ec)) {
+		std::string name = e.path().filename();
+		int pid = 0;
+		if (sscanf(name.c_str(), "mdr-etcd-%d-", &pid) != 1 || pid <= 0)
+			continue;
+		if (::kill(pid, 0) != 0 && errno == ESRCH)
+			std::filesystem::remove_all(e.path(), ec);
+	}
+}
+
 } // namespace
 
 std::unique_ptr<EtcdRig> EtcdRig::start(int members)
@@ -121,7 +137,8 @@ std::unique_ptr<EtcdRig> EtcdRig::start(int members)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	std::unique_ptr<EtcdRig> rig(new EtcdRig());
 	const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-	std::string tmpl = std::string(base) + "/mdr-etcd-XXXXXX";
+	remove_stale(base);
+	std::string tmpl = std::string(base) + "/mdr-etcd-" + std::to_string(getpid()) + "-XXXXXX";
 	if (!mkdtemp(tmpl.data())) {
 		perror("etcd_rig: mkdtemp");
 		return nullptr;
@@ -289,6 +306,54 @@ std::unique_ptr<etcd::Client> EtcdRig::client(int request_timeout_ms) const
 		return nullptr;
 	}
 	return std::move(c.value());
+}
+
+etcd::WatchCallback WatchLog::callback()
+{
+	return [this](const etcd::WatchEvent &ev) {
+		std::unique_lock g(lock);
+		if (ev.type == etcd::WatchEvent::Type::interrupted)
+			interruptions++;
+		else
+			events.push_back(ev);
+		if (!hold_at.empty() && ev.kv.value == hold_at)
+			holding = true;
+		cv.notify_all();
+		if (holding)
+			cv.wait(g, [this] { return released; });
+	};
+}
+
+bool WatchLog::wait_for(size_t n, int timeout_ms)
+{
+	std::unique_lock g(lock);
+	return cv.wait_for(g, std::chrono::milliseconds(timeout_ms),
+			   [&] { return events.size() >= n; });
+}
+
+bool WatchLog::wait_holding(int timeout_ms)
+{
+	std::unique_lock g(lock);
+	return cv.wait_for(g, std::chrono::milliseconds(timeout_ms), [&] { return holding; });
+}
+
+void WatchLog::release()
+{
+	std::lock_guard g(lock);
+	released = true;
+	cv.notify_all();
+}
+
+std::vector<etcd::WatchEvent> WatchLog::copy()
+{
+	std::lock_guard g(lock);
+	return events;
+}
+
+int WatchLog::interrupted()
+{
+	std::lock_guard g(lock);
+	return interruptions;
 }
 
 } // namespace mdr::test

@@ -14,8 +14,10 @@
 
 #include <sys/types.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -70,6 +72,27 @@ private:
 	std::string dir_;	// every member's data and log
 	std::string initial_cluster_;
 	std::vector<Member> members_;
+};
+
+// What a watch delivered, for the test's thread to wait on. An event whose
+// value is hold_at keeps the watch's thread in the callback until release():
+// what is written meanwhile reaches it only through a resumed stream.
+struct WatchLog {
+	std::mutex lock;
+	std::condition_variable cv;
+	std::vector<etcd::WatchEvent> events;	// put, del and compacted
+	int interruptions = 0;
+	std::string hold_at;
+	bool holding = false;
+	bool released = false;
+
+	etcd::WatchCallback callback();
+	// False when fewer than n events came in timeout_ms.
+	bool wait_for(size_t n, int timeout_ms = 5000);
+	bool wait_holding(int timeout_ms = 5000);
+	void release();
+	std::vector<etcd::WatchEvent> copy();
+	int interrupted();
 };
 
 } // namespace mdr::test
