@@ -202,21 +202,24 @@ Result<std::optional<KeyValue>> txn_read(const json &j)
 	return std::optional<KeyValue>(std::move(kvs.value()[0]));
 }
 
-// A message of a stream (keepalive, watch): {"result":{...}}, or
-// {"error":{...}} which is an Error.
-Result<const json *> stream_result(const json &j, std::string_view body, const char *what)
+// A message of a stream (keepalive, watch): {"result":{...}}, whose inner
+// object it answers, or {"error":{...}}, which is an Error.
+Result<json> parse_stream(std::string_view body, const char *what)
 {
-	auto err = member(j, "error", json::value_t::object);
+	auto j = parse_object(body);
+	if (!j.ok())
+		return error_of(j);
+	auto err = member(j.value(), "error", json::value_t::object);
 	if (err.ok() && err.value()) {
 		Failure f = parse_failure(200, body);
 		return Error(f.code, f.message);
 	}
-	auto res = member(j, "result", json::value_t::object);
+	auto res = member(j.value(), "result", json::value_t::object);
 	if (!res.ok())
 		return error_of(res);
 	if (!res.value())
 		return malformed(std::string("a ") + what + " message without a result");
-	return res.value();
+	return json(std::move(j.value()["result"]));
 }
 
 // A transaction of one compare: its revision, whether it succeeded, and
@@ -476,16 +479,13 @@ Result<Lease> parse_grant(std::string_view body)
 
 Result<int64_t> parse_keepalive(std::string_view body)
 {
-	auto j = parse_object(body);
-	if (!j.ok())
-		return error_of(j);
-	auto res = stream_result(j.value(), body, "keepalive");
+	auto res = parse_stream(body, "keepalive");
 	if (!res.ok())
 		return error_of(res);
-	auto rev = header_revision(*res.value());
+	auto rev = header_revision(res.value());
 	if (!rev.ok())
 		return error_of(rev);
-	auto ttl = int_field(*res.value(), "TTL");
+	auto ttl = int_field(res.value(), "TTL");
 	if (ttl.ok() && ttl.value() < 0)
 		return int64_t{0};
 	return ttl;
@@ -569,13 +569,10 @@ Result<Swapped> parse_cas(std::string_view body)
 
 Result<WatchMessage> parse_watch(std::string_view line)
 {
-	auto j = parse_object(line);
-	if (!j.ok())
-		return error_of(j);
-	auto res = stream_result(j.value(), line, "watch");
+	auto res = parse_stream(line, "watch");
 	if (!res.ok())
 		return error_of(res);
-	const json &r = *res.value();
+	const json &r = res.value();
 
 	WatchMessage m;
 	auto rev = header_revision(r);
