@@ -64,6 +64,9 @@ static void test_request_bodies(void **)
 	std::string w = watch_body({"/p/", true, 0}, 42);
 	assert_string_equal(w.c_str(),
 			    R"({"create_request":{"key":"L3Av","range_end":"L3Aw","start_revision":"42"}})");
+	// The whole key space: "\0" to "\0".
+	assert_string_equal(watch_body({"", true, 0}, 0).c_str(),
+			    R"({"create_request":{"key":"AA==","range_end":"AA=="}})");
 }
 
 static void test_range_answer(void **)

@@ -404,7 +404,9 @@ std::string cas_body(std::string_view key, int64_t mod_revision, std::string_vie
 
 std::string watch_body(const WatchSpec &spec, int64_t start_revision)
 {
-	json create = {{"key", base64_encode(spec.key)}};
+	// Every key: from "\0" (etcd refuses an empty key) to "\0" (no end).
+	bool all = spec.prefix && spec.key.empty();
+	json create = {{"key", base64_encode(all ? std::string_view("\0", 1) : spec.key)}};
 	if (spec.prefix)
 		create["range_end"] = base64_encode(prefix_end(spec.key));
 	if (start_revision > 0)
