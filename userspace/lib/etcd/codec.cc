@@ -222,6 +222,23 @@ Result<json> parse_stream(std::string_view body, const char *what)
 	return json(std::move(j.value()["result"]));
 }
 
+// A unary answer: a JSON object with a header, and the header's revision.
+struct Answer {
+	json body;
+	int64_t revision = 0;
+};
+
+Result<Answer> parse_answer(std::string_view body)
+{
+	auto j = parse_object(body);
+	if (!j.ok())
+		return error_of(j);
+	auto rev = header_revision(j.value());
+	if (!rev.ok())
+		return error_of(rev);
+	return Answer{std::move(j.value()), rev.value()};
+}
+
 // A transaction of one compare: its revision, whether it succeeded, and
 // when it did not, its one read (the key as it is, none if absent).
 struct TxnAnswer {
@@ -232,19 +249,16 @@ struct TxnAnswer {
 
 Result<TxnAnswer> parse_txn(std::string_view body)
 {
-	auto j = parse_object(body);
-	if (!j.ok())
-		return error_of(j);
-	auto rev = header_revision(j.value());
-	auto ok = bool_field(j.value(), "succeeded");
-	if (!rev.ok())
-		return error_of(rev);
+	auto a = parse_answer(body);
+	if (!a.ok())
+		return error_of(a);
+	auto ok = bool_field(a.value().body, "succeeded");
 	if (!ok.ok())
 		return error_of(ok);
-	TxnAnswer t{rev.value(), ok.value(), std::nullopt};
+	TxnAnswer t{a.value().revision, ok.value(), std::nullopt};
 	if (t.succeeded)
 		return t;
-	auto held = txn_read(j.value());
+	auto held = txn_read(a.value().body);
 	if (!held.ok())
 		return error_of(held);
 	t.read = std::move(held.value());
@@ -462,14 +476,13 @@ Failure parse_failure(long http_status, std::string_view body)
 
 Result<Lease> parse_grant(std::string_view body)
 {
-	auto j = parse_object(body);
-	if (!j.ok())
-		return error_of(j);
-	auto rev = header_revision(j.value());
-	auto id = int_field(j.value(), "ID");
-	auto ttl = int_field(j.value(), "TTL");
-	auto err = member(j.value(), "error", json::value_t::string);
-	for (auto *r : {&rev, &id, &ttl})
+	auto a = parse_answer(body);
+	if (!a.ok())
+		return error_of(a);
+	auto id = int_field(a.value().body, "ID");
+	auto ttl = int_field(a.value().body, "TTL");
+	auto err = member(a.value().body, "error", json::value_t::string);
+	for (auto *r : {&id, &ttl})
 		if (!r->ok())
 			return error_of(*r);
 	if (err.ok() && err.value())
@@ -495,46 +508,37 @@ Result<int64_t> parse_keepalive(std::string_view body)
 
 Status parse_revoke(std::string_view body)
 {
-	auto j = parse_object(body);
-	if (!j.ok())
-		return error_of(j);
-	auto rev = header_revision(j.value());
-	if (!rev.ok())
-		return error_of(rev);
+	auto a = parse_answer(body);
+	if (!a.ok())
+		return error_of(a);
 	return {};
 }
 
 Result<int64_t> parse_put(std::string_view body)
 {
-	auto j = parse_object(body);
-	if (!j.ok())
-		return error_of(j);
-	return header_revision(j.value());
+	auto a = parse_answer(body);
+	if (!a.ok())
+		return error_of(a);
+	return a.value().revision;
 }
 
 Result<Range> parse_range(std::string_view body)
 {
-	auto j = parse_object(body);
-	if (!j.ok())
-		return error_of(j);
-	auto rev = header_revision(j.value());
-	if (!rev.ok())
-		return error_of(rev);
-	auto kvs = parse_kvs(j.value());
+	auto a = parse_answer(body);
+	if (!a.ok())
+		return error_of(a);
+	auto kvs = parse_kvs(a.value().body);
 	if (!kvs.ok())
 		return error_of(kvs);
-	return Range{rev.value(), std::move(kvs.value())};
+	return Range{a.value().revision, std::move(kvs.value())};
 }
 
 Result<int64_t> parse_delete(std::string_view body)
 {
-	auto j = parse_object(body);
-	if (!j.ok())
-		return error_of(j);
-	auto rev = header_revision(j.value());
-	if (!rev.ok())
-		return error_of(rev);
-	auto n = int_field(j.value(), "deleted");
+	auto a = parse_answer(body);
+	if (!a.ok())
+		return error_of(a);
+	auto n = int_field(a.value().body, "deleted");
 	if (n.ok() && n.value() < 0)
 		return malformed("a negative count of deleted keys");
 	return n;
