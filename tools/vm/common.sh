@@ -145,6 +145,42 @@ mdr_mdnode_start() {
 	mdr_wait_for "rdma resource show cm_id | grep -q 'LISTEN.*$MDR_NODE_ADDR:$MDR_NODE_PORT'" 15
 }
 
+# mdr_replica_links N: N storage-node addresses more, for the replicas of a
+# group, each on a veth link and an rxe device of its own:
+# MDR_REPLICA_ADDR[1..N] = 192.0.2.11 ... Inside one guest rdma_cm uses the
+# rxe device that owns the destination address, so `ip link set mdrrI
+# down` cuts the RDMA paths to replica I's address and to no other.
+# Removed at exit.
+mdr_replica_links() {
+	local i a
+	MDR_REPLICA_ADDR=()
+	for ((i = 1; i <= $1; i++)); do
+		a=192.0.2.$((10 + i))
+		ip link add "mdrr$i" type veth peer name "mdrr${i}p" || mdr_fail "cannot add link mdrr$i"
+		mdr_on_exit "ip link del mdrr$i 2>/dev/null"
+		{ ip addr add "$a/32" dev "mdrr$i" && ip link set "mdrr${i}p" up &&
+			ip link set "mdrr$i" up; } || mdr_fail "cannot bring up mdrr$i with $a"
+		rdma link add "rxr$i" type rxe netdev "mdrr$i" || mdr_fail "cannot add rxe device rxr$i"
+		mdr_on_exit "rdma link delete rxr$i 2>/dev/null"
+		MDR_REPLICA_ADDR[i]=$a
+	done
+}
+
+# mdr_replica_link_cut I, mdr_replica_link_heal I: replica I's link down,
+# and up again with its rxe device made anew. Once a connect to an address
+# was tried while its link was down, rxe reaches that address no more after
+# the link is up, for any process, until its device is made anew (seen on
+# 6.1, with rping as well). An mdnode listening there loses its device
+# (DEVICE_REMOVAL), stops, and has to be started again.
+mdr_replica_link_cut() {
+	ip link set "mdrr$1" down || mdr_fail "cannot take mdrr$1 down"
+}
+mdr_replica_link_heal() {
+	ip link set "mdrr$1" up &&
+		rdma link delete "rxr$1" &&
+		rdma link add "rxr$1" type rxe netdev "mdrr$1" || mdr_fail "cannot heal mdrr$1"
+}
+
 # mdr_mdnode_wait_old_leases LEASE_MS: after a restart, mdnode allocates no
 # extent of a volume from before it (ALLOC answers AGAIN) until the leases
 # the old process may have granted have run out: LEASE_MS plus a 500 ms
