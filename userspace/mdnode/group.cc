@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// group.cc - a replica's member record, campaign and renewals on a thread of
+// their own, handed to the event loop through an eventfd (see group.h).
+#include "mdnode/group.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "mdnode/thread.h"
+
+namespace mdnode {
+
+namespace {
+
+using mdr::Error;
+using mdr::Status;
+using std::chrono::milliseconds;
+
+// A key's part (group or replica id) or a record's address: printable
+// ASCII without spaces, so "ID\nADDRESS" splits at its newline; ids also
+// without '/', the separator of etcd's keys.
+Status check_name(const char *what, const std::string &s, size_t max, bool is_id)
+{
+	const std::string q = std::string(what) + " '" + s + "'";
+
+	if (s.empty())
+		return Error(-EINVAL, std::string(what) + " is empty");
+	if (s.size() > max)
+		return Error(-EINVAL, std::string(what) + " is longer than " +
+			     std::to_string(max) + " characters");
+	for (unsigned char c : s) {
+		if (c < 0x21 || c > 0x7e)
+			return Error(-EINVAL, std::string(what) +
+				     " has a space or a character that is not printable ASCII");
+		if (is_id && c == '/')
+			return Error(-EINVAL, q + " has a '/', which etcd's keys use as separator");
+	}
+	return {};
+}
+
+// Role, leader and reason: what makes a state a change (valid_until alone
+// is a renewal).
+bool same_change(const GroupState &a, const GroupState &b)
+{
+	return a.role == b.role && a.leader_id == b.leader_id &&
+	       a.leader_address == b.leader_address && a.epoch == b.epoch && a.reason == b.reason;
+}
+
+} // namespace
+
+mdr::Result<std::unique_ptr<GroupMember>> GroupMember::start(GroupOptions o, OnChange on_change)
+{
+	Status s = check_name("group id", o.group, kMaxGroupId, true);
+	if (s.ok())
+		s = check_name("replica id", o.replica, kMaxReplicaId, true);
+	if (s.ok())
+		s = check_name("replica address", o.address, kMaxAddress, false);
+	if (!s.ok())
+		return Error(s.error(), s.message());
+	if (o.ttl_s < 1)
+		return Error(-EINVAL, "a group's lease TTL must be at least 1 s");
+	if (o.drift_margin_ms < 0 || o.drift_margin_ms >= o.ttl_s * 1000)
+		return Error(-EINVAL, "the drift margin (" + std::to_string(o.drift_margin_ms) +
+			     " ms) must be at least 0 and under the TTL (" +
+			     std::to_string(o.ttl_s) + " s)");
+	auto client = mdr::etcd::connect(o.etcd);
+	if (!client.ok())
+		return Error(client.error(), "etcd: " + client.message());
+	const int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (efd < 0)
+		return Error(-errno, std::string("eventfd: ") + strerror(errno));
+
+	std::unique_ptr<GroupMember> m(new GroupMember(std::move(o), std::move(on_change),
+						       std::move(client.value()), efd));
+	m->thread_ = thread_without_signals([p = m.get()] { p->run(); });
+	return m;
+}
+
+GroupMember::GroupMember(GroupOptions options, OnChange on_change,
+			 std::unique_ptr<mdr::etcd::Client> client, int efd)
+	: opts_(std::move(options)), on_change_(std::move(on_change)),
+	  leader_key_("/mdroute/groups/" + opts_.group + "/leader"),
+	  record_key_("/mdroute/groups/" + opts_.group + "/members/" + opts_.replica),
+	  client_(std::move(client)), efd_(efd)
+{
+	state_.reason = "starting";
+}
+
+GroupMember::~GroupMember()
+{
+	{
+		std::lock_guard lock(lock_);
+		stopping_ = true;
+		if (election_)
+			election_->stop();
+	}
+	cv_.notify_all();
+	if (thread_.joinable())
+		thread_.join();
+	close(efd_);
+}
+
+// ---- the loop's side
+
+void GroupMember::process()
+{
+	uint64_t n;
+	std::deque<GroupState> q;
+
+	if (read(efd_, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		return;
+	{
+		std::lock_guard lock(lock_);
+		q.swap(pending_);
+	}
+	for (GroupState &s : q) {
+		// After resign() the loop's state stays what resign() made it.
+		if (resigned_)
+			break;
+		const bool changed = !same_change(state_, s);
+		state_ = std::move(s);
+		if (changed && on_change_)
+			on_change_(state_);
+	}
+}
+
+bool GroupMember::serving(Clock::time_point now) const
+{
+	return !resigned_ && state_.role == GroupState::Role::leader &&
+	       now < state_.valid_until - milliseconds(opts_.drift_margin_ms);
+}
+
+mdr::Status GroupMember::resign()
+{
+	// Stop serving first: the lease is revoked after, by the thread.
+	resigned_ = true;
+	state_.role = GroupState::Role::follower;
+	state_.reason = "resigned";
+	state_.since = Clock::now();
+
+	std::unique_lock lock(lock_);
+	resign_asked_ = true;
+	if (election_)
+		election_->stop();
+	cv_.notify_all();
+	const auto limit = Clock::now() + milliseconds(2 * opts_.etcd.request_timeout_ms + 500);
+	if (!cv_.wait_until(lock, limit, [this] { return resign_done_; }))
+		return Error(-ETIMEDOUT, "group '" + opts_.group +
+			     "': etcd did not take the resignation in time; the leases lapse");
+	return resign_status_;
+}
+
+#ifdef MDR_TEST_HOOKS
+void GroupMember::pause_renewals()
+{
+	std::lock_guard lock(lock_);
+	paused_ = true;
+}
+
+void GroupMember::resume_renewals()
+{
+	{
+		std::lock_guard lock(lock_);
+		paused_ = false;
+	}
+	cv_.notify_all();
+}
+#endif
+
+// ---- the thread's side
+
+void GroupMember::post(GroupState s)
+{
+	const uint64_t one = 1;
+
+	posted_ = s;
+	{
+		std::lock_guard lock(lock_);
+		pending_.push_back(std::move(s));
+	}
+	// The counter only saturates, and process() takes the whole queue.
+	(void)!write(efd_, &one, sizeof(one));
+}
+
+bool GroupMember::asked_to_stop()
+{
+	std::unique_lock lock(lock_);
+	// A paused (frozen) thread waits here and does nothing else.
+	cv_.wait(lock, [this] { return !paused_ || stopping_ || resign_asked_; });
+	return stopping_ || resign_asked_;
+}
+
+bool GroupMember::idle_until(Clock::time_point t)
+{
+	std::unique_lock lock(lock_);
+	cv_.wait_until(lock, t, [this] {
+		return stopping_ || resign_asked_ || key_lost_ || paused_;
+	});
+	return !stopping_ && !resign_asked_;
+}
+
+void GroupMember::run()
+{
+	while (!asked_to_stop()) {
+		keep_record();
+		if (asked_to_stop())
+			break;
+		if (leading_)
+			lead();
+		else
+			follow();
+	}
+	watch_.reset();
+	bool resign;
+	{
+		std::lock_guard lock(lock_);
+		resign = resign_asked_;
+	}
+	if (resign)
+		finish_resign();
+	std::lock_guard lock(lock_);
+	election_ = nullptr;
+}
+
+// The record of this replica's address under a lease of its own, kept
+// alive at the leader's pace; registered again when its lease went.
+void GroupMember::keep_record()
+{
+	const Clock::time_point now = Clock::now();
+
+	if (now < record_due_)
+		return;
+	record_due_ = now + milliseconds(opts_.ttl_s * 1000 / 3);
+	std::string failed;
+	if (record_lease_) {
+		auto ka = client_->keepalive(record_lease_);
+		if (ka.ok() && ka.value() > 0)
+			return;
+		if (!ka.ok()) {
+			failed = ka.message();
+		} else {
+			record_lease_ = 0;	// lapsed: register again below
+		}
+	}
+	if (!record_lease_) {
+		auto lease = client_->grant(opts_.ttl_s);
+		if (!lease.ok()) {
+			failed = lease.message();
+		} else {
+			auto put = client_->put(record_key_, opts_.address, lease.value().id);
+			if (put.ok()) {
+				record_lease_ = lease.value().id;
+				return;
+			}
+			failed = put.message();
+			(void)client_->revoke(lease.value().id);
+		}
+	}
+	GroupState s = posted_;
+	s.reason = "member record " + record_key_ + ": " + failed;
+	s.since = Clock::now();
+	post(std::move(s));
+}
+
+void GroupMember::follow()
+{
+	if (!election_owned_) {
+		auto e = std::make_unique<mdr::etcd::Election>(*client_, leader_key_);
+		std::lock_guard lock(lock_);
+		if (stopping_ || resign_asked_)
+			return;
+		election_ = e.get();
+		election_owned_ = std::move(e);
+	}
+
+	GroupState s;
+	auto l = election_owned_->leader();
+	if (!l.ok()) {
+		s.reason = "cannot read the leader: " + l.message();
+	} else if (!l.value()) {
+		s.reason = "no leader";
+	} else {
+		const std::string &v = l.value()->value;
+		const size_t nl = v.find('\n');
+		s.leader_id = v.substr(0, nl);
+		s.leader_address = nl == std::string::npos ? "" : v.substr(nl + 1);
+		s.epoch = l.value()->epoch;
+		s.reason = "following";
+	}
+	s.since = Clock::now();
+	if (!same_change(s, posted_))
+		post(s);
+
+	// A campaign of a third of the TTL: the record is kept alive and the
+	// leader read again between two.
+	const auto third = milliseconds(opts_.ttl_s * 1000 / 3);
+	auto c = election_owned_->campaign(opts_.replica + "\n" + opts_.address, opts_.ttl_s,
+					   Clock::now() + third);
+	if (!c.ok()) {
+		if (c.error() != -ETIMEDOUT && c.error() != -ECANCELED) {
+			s.reason = "campaign: " + c.message();
+			s.since = Clock::now();
+			post(s);
+		}
+		return;
+	}
+
+	const int64_t epoch = c.value();
+	leading_ = true;
+	renew_due_ = Clock::now() + third;
+	{
+		std::lock_guard lock(lock_);
+		key_lost_ = false;
+	}
+	// A key deleted or made again by someone else: this epoch is over.
+	mdr::etcd::WatchSpec spec{leader_key_, false, epoch + 1};
+	watch_ = client_->watch(spec, [this, epoch](const mdr::etcd::WatchEvent &ev) {
+		using Type = mdr::etcd::WatchEvent::Type;
+		if (ev.type == Type::del ||
+		    (ev.type == Type::put && ev.kv.create_revision != epoch)) {
+			{
+				std::lock_guard lock(lock_);
+				key_lost_ = true;
+			}
+			cv_.notify_all();
+		}
+	});
+
+	GroupState w;
+	w.role = GroupState::Role::leader;
+	w.leader_id = opts_.replica;
+	w.leader_address = opts_.address;
+	w.epoch = epoch;
+	w.valid_until = election_owned_->valid_until();
+	w.since = Clock::now();
+	w.reason = "won the campaign for epoch " + std::to_string(epoch);
+	post(std::move(w));
+}
+
+void GroupMember::lose(std::string reason)
+{
+	leading_ = false;
+	watch_.reset();		// joins its thread: not under lock_
+	{
+		std::lock_guard lock(lock_);
+		election_ = nullptr;
+		key_lost_ = false;
+	}
+	election_owned_.reset();	// a new term campaigns anew
+
+	GroupState s;
+	s.reason = std::move(reason);
+	s.since = Clock::now();
+	post(std::move(s));
+}
+
+void GroupMember::lead()
+{
+	if (!idle_until(std::min(renew_due_, record_due_)))
+		return;
+	bool lost;
+	{
+		std::lock_guard lock(lock_);
+		if (paused_)
+			return;
+		lost = std::exchange(key_lost_, false);
+	}
+	const int64_t epoch = posted_.epoch;
+	if (lost)
+		return lose("the leader key of epoch " + std::to_string(epoch) +
+			    " was deleted or replaced");
+	if (Clock::now() < renew_due_)
+		return;		// the record is due: run() keeps it
+
+	renew_due_ = Clock::now() + milliseconds(opts_.ttl_s * 1000 / 3);
+	auto r = election_owned_->renew();
+	if (!r.ok() && r.error() == -ENOENT)
+		return lose(r.message());
+
+	GroupState s = posted_;
+	if (r.ok()) {
+		s.valid_until = r.value();
+		if (s.reason.rfind("renewal failed", 0) == 0)
+			s.reason = "renewed after a failure";
+	} else {
+		// valid_until stays: it runs out on the loop's clock.
+		s.reason = "renewal failed, the last validity holds: " + r.message();
+		s.since = Clock::now();
+	}
+	post(std::move(s));
+}
+
+void GroupMember::finish_resign()
+{
+	Status s;
+
+	if (leading_ && election_owned_)
+		s = election_owned_->resign();
+	leading_ = false;
+	if (record_lease_) {
+		Status r = client_->revoke(record_lease_);
+		record_lease_ = 0;
+		if (s.ok() && !r.ok() && r.error() != -ENOENT)
+			s = r;
+	}
+	{
+		std::lock_guard lock(lock_);
+		resign_done_ = true;
+		resign_status_ = std::move(s);
+	}
+	cv_.notify_all();
+}
+
+} // namespace mdnode

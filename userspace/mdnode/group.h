@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// group.h - one replica's role in its group: a member record in etcd, a
+// campaign for the group's leader key, the renewals of a leader, all on a
+// thread of its own; the event loop hears of changes through an eventfd and
+// asks serving(now) on its own timer.
+//
+// Keys (replication.md, "Leadership and epochs"):
+//
+//	/mdroute/groups/G/members/ID	the replica's address, under a lease of
+//					its own (a dead replica's record goes)
+//	/mdroute/groups/G/leader	the Election's key: "ID\nADDRESS"
+//
+// Why the loop's timer alone stops a leader in time (election.h has the
+// argument for valid_until itself): the thread hands the loop valid_until
+// only as the answer of a renewal, taken from a clock read before it was
+// sent; the loop keeps the last one it was handed and serving(now) compares
+// it, minus drift_margin, with the loop's own steady clock. A thread that
+// is frozen, slow or cut off from etcd hands over nothing newer, so the
+// comparison turns false at the same instant it would have turned false
+// had the thread stopped renewing on purpose: the loop needs no message to
+// stop, only its timer. A renewal answering -ENOENT (the lease is gone),
+// or the watch seeing the key deleted, makes the member a follower at once;
+// an error of the transport keeps the last valid_until, which then runs out
+// on the loop's clock.
+//
+//	auto m = GroupMember::start(opts, [&](const GroupState &s) { ... });
+//	loop.add_fd("group", m.value()->fd(), [&] { m.value()->process(); });
+//	loop.add_timer("tick", 50, [&] { if (!m->serving(Clock::now())) stop(); });
+#ifndef MDNODE_GROUP_H
+#define MDNODE_GROUP_H
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "lib/etcd/client.h"
+#include "lib/etcd/election.h"
+#include "lib/result.h"
+
+namespace mdnode {
+
+struct GroupOptions {
+	std::string group;		// G: printable, no '/', <= kMaxGroupId
+	std::string replica;		// ID: likewise
+	std::string address;		// where the replica listens, as peers dial it
+	mdr::etcd::Options etcd;
+	int ttl_s = 1;			// of the leader's and the record's leases
+	int drift_margin_ms = 200;	// < ttl_s: see election.h
+};
+
+struct GroupState {
+	using Clock = std::chrono::steady_clock;
+	enum class Role { follower, leader };
+
+	Role role = Role::follower;
+	// Who leads, as last known (this replica when leading); empty and 0
+	// when nobody leads or etcd could not be read.
+	std::string leader_id;
+	std::string leader_address;
+	int64_t epoch = 0;
+	Clock::time_point valid_until{};	// leader: from the last renewal
+	Clock::time_point since{};		// when the thread saw the change
+	std::string reason;			// of the last change
+};
+
+class GroupMember {
+public:
+	using Clock = std::chrono::steady_clock;
+	using OnChange = std::function<void(const GroupState &)>;
+
+	static constexpr size_t kMaxGroupId = 64;
+	static constexpr size_t kMaxReplicaId = 64;
+	static constexpr size_t kMaxAddress = 256;
+
+	// -EINVAL, naming the field, for an id or address that cannot be a key
+	// or a record, or for timings that cannot work; else the thread runs.
+	static mdr::Result<std::unique_ptr<GroupMember>> start(GroupOptions options,
+							       OnChange on_change);
+	// Stops the thread promptly (a campaign is ended, a call in flight is
+	// bounded by the request timeout) without resigning: leases lapse.
+	~GroupMember();
+
+	GroupMember(const GroupMember &) = delete;
+	GroupMember &operator=(const GroupMember &) = delete;
+
+	// The loop's side. fd() is readable when changes wait; process()
+	// takes them and calls on_change for each that is one (a renewal that
+	// only moves valid_until calls nothing).
+	int fd() const { return efd_; }
+	void process();
+	bool serving(Clock::time_point now) const;
+	const GroupState &state() const { return state_; }
+
+	// A clean stop: serving() is false from now; the thread revokes the
+	// leader's lease (if it leads) and the record's, and campaigns no
+	// more. Waits for that, bounded by the request timeout.
+	mdr::Status resign();
+
+#ifdef MDR_TEST_HOOKS
+	// The thread stops doing anything (no renewal, no campaign, no
+	// record keepalive) until resume_renewals(): a frozen process.
+	void pause_renewals();
+	void resume_renewals();
+#endif
+
+private:
+	GroupMember(GroupOptions options, OnChange on_change,
+		    std::unique_ptr<mdr::etcd::Client> client, int efd);
+
+	// The thread's side.
+	void run();
+	void follow();
+	void lead();
+	void keep_record();
+	void lose(std::string reason);
+	void post(GroupState s);
+	bool idle_until(Clock::time_point t);	// false: stop or resign asked
+	bool asked_to_stop();
+	void finish_resign();
+
+	const GroupOptions opts_;
+	const OnChange on_change_;
+	const std::string leader_key_;
+	const std::string record_key_;
+	const std::unique_ptr<mdr::etcd::Client> client_;
+	const int efd_;
+
+	// Only the thread touches these.
+	std::unique_ptr<mdr::etcd::Election> election_owned_;
+	std::unique_ptr<mdr::etcd::Watch> watch_;
+	bool leading_ = false;
+	int64_t record_lease_ = 0;
+	Clock::time_point record_due_{};
+	Clock::time_point renew_due_{};
+	GroupState posted_;
+
+	// Shared with the thread, under lock_.
+	std::mutex lock_;
+	std::condition_variable cv_;
+	mdr::etcd::Election *election_ = nullptr;	// to stop() it
+	bool stopping_ = false;
+	bool resign_asked_ = false;
+	bool resign_done_ = false;
+	mdr::Status resign_status_;
+	bool key_lost_ = false;		// the watch saw the leader key go
+	bool paused_ = false;
+	std::deque<GroupState> pending_;
+
+	// The loop's.
+	GroupState state_;
+	bool resigned_ = false;
+
+	std::thread thread_;
+};
+
+} // namespace mdnode
+
+#endif // MDNODE_GROUP_H
