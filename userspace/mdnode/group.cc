@@ -241,7 +241,7 @@ void GroupMember::keep_record()
 	if (record_lease_) {
 		auto ka = client_->keepalive(record_lease_);
 		if (ka.ok() && ka.value() > 0)
-			return;
+			return record_kept();
 		if (!ka.ok()) {
 			failed = ka.message();
 		} else {
@@ -256,14 +256,26 @@ void GroupMember::keep_record()
 			auto put = client_->put(record_key_, opts_.address, lease.value().id);
 			if (put.ok()) {
 				record_lease_ = lease.value().id;
-				return;
+				return record_kept();
 			}
 			failed = put.message();
 			(void)client_->revoke(lease.value().id);
 		}
 	}
+	record_failed_ = true;
 	GroupState s = posted_;
 	s.reason = "member record " + record_key_ + ": " + failed;
+	s.since = Clock::now();
+	post(std::move(s));
+}
+
+// After a failure of the record, the reason says that it is back.
+void GroupMember::record_kept()
+{
+	if (!std::exchange(record_failed_, false))
+		return;
+	GroupState s = posted_;
+	s.reason = "member record " + record_key_ + " is kept again";
 	s.since = Clock::now();
 	post(std::move(s));
 }

@@ -120,6 +120,7 @@ private:
 	void follow();
 	void lead();
 	void keep_record();
+	void record_kept();
 	void lose(std::string reason);
 	void post(GroupState s);
 	bool idle_until(Clock::time_point t);	// false: stop or resign asked
@@ -138,6 +139,7 @@ private:
 	std::unique_ptr<mdr::etcd::Watch> watch_;
 	bool leading_ = false;
 	int64_t record_lease_ = 0;
+	bool record_failed_ = false;
 	Clock::time_point record_due_{};
 	Clock::time_point renew_due_{};
 	GroupState posted_;
