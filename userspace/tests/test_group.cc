@@ -113,6 +113,24 @@ Member *wait_leader(Member &a, Member &b)
 	return a.leads() ? &a : &b;
 }
 
+// Two members of group g, r1 and r2, once one leads (l) and the other (f)
+// follows it.
+struct Pair {
+	std::unique_ptr<Member> a, b;
+	Member *l = nullptr, *f = nullptr;
+
+	bool start(const std::string &g)
+	{
+		a = make(options(g, "r1"));
+		b = make(options(g, "r2"));
+		if (!a || !b || !(l = wait_leader(*a, *b)))
+			return false;
+		f = l == a.get() ? b.get() : a.get();
+		return true;
+	}
+	std::vector<Member *> both() const { return {a.get(), b.get()}; }
+};
+
 } // namespace
 
 static int setup(void **)
@@ -131,21 +149,18 @@ static int teardown(void **)
 // it leading past the TTL; both records and the leader key are in etcd.
 static void test_one_leads_the_other_follows(void **)
 {
-	auto a = make(options("t1", "r1")), b = make(options("t1", "r2"));
-	assert_non_null(a.get());
-	assert_non_null(b.get());
-	Member *l = wait_leader(*a, *b);
-	assert_non_null(l);
-	Member *f = l == a.get() ? b.get() : a.get();
+	Pair p;
+	assert_true(p.start("t1"));
+	Member *l = p.l, *f = p.f;
 	assert_true(l->seen.back().role == Role::leader);
 	assert_true(l->m->serving(Clock::now()));
 	assert_false(f->m->serving(Clock::now()));
-	assert_string_equal(l->state().leader_id.c_str(), l == a.get() ? "r1" : "r2");
+	assert_string_equal(l->state().leader_id.c_str(), l == p.a.get() ? "r1" : "r2");
 	const int64_t epoch = l->state().epoch;
 
 	// Three TTLs: the leader serves throughout, at the same epoch.
 	int gaps = 0;
-	assert_false(run_until({a.get(), b.get()}, [] { return false; }, 3000,
+	assert_false(run_until(p.both(), [] { return false; }, 3000,
 			       [&](Clock::time_point now) {
 				       if (!l->m->serving(now) || f->leads())
 					       gaps++;
@@ -178,17 +193,14 @@ static void test_one_leads_the_other_follows(void **)
 // its lease gone and follows the new one.
 static void test_frozen_leader_stops_before_takeover(void **)
 {
-	auto a = make(options("t2", "r1")), b = make(options("t2", "r2"));
-	assert_non_null(a.get());
-	assert_non_null(b.get());
-	Member *l = wait_leader(*a, *b);
-	assert_non_null(l);
-	Member *f = l == a.get() ? b.get() : a.get();
+	Pair p;
+	assert_true(p.start("t2"));
+	Member *l = p.l, *f = p.f;
 	const int64_t old_epoch = l->state().epoch;
 
 	l->m->pause_renewals();
 	Clock::time_point stopped{};
-	assert_true(run_until({a.get(), b.get()}, [&] { return f->leads(); }, 5000,
+	assert_true(run_until(p.both(), [&] { return f->leads(); }, 5000,
 			      [&](Clock::time_point now) {
 				      if (stopped == Clock::time_point{} && !l->m->serving(now))
 					      stopped = now;
@@ -202,7 +214,7 @@ static void test_frozen_leader_stops_before_takeover(void **)
 	assert_true(f->state().epoch > old_epoch);
 
 	l->m->resume_renewals();
-	assert_true(run_until({a.get(), b.get()}, [&] { return follows(*l, *f); }, 3000));
+	assert_true(run_until(p.both(), [&] { return follows(*l, *f); }, 3000));
 	assert_false(l->m->serving(Clock::now()));
 }
 #endif
@@ -211,12 +223,9 @@ static void test_frozen_leader_stops_before_takeover(void **)
 // the resigned member's record is gone.
 static void test_resign_hands_over(void **)
 {
-	auto a = make(options("t3", "r1")), b = make(options("t3", "r2"));
-	assert_non_null(a.get());
-	assert_non_null(b.get());
-	Member *l = wait_leader(*a, *b);
-	assert_non_null(l);
-	Member *f = l == a.get() ? b.get() : a.get();
+	Pair p;
+	assert_true(p.start("t3"));
+	Member *l = p.l, *f = p.f;
 	const int64_t old_epoch = l->state().epoch;
 	const std::string id = l->state().leader_id;
 
@@ -225,7 +234,7 @@ static void test_resign_hands_over(void **)
 	assert_true(s.ok());
 	assert_false(l->m->serving(Clock::now()));
 	assert_true(l->state().role == Role::follower);
-	assert_true(run_until({a.get(), b.get()}, [&] { return f->leads(); }, 1000));
+	assert_true(run_until(p.both(), [&] { return f->leads(); }, 1000));
 	assert_true(f->state().since - t0 < milliseconds(400));
 	assert_true(f->state().epoch > old_epoch);
 	// What the resigned thread posted before does not make it lead again.
