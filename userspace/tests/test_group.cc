@@ -3,8 +3,9 @@
 // test_group.cc - mdnode's GroupMember against a real etcd, driven by an
 // EventLoop as the daemon will: of two members one leads and the other sees
 // it; a frozen leader stops serving on the loop's timer before the other
-// wins; a resignation hands over well under the TTL; bad ids are refused and
-// an unreachable etcd makes a follower with a reason, in bounded time.
+// wins; a resignation hands over well under the TTL; bad ids are refused;
+// an unreachable etcd makes a follower with a reason, in bounded time; etcd
+// lost under a leader keeps its validity until the loop's timer ends it.
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -119,10 +120,12 @@ struct Pair {
 	std::unique_ptr<Member> a, b;
 	Member *l = nullptr, *f = nullptr;
 
-	bool start(const std::string &g)
+	bool start(const std::string &g, int request_timeout_ms = 1000)
 	{
-		a = make(options(g, "r1"));
-		b = make(options(g, "r2"));
+		GroupOptions oa = options(g, "r1"), ob = options(g, "r2");
+		oa.etcd.request_timeout_ms = ob.etcd.request_timeout_ms = request_timeout_ms;
+		a = make(oa);
+		b = make(ob);
 		if (!a || !b || !(l = wait_leader(*a, *b)))
 			return false;
 		f = l == a.get() ? b.get() : a.get();
@@ -315,6 +318,38 @@ static void test_unreachable_etcd(void **)
 	assert_true(Clock::now() - t1 < milliseconds(2 * 300 + 200));
 }
 
+// etcd gone: renewals fail at the transport, the leader stays leader with
+// the last validity and the loop's timer stops it there; etcd back, the
+// group has a serving leader again. Last: it restarts the rig's etcd.
+static void test_transport_errors_keep_the_validity(void **)
+{
+	Pair p;
+	assert_true(p.start("t6", 300));
+	Member *l = p.l;
+
+	g_rig->kill(0);
+	Clock::time_point stopped{};
+	auto failed = [&] {
+		return !l->seen.empty() && l->seen.back().reason.rfind("renewal failed", 0) == 0;
+	};
+	assert_true(run_until(p.both(), [&] { return failed() && stopped != Clock::time_point{}; },
+			      3000, [&](Clock::time_point now) {
+				      if (stopped == Clock::time_point{} && !l->m->serving(now))
+					      stopped = now;
+			      }));
+	assert_true(l->state().role == Role::leader);
+	const auto limit = l->state().valid_until - milliseconds(kDriftMs);
+	assert_true(stopped >= limit);
+	assert_true(stopped - limit < milliseconds(100));
+	assert_false(p.f->leads());
+
+	assert_true(g_rig->restart(0));
+	assert_true(run_until(p.both(), [&] {
+		const auto now = Clock::now();
+		return p.a->m->serving(now) || p.b->m->serving(now);
+	}, 5000));
+}
+
 int main()
 {
 	const struct CMUnitTest tests[] = {
@@ -325,6 +360,7 @@ int main()
 		cmocka_unit_test(test_resign_hands_over),
 		cmocka_unit_test(test_bad_ids_refused),
 		cmocka_unit_test(test_unreachable_etcd),
+		cmocka_unit_test(test_transport_errors_keep_the_validity),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
