@@ -25,8 +25,9 @@
 // on the loop's clock.
 //
 //	auto m = GroupMember::start(opts, [&](const GroupState &s) { ... });
-//	loop.add_fd("group", m.value()->fd(), [&] { m.value()->process(); });
-//	loop.add_timer("tick", 50, [&] { if (!m->serving(Clock::now())) stop(); });
+//	GroupMember &g = *m.value();
+//	loop.add_fd("group", g.fd(), [&] { g.process(); });
+//	loop.add_timer("tick", 50, [&] { if (!g.serving(Clock::now())) stop(); });
 #ifndef MDNODE_GROUP_H
 #define MDNODE_GROUP_H
 
