@@ -5,6 +5,9 @@
  * Shared verbatim by the kernel module, mdnode and mdctl; the protocol is
  * described in Documentation/wire-protocol.md. Everything here is
  * little-endian on the wire and fixed-size, with explicit padding.
+ * It is one file past 800 lines on purpose: it is the single definition
+ * of every message both sides compile, and a split would let a kernel and
+ * a user space built from different parts of it disagree.
  *
  * Transport: one RDMA RC connection (rdma_cm) per (host, storage node,
  * tenant), or per admin client. On it:
