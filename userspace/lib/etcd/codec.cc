@@ -147,9 +147,14 @@ Result<KeyValue> parse_kv(const json &j)
 		return error_of(key);
 	if (!value.ok())
 		return error_of(value);
-	for (auto *r : {&create, &mod, &version, &lease})
+	// Revisions only grow from 1 and a watch resumes past the last one: a
+	// negative number, or INT64_MAX, is no answer of an etcd.
+	for (auto *r : {&create, &mod, &version, &lease}) {
 		if (!r->ok())
 			return error_of(*r);
+		if (r->value() < 0 || r->value() == INT64_MAX)
+			return malformed("a key-value with a revision, version or lease out of range");
+	}
 	if (key.value().empty())
 		return malformed("a key-value without a key");
 	kv.key = std::move(key.value());

@@ -4,6 +4,7 @@
 // protocol and its safety argument are in election.h).
 #include "lib/etcd/election.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <memory>
 #include <thread>
@@ -18,6 +19,8 @@ using codec::error_of;
 
 // Between two tries after etcd failed: short, etcd recovers in an election.
 constexpr auto kRetryPause = std::chrono::milliseconds(100);
+// A leader's TTL: an hour is far beyond any use, and keeps t0 + TTL in range.
+constexpr int64_t kMaxTtlS = 3600;
 
 } // namespace
 
@@ -26,8 +29,9 @@ Result<int64_t> Election::campaign(std::string_view value, int64_t ttl_s,
 {
 	if (held_)
 		return Error(-EALREADY, "already leading '" + key_ + "'");
-	if (ttl_s <= 0)
-		return Error(-EINVAL, "a leader's TTL must be positive");
+	if (ttl_s <= 0 || ttl_s > kMaxTtlS)
+		return Error(-EINVAL, "a leader's TTL must be 1.." + std::to_string(kMaxTtlS) + " s");
+	ttl_s_ = ttl_s;
 	std::string last = "nothing answered yet";
 
 	auto pause = [&](std::chrono::milliseconds d) {
@@ -64,11 +68,19 @@ Result<int64_t> Election::campaign(std::string_view value, int64_t ttl_s,
 		}
 		// Ours if this put created it, or if an earlier try of the same
 		// transaction did (its answer lost, the retry found our lease).
+		if ((c.value().created || c.value().kv.lease == lease.value().id) &&
+		    c.value().kv.create_revision <= 0) {
+			// No epoch to fence with: an answer no etcd gives.
+			last = "etcd answered epoch " + std::to_string(c.value().kv.create_revision);
+			(void)client_.revoke(lease.value().id);
+			pause(kRetryPause);
+			continue;
+		}
 		if (c.value().created || c.value().kv.lease == lease.value().id) {
 			held_ = true;
 			epoch_ = c.value().kv.create_revision;
 			lease_ = lease.value().id;
-			valid_until_ = t0 + std::chrono::seconds(lease.value().ttl);
+			valid_until_ = t0 + std::chrono::seconds(std::min(lease.value().ttl, ttl_s_));
 			return epoch_;
 		}
 		(void)client_.revoke(lease.value().id);
@@ -107,14 +119,19 @@ Result<Election::Clock::time_point> Election::renew()
 		return Error(-ENOENT, "not leading '" + key_ + "'");
 	Clock::time_point t0 = Clock::now();
 	auto ttl = client_.keepalive(lease_);
-	if (!ttl.ok())
+	if (!ttl.ok()) {
+		if (ttl.error() == -ENOENT)
+			held_ = false;
 		return error_of(ttl);
+	}
 	if (ttl.value() <= 0) {
 		held_ = false;
 		return Error(-ENOENT, "lease " + std::to_string(lease_) + " of '" + key_ +
 			     "' is gone: leadership of epoch " + std::to_string(epoch_) + " lost");
 	}
-	valid_until_ = t0 + std::chrono::seconds(ttl.value());
+	// Never longer than asked: etcd only ever raises a TTL (to its
+	// minimum), and an answer beyond it is not one to trust the clock to.
+	valid_until_ = t0 + std::chrono::seconds(std::min(ttl.value(), ttl_s_));
 	return valid_until_;
 }
 

@@ -118,6 +118,7 @@ private:
 	const std::string key_;
 	bool held_ = false;
 	int64_t epoch_ = 0;
+	int64_t ttl_s_ = 0;	// asked for: bounds every valid_until
 	int64_t lease_ = 0;
 	Clock::time_point valid_until_{};
 
