@@ -63,11 +63,23 @@ mdr::Result<std::unique_ptr<GroupMember>> GroupMember::start(GroupOptions o, OnC
 		s = check_name("replica address", o.address, kMaxAddress, false);
 	if (!s.ok())
 		return Error(s.error(), s.message());
-	if (o.ttl_s < 1)
-		return Error(-EINVAL, "a group's lease TTL must be at least 1 s");
-	if (o.drift_margin_ms < 0 || o.drift_margin_ms >= o.ttl_s * 1000)
+	// The Election bounds every validity by the TTL it asked for, and
+	// takes none past kMaxTtl; int64 below, so no product overflows.
+	if (o.ttl_s < 1 || o.ttl_s > kMaxTtl)
+		return Error(-EINVAL, "a group's lease TTL must be 1 to " +
+			     std::to_string(kMaxTtl) + " s");
+	const int64_t ttl_ms = int64_t(o.ttl_s) * 1000;
+	if (o.drift_margin_ms < 0 || o.drift_margin_ms >= ttl_ms)
 		return Error(-EINVAL, "the drift margin (" + std::to_string(o.drift_margin_ms) +
 			     " ms) must be at least 0 and under the TTL (" +
+			     std::to_string(o.ttl_s) + " s)");
+	// A renewal bounded by more than the TTL could end after the validity
+	// it was sent to extend: the leader would step down on every slow
+	// answer it waited for, when one more try would have held the key.
+	if (int64_t(o.etcd.request_timeout_ms) >= ttl_ms)
+		return Error(-EINVAL, "etcd's request timeout (" +
+			     std::to_string(o.etcd.request_timeout_ms) +
+			     " ms) must be under the group's lease TTL (" +
 			     std::to_string(o.ttl_s) + " s)");
 	auto client = mdr::etcd::connect(o.etcd);
 	if (!client.ok())
@@ -208,7 +220,9 @@ bool GroupMember::idle_until(Clock::time_point t)
 void GroupMember::run()
 {
 	while (!asked_to_stop()) {
-		keep_record();
+		// A leader keeps its record from lead(), after its renewal.
+		if (!leading_)
+			keep_record();
 		if (asked_to_stop())
 			break;
 		if (leading_)
@@ -229,7 +243,11 @@ void GroupMember::run()
 }
 
 // The record of this replica's address under a lease of its own, kept
-// alive at the leader's pace; registered again when its lease went.
+// alive at the leader's pace; registered again when its lease went. Up to
+// four calls of etcd (keepalive, grant, put, revoke), each bounded by the
+// request timeout: a leader calls it only after its renewal (lead()), so
+// that the record, which only tells peers where this replica is, never
+// delays the renewal that keeps the leader serving.
 void GroupMember::keep_record()
 {
 	const Clock::time_point now = Clock::now();
@@ -388,7 +406,7 @@ void GroupMember::lead()
 		return lose("the leader key of epoch " + std::to_string(epoch) +
 			    " was deleted or replaced");
 	if (Clock::now() < renew_due_)
-		return;		// the record is due: run() keeps it
+		return keep_record();	// due, and the renewal is not
 
 	renew_due_ = Clock::now() + milliseconds(opts_.ttl_s * 1000 / 3);
 	auto r = election_owned_->renew();

@@ -54,7 +54,11 @@ struct GroupOptions {
 	std::string address;		// where the replica listens, as peers dial it
 	mdr::etcd::Options etcd;
 	int ttl_s = 1;			// of the leader's and the record's leases
-	int drift_margin_ms = 200;	// < ttl_s: see election.h
+	// < ttl_s: see election.h. It must cover, beside the clocks' drift
+	// over one TTL, the period of the loop's timer that asks serving():
+	// the loop stops serving at its first tick past the instant, up to
+	// one period late.
+	int drift_margin_ms = 200;
 };
 
 struct GroupState {
@@ -80,6 +84,7 @@ public:
 	static constexpr size_t kMaxGroupId = 64;
 	static constexpr size_t kMaxReplicaId = 64;
 	static constexpr size_t kMaxAddress = 256;
+	static constexpr int64_t kMaxTtl = mdr::etcd::Election::kMaxTtl;	// s
 
 	// -EINVAL, naming the field, for an id or address that cannot be a key
 	// or a record, or for timings that cannot work; else the thread runs.

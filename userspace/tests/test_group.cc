@@ -42,7 +42,7 @@ GroupOptions options(const std::string &group, const std::string &id)
 	o.replica = id;
 	o.address = "10.0.0." + id.substr(1) + ":7000";
 	o.etcd.endpoints = g_rig ? g_rig->endpoints() : std::vector<std::string>{};
-	o.etcd.request_timeout_ms = 1000;
+	o.etcd.request_timeout_ms = 800;
 	o.ttl_s = 1;
 	o.drift_margin_ms = kDriftMs;
 	return o;
@@ -120,7 +120,7 @@ struct Pair {
 	std::unique_ptr<Member> a, b;
 	Member *l = nullptr, *f = nullptr;
 
-	bool start(const std::string &g, int request_timeout_ms = 1000)
+	bool start(const std::string &g, int request_timeout_ms = 800)
 	{
 		GroupOptions oa = options(g, "r1"), ob = options(g, "r2");
 		oa.etcd.request_timeout_ms = ob.etcd.request_timeout_ms = request_timeout_ms;
@@ -286,7 +286,12 @@ static void test_bad_ids_refused(void **)
 	o.drift_margin_ms = kDriftMs;
 	o.ttl_s = 0;
 	expect_refused(o, "TTL");
+	o.ttl_s = 3601;
+	expect_refused(o, "TTL must be 1 to 3600 s");
 	o.ttl_s = 1;
+	o.etcd.request_timeout_ms = 1000;
+	expect_refused(o, "request timeout (1000 ms) must be under the group's lease TTL");
+	o.etcd.request_timeout_ms = 800;
 	o.etcd.endpoints = {"https://127.0.0.1:2379"};
 	auto m = GroupMember::start(o, {});
 	assert_false(m.ok());

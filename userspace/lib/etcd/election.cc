@@ -19,9 +19,6 @@ using codec::error_of;
 
 // Between two tries after etcd failed: short, etcd recovers in an election.
 constexpr auto kRetryPause = std::chrono::milliseconds(100);
-// A leader's TTL: an hour is far beyond any use, and keeps t0 + TTL in range.
-constexpr int64_t kMaxTtlS = 3600;
-
 } // namespace
 
 Result<int64_t> Election::campaign(std::string_view value, int64_t ttl_s,
@@ -29,8 +26,8 @@ Result<int64_t> Election::campaign(std::string_view value, int64_t ttl_s,
 {
 	if (held_)
 		return Error(-EALREADY, "already leading '" + key_ + "'");
-	if (ttl_s <= 0 || ttl_s > kMaxTtlS)
-		return Error(-EINVAL, "a leader's TTL must be 1.." + std::to_string(kMaxTtlS) + " s");
+	if (ttl_s <= 0 || ttl_s > kMaxTtl)
+		return Error(-EINVAL, "a leader's TTL must be 1.." + std::to_string(kMaxTtl) + " s");
 	ttl_s_ = ttl_s;
 	std::string last = "nothing answered yet";
 

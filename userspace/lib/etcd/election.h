@@ -68,6 +68,10 @@ class Election {
 public:
 	using Clock = std::chrono::steady_clock;
 
+	// The longest TTL campaign() takes, in seconds: an hour is far beyond
+	// any use, and keeps t0 + TTL in range.
+	static constexpr int64_t kMaxTtl = 3600;
+
 	struct Leader {
 		std::string value;
 		int64_t epoch = 0;	// the key's create_revision
