@@ -21,9 +21,9 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "lib/auth.h"
-#include "lib/errors.h"
-#include "lib/rdma_client.h"
+#include "lib/auth/auth.h"
+#include "lib/client/rdma_client.h"
+#include "lib/util/errors.h"
 
 namespace mdctl {
 

@@ -7,7 +7,7 @@
 
 #include <linux/mdroute_wire.h>
 
-#include "lib/auth.h"
+#include "lib/auth/auth.h"
 #include "mdctl/cli.h"
 
 namespace mdctl {

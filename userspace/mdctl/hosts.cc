@@ -16,9 +16,9 @@
 
 #include <linux/mdroute_wire.h>
 
-#include "lib/auth.h"
-#include "lib/json.h"
-#include "lib/wire.h"
+#include "lib/auth/auth.h"
+#include "lib/util/json.h"
+#include "lib/wire/wire.h"
 #include "mdctl/cli.h"
 #include "mdctl/host_identity.h"
 #include "mdctl/parse.h"

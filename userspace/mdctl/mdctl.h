@@ -6,7 +6,7 @@
 
 #include <ostream>
 
-#include "lib/control.h"
+#include "lib/client/control.h"
 #include "mdctl/host.h"
 
 namespace mdctl {
