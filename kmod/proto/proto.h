@@ -7,7 +7,7 @@
  * from mdnode goes through here before any of it is used: connection
  * private data, every message header and body, every extent entry.
  *
- * The rules mirror the user-space codec (userspace/lib/wire.cc), seen from
+ * The rules mirror the user-space codec (userspace/lib/wire/), seen from
  * a host connection's client side.
  */
 #ifndef MDR_PROTO_H

@@ -10,8 +10,8 @@
 #include <memory>
 #include <set>
 
-#include "lib/errors.h"
-#include "lib/json.h"
+#include "lib/util/errors.h"
+#include "lib/util/json.h"
 #include "mdctl/batch.h"
 
 namespace mdctl {

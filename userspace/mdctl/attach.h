@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "lib/control.h"
-#include "lib/wire.h"
+#include "lib/client/control.h"
+#include "lib/wire/wire.h"
 #include "mdctl/cli.h"
 #include "mdctl/host_identity.h"
 #include "mdctl/parse.h"

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/errors.h"
-#include "lib/json.h"
+#include "lib/util/errors.h"
+#include "lib/util/json.h"
 #include "mdctl/attach.h"
 #include "mdctl/batch.h"
 

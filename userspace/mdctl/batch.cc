@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <set>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdctl/cli.h"
 #include "mdctl/parse.h"
 

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "mdctl/mdctl.h"
+#include "mdctl/env.h"
 
 namespace mdctl {
 

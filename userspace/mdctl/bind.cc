@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "lib/control.h"
-#include "lib/json.h"
+#include "lib/client/control.h"
+#include "lib/util/json.h"
 #include "mdctl/cli.h"
 #include "mdctl/parse.h"
 

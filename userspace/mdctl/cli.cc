@@ -6,8 +6,8 @@
 #include <cerrno>
 #include <utility>
 
-#include "lib/errors.h"
-#include "lib/wire.h"
+#include "lib/util/errors.h"
+#include "lib/wire/wire.h"
 
 namespace mdctl {
 

@@ -14,9 +14,9 @@
 #include <string_view>
 #include <vector>
 
-#include "lib/args.h"
-#include "lib/control.h"
-#include "lib/result.h"
+#include "lib/client/control.h"
+#include "lib/util/args.h"
+#include "lib/util/result.h"
 #include "mdctl/command.h"
 #include "mdctl/output.h"
 

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "mdctl/mdctl.h"
+#include "mdctl/env.h"
 
 namespace mdctl {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <string_view>
 
-#include "lib/result.h"
+#include "lib/util/result.h"
 
 namespace mdctl {
 

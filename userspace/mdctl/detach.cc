@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/control.h"
-#include "lib/wire.h"
+#include "lib/client/control.h"
+#include "lib/wire/wire.h"
 #include "mdctl/batch.h"
 #include "mdctl/cli.h"
 #include "mdctl/parse.h"

@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
-#include "lib/control.h"
-#include "lib/result.h"
-#include "lib/wire.h"
+#include "lib/client/control.h"
+#include "lib/util/result.h"
+#include "lib/wire/wire.h"
 
 namespace mdctl {
 

@@ -1,16 +1,66 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// host_identity.cc - see host_identity.h.
+// host_identity.cc - see host_identity.h; also host_id_from_machine_id() of
+// host.h, the derivation both name.
 #include "mdctl/host_identity.h"
 
 #include <cerrno>
 
 #include <linux/mdroute_wire.h>
 
-#include "lib/auth.h"
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "lib/auth/auth.h"
 #include "mdctl/cli.h"
 
 namespace mdctl {
+
+namespace {
+
+int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+} // namespace
+
+mdr::Result<uint64_t> host_id_from_machine_id(std::string_view machine_id)
+{
+	static constexpr std::string_view kAppKey = "mdroute-host-id";
+	unsigned char key[16];
+
+	if (machine_id.ends_with('\n'))
+		machine_id.remove_suffix(1);
+	if (machine_id.size() != 2 * sizeof(key))
+		return mdr::Error(-EINVAL, "not a machine id");
+	for (size_t i = 0; i < sizeof(key); i++) {
+		int hi = hex_digit(machine_id[2 * i]), lo = hex_digit(machine_id[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return mdr::Error(-EINVAL, "not a machine id");
+		key[i] = static_cast<unsigned char>(hi << 4 | lo);
+	}
+
+	unsigned char mac[EVP_MAX_MD_SIZE];
+	unsigned int mac_len = 0;
+	if (!HMAC(EVP_sha256(), key, sizeof(key),
+		  reinterpret_cast<const unsigned char *>(kAppKey.data()), kAppKey.size(),
+		  mac, &mac_len) || mac_len < 8)
+		return mdr::Error(-EIO, "HMAC-SHA256 failed");
+
+	uint64_t id = 0;
+	for (int i = 0; i < 8; i++)
+		id = id << 8 | mac[i];
+	if (id == 0)
+		return mdr::Error(-EINVAL, "the host id derived from it is 0");
+	return id;
+}
 
 std::optional<uint64_t> resolve_host_id(const Env &env, std::string_view command,
 					std::optional<uint64_t> given, const Config &config)

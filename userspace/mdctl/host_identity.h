@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "mdctl/config.h"
-#include "mdctl/mdctl.h"
+#include "mdctl/env.h"
 
 namespace mdctl {
 

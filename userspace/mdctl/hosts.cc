@@ -3,7 +3,7 @@
 // hosts.cc - the 'mdctl host' group: the host registry of a storage node
 // (host add, remove, list: MDR_OP_HOST_*), and what an operator needs to
 // fill it: this host's id (host id) and a new random key (host gen-key).
-// Not to be confused with host.cc, the real Host of the seam.
+// Not to be confused with real_host.cc, the real Host of the seam.
 #include <cerrno>
 #include <memory>
 #include <optional>
@@ -16,9 +16,9 @@
 
 #include <linux/mdroute_wire.h>
 
-#include "lib/auth.h"
-#include "lib/json.h"
-#include "lib/wire.h"
+#include "lib/auth/auth.h"
+#include "lib/util/json.h"
+#include "lib/wire/wire.h"
 #include "mdctl/cli.h"
 #include "mdctl/host_identity.h"
 #include "mdctl/parse.h"

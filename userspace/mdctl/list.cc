@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "lib/control.h"
-#include "lib/json.h"
+#include "lib/client/control.h"
+#include "lib/util/json.h"
 #include "mdctl/cli.h"
 #include "mdctl/parse.h"
 

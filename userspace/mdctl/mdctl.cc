@@ -21,7 +21,7 @@
 // node and its admin session), batch.h (batch files, jobs, --timing),
 // host_identity.h (this host's id and key, for attach and the host group).
 //
-// The options are parsed by lib/args.h, and each usage text is written out
+// The options are parsed by lib/util/args.h, and each usage text is written out
 // whole, not by an argument library. CLI11 (Debian's libcli11-dev 2.1.2)
 // was tried and left out: its generated help has another layout, so every
 // usage text would stay a literal anyway, and keeping the errors and exit
@@ -38,7 +38,7 @@
 #include <string_view>
 #include <vector>
 
-#include "lib/control.h"
+#include "lib/client/control.h"
 #include "mdctl/cli.h"
 #include "mdctl/command.h"
 

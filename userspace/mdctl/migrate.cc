@@ -12,9 +12,9 @@
 
 #include <linux/mdroute_wire.h>
 
-#include "lib/errors.h"
-#include "lib/json.h"
-#include "lib/wire.h"
+#include "lib/util/errors.h"
+#include "lib/util/json.h"
+#include "lib/wire/wire.h"
 #include "mdctl/cli.h"
 #include "mdctl/parse.h"
 #include "mdctl/session.h"

@@ -5,8 +5,8 @@
 #include <string>
 #include <utility>
 
-#include "lib/json.h"
-#include "lib/wire.h"
+#include "lib/util/json.h"
+#include "lib/wire/wire.h"
 #include "mdctl/cli.h"
 #include "mdctl/session.h"
 

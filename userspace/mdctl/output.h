@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // output.h - how mdctl prints: a table by default, or with -o json one JSON
-// object whose snake_case keys are stable (lib/json.h writes it); and the
+// object whose snake_case keys are stable (lib/util/json.h writes it); and the
 // units and names both forms share.
 #ifndef MDCTL_OUTPUT_H
 #define MDCTL_OUTPUT_H
@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "lib/control.h"
-#include "lib/json.h"
+#include "lib/client/control.h"
+#include "lib/util/json.h"
 
 namespace mdctl {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "lib/control.h"
+#include "lib/client/control.h"
 
 namespace mdctl {
 

@@ -16,7 +16,7 @@
 #include <variant>
 #include <vector>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdctl/cli.h"
 #include "mdctl/config.h"
 #include "mdctl/host.h"

@@ -8,9 +8,9 @@
 
 #include <linux/mdroute_wire.h>
 
-#include "lib/control.h"
-#include "lib/json.h"
-#include "lib/release.h"
+#include "lib/client/control.h"
+#include "lib/util/json.h"
+#include "lib/util/release.h"
 #include "mdctl/cli.h"
 
 namespace mdctl {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/json.h"
-#include "lib/wire.h"
+#include "lib/util/json.h"
+#include "lib/wire/wire.h"
 #include "mdctl/batch.h"
 #include "mdctl/cli.h"
 #include "mdctl/parse.h"

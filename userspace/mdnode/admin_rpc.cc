@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "lib/auth.h"
+#include "lib/auth/auth.h"
 #include "mdnode/log.h"
 
 namespace mdnode {

@@ -12,7 +12,7 @@
 #include <functional>
 #include <string>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdnode/core.h"
 #include "mdnode/moves.h"
 

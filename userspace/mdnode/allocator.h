@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "lib/result.h"
-#include "lib/wire.h"
+#include "lib/util/result.h"
+#include "lib/wire/wire.h"
 #include "mdnode/buddy.h"
 
 namespace mdnode {

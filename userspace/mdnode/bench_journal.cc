@@ -30,9 +30,9 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include "lib/args.h"
-#include "lib/errors.h"
-#include "lib/json.h"
+#include "lib/util/args.h"
+#include "lib/util/errors.h"
+#include "lib/util/json.h"
 #include "mdnode/journal.h"
 
 namespace {

@@ -25,7 +25,7 @@
 #include <optional>
 #include <vector>
 
-#include "lib/result.h"
+#include "lib/util/result.h"
 
 namespace mdnode {
 

@@ -11,7 +11,7 @@
 
 #include <linux/mdroute_wire.h>
 
-#include "lib/args.h"
+#include "lib/util/args.h"
 
 namespace mdnode {
 

@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "lib/result.h"
+#include "lib/util/result.h"
 #include "mdnode/log.h"
 
 namespace mdnode {

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdnode/copier.h"
 #include "mdnode/journal.h"
 #include "mdnode/lease_bounds.h"

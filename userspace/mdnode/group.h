@@ -44,7 +44,7 @@
 
 #include "lib/etcd/client.h"
 #include "lib/etcd/election.h"
-#include "lib/result.h"
+#include "lib/util/result.h"
 
 namespace mdnode {
 

@@ -8,7 +8,7 @@
 // A host connection of wire version 3 starts unauthenticated; HOST_AUTH
 // proves the key the registry holds for the connect request's host id,
 // whose tenant must be the connect request's, over a transcript of this
-// connection (lib/auth.h), and mdnode proves it back. Until then every
+// connection (lib/auth/auth.h), and mdnode proves it back. Until then every
 // host message the opcode table marks (wire::needs_host_auth()) is
 // refused with MDR_ST_PERM and the connection is cut; so is a failed
 // proof. At the connect (admit()), before the connection gets a QP in the
@@ -22,7 +22,7 @@
 
 #include <cstdint>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdnode/core.h"
 
 namespace mdnode {

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdnode/core.h"
 #include "mdnode/pushes.h"
 

@@ -35,8 +35,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "lib/crc32c.h"
-#include "lib/errors.h"
+#include "lib/util/crc32c.h"
+#include "lib/util/errors.h"
 #include "mdnode/journal_disk.h"
 
 namespace mdnode {

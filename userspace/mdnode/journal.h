@@ -115,7 +115,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/result.h"
+#include "lib/util/result.h"
 
 struct io_uring;
 

@@ -37,7 +37,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "lib/crc32c.h"
+#include "lib/util/crc32c.h"
 #include "mdnode/journal_disk.h"
 #include "mdnode/thread.h"
 

@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/result.h"
+#include "lib/util/result.h"
 #include "mdnode/journal.h"
 
 namespace mdnode::journal_disk {

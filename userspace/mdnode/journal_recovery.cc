@@ -14,8 +14,8 @@
 #include <optional>
 #include <string_view>
 
-#include "lib/crc32c.h"
-#include "lib/errors.h"
+#include "lib/util/crc32c.h"
+#include "lib/util/errors.h"
 
 namespace mdnode::journal_disk {
 

@@ -25,7 +25,7 @@
 #include <string>
 #include <string_view>
 
-#include "lib/result.h"
+#include "lib/util/result.h"
 
 namespace mdnode {
 

@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "lib/result.h"
+#include "lib/util/result.h"
 
 namespace mdnode {
 

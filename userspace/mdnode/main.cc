@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/errors.h"
-#include "lib/release.h"
+#include "lib/util/errors.h"
+#include "lib/util/release.h"
 #include "mdnode/config.h"
 #include "mdnode/log.h"
 #include "mdnode/loop.h"

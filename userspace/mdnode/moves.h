@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdnode/copier.h"
 #include "mdnode/core.h"
 #include "mdnode/pushes.h"

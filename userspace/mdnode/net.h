@@ -14,7 +14,7 @@
 #include <span>
 #include <string>
 
-#include "lib/result.h"
+#include "lib/util/result.h"
 
 namespace mdnode {
 

@@ -30,7 +30,7 @@
 #include <functional>
 #include <span>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdnode/admin_rpc.h"
 #include "mdnode/core.h"
 #include "mdnode/host_auth.h"

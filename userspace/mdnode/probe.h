@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "lib/result.h"
+#include "lib/util/result.h"
 
 namespace mdnode {
 

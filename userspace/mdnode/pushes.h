@@ -30,7 +30,7 @@
 #include <optional>
 #include <set>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdnode/core.h"
 
 namespace mdnode {

@@ -27,9 +27,9 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#include "lib/errors.h"
-#include "lib/wire.h"
-#include "lib/auth.h"
+#include "lib/auth/auth.h"
+#include "lib/util/errors.h"
+#include "lib/wire/wire.h"
 #include "mdnode/log.h"
 
 namespace mdnode {

@@ -28,7 +28,7 @@
 
 #include <linux/mdroute_wire.h>
 
-#include "lib/result.h"
+#include "lib/util/result.h"
 #include "mdnode/net.h"
 
 struct ibv_context;

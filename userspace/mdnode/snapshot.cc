@@ -31,7 +31,7 @@
 #include <cerrno>
 #include <utility>
 
-#include "lib/auth.h"
+#include "lib/auth/auth.h"
 #include "mdnode/store_checks.h"
 
 namespace mdnode {

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/errors.h"
+#include "lib/util/errors.h"
 #include "mdnode/log.h"
 #include "mdnode/probe.h"
 

@@ -63,8 +63,8 @@
 
 #include <linux/mdroute_wire.h>
 
-#include "lib/result.h"
-#include "lib/wire.h"
+#include "lib/util/result.h"
+#include "lib/wire/wire.h"
 #include "mdnode/allocator.h"
 #include "mdnode/records.h"
 #include "mdnode/table.h"

@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "lib/result.h"
-#include "lib/wire.h"
+#include "lib/util/result.h"
+#include "lib/wire/wire.h"
 #include "mdnode/store.h"
 
 namespace mdnode::store_checks {

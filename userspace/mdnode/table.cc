@@ -15,7 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 
 namespace mdnode {
 

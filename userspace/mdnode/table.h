@@ -12,7 +12,7 @@
 
 #include <linux/mdroute_wire.h>
 
-#include "lib/result.h"
+#include "lib/util/result.h"
 
 namespace mdnode {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "lib/args.h"
+#include "lib/util/args.h"
 
 #include "tests/common/cmocka_cxx.h"
 

@@ -17,7 +17,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "lib/auth.h"
+#include "lib/auth/auth.h"
 
 #include "tests/common/cmocka_cxx.h"
 

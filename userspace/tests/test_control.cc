@@ -9,7 +9,7 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 
-#include "lib/control.h"
+#include "lib/client/control.h"
 #include "tests/common/fake_module.h"
 #include "tests/common/fake_sys.h"
 

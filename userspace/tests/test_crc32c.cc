@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/crc32c.h"
+#include "lib/util/crc32c.h"
 
 #include "tests/common/cmocka_cxx.h"
 

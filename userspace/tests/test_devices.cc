@@ -15,7 +15,7 @@
 #include <variant>
 #include <vector>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdnode/config.h"
 #include "mdnode/journal.h"
 #include "mdnode/log.h"

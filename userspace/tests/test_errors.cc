@@ -3,7 +3,7 @@
 // test_errors.cc - errno names and descriptions.
 #include <cerrno>
 
-#include "lib/errors.h"
+#include "lib/util/errors.h"
 
 #include "tests/common/cmocka_cxx.h"
 

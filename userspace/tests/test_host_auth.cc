@@ -18,8 +18,8 @@
 #include <variant>
 #include <vector>
 
-#include "lib/auth.h"
-#include "lib/wire.h"
+#include "lib/auth/auth.h"
+#include "lib/wire/wire.h"
 #include "mdnode/log.h"
 #include "mdnode/node.h"
 #include "mdnode/store.h"

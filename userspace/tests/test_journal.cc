@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lib/crc32c.h"
+#include "lib/util/crc32c.h"
 #include "mdnode/journal.h"
 
 #include "tests/test_journal.h"

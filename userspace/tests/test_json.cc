@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "lib/json.h"
+#include "lib/util/json.h"
 
 #include "tests/common/cmocka_cxx.h"
 

@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdnode/config.h"
 #include "mdnode/lease_bounds.h"
 #include "mdnode/log.h"

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "lib/control.h"
-#include "lib/wire.h"
+#include "lib/client/control.h"
+#include "lib/wire/wire.h"
 #include "mdctl/host.h"
 #include "mdctl/mdctl.h"
 #include "tests/common/fake_host.h"

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/auth.h"
+#include "lib/auth/auth.h"
 #include "mdctl/config.h"
 #include "mdctl/host_identity.h"
 #include "mdctl/output.h"

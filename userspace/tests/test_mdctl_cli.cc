@@ -7,7 +7,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "lib/release.h"
+#include "lib/util/release.h"
 #include "tests/test_mdctl.h"
 
 #include "tests/common/cmocka_cxx.h"

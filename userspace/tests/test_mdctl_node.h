@@ -13,7 +13,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "lib/control.h"
+#include "lib/client/control.h"
 #include "tests/test_mdctl.h"
 
 #include "tests/common/cmocka_cxx.h"

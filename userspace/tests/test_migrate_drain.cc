@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <variant>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdnode/log.h"
 #include "mdnode/node.h"
 

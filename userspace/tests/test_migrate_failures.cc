@@ -12,7 +12,7 @@
 
 #include <endian.h>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdnode/log.h"
 #include "mdnode/node.h"
 #include "mdnode/store.h"

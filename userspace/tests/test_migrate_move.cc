@@ -11,7 +11,7 @@
 #include <variant>
 #include <vector>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdnode/log.h"
 #include "mdnode/node.h"
 

@@ -15,7 +15,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdnode/log.h"
 #include "mdnode/node.h"
 #include "mdnode/store.h"

@@ -15,7 +15,7 @@
 #include <string>
 #include <variant>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdnode/node.h"
 #include "mdnode/store.h"
 

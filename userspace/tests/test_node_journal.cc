@@ -18,7 +18,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdnode/log.h"
 #include "mdnode/node.h"
 #include "mdnode/store.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // test_pipeline.cc - the window of requests pipelined on one connection
-// (lib/pipeline.h, RdmaClient::call_many): credits, req_ids, replies in any
+// (lib/client/pipeline.h, RdmaClient::call_many): credits, req_ids, replies in any
 // order, replies that are not ours, giving up.
 #include <algorithm>
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <set>
 #include <vector>
 
-#include "lib/pipeline.h"
+#include "lib/client/pipeline.h"
 
 #include "tests/common/cmocka_cxx.h"
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <variant>
 
-#include "lib/result.h"
+#include "lib/util/result.h"
 
 #include "tests/common/cmocka_cxx.h"
 

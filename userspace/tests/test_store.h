@@ -16,8 +16,8 @@
 
 #include <endian.h>
 
-#include "lib/crc32c.h"
-#include "lib/wire.h"
+#include "lib/util/crc32c.h"
+#include "lib/wire/wire.h"
 #include "mdnode/store.h"
 #include "tests/common/units.h"
 

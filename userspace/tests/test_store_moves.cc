@@ -10,7 +10,7 @@
 
 #include <endian.h>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdnode/store.h"
 
 #include "tests/test_store.h"

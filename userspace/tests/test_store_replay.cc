@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdnode/store.h"
 
 #include "tests/test_store.h"

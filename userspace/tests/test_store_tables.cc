@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdnode/store.h"
 
 #include "tests/test_store.h"

@@ -13,7 +13,7 @@
 #include <endian.h>
 #include <unistd.h>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdnode/store.h"
 
 #include "tests/test_store.h"

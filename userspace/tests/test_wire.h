@@ -22,7 +22,7 @@
 
 #include <endian.h>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 
 #include "tests/common/cmocka_cxx.h"
 

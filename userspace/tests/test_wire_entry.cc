@@ -8,7 +8,7 @@
 #include <cstring>
 #include <utility>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 
 #include "tests/test_wire.h"
 

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 
 #include "tests/test_wire.h"
 

@@ -9,7 +9,7 @@
 #include <span>
 #include <variant>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 
 #include "tests/test_wire.h"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 
 #include "tests/test_wire.h"
 

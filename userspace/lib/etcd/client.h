@@ -34,7 +34,7 @@
 #include <string_view>
 #include <vector>
 
-#include "lib/result.h"
+#include "lib/util/result.h"
 
 namespace mdr::etcd {
 

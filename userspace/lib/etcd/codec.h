@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "lib/etcd/client.h"
-#include "lib/result.h"
+#include "lib/util/result.h"
 
 namespace mdr::etcd::codec {
 

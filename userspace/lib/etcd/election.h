@@ -60,7 +60,7 @@
 #include <string_view>
 
 #include "lib/etcd/client.h"
-#include "lib/result.h"
+#include "lib/util/result.h"
 
 namespace mdr::etcd {
 

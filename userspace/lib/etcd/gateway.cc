@@ -11,8 +11,8 @@
 #include <mutex>
 #include <thread>
 
-#include "lib/errors.h"
 #include "lib/etcd/codec.h"
+#include "lib/util/errors.h"
 
 namespace mdr::etcd {
 

@@ -11,9 +11,9 @@
 #include <cerrno>
 #include <thread>
 
-#include "lib/errors.h"
 #include "lib/etcd/codec.h"
 #include "lib/etcd/gateway.h"
+#include "lib/util/errors.h"
 
 namespace mdr::etcd::gateway {
 

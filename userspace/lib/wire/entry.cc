@@ -4,7 +4,7 @@
 // with a CRC-32C that also covers where the entry belongs.
 #include <iterator>
 
-#include "lib/crc32c.h"
+#include "lib/util/crc32c.h"
 #include "lib/wire/fields.h"
 
 namespace mdr::wire {

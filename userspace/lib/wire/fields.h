@@ -43,7 +43,7 @@
 #include <utility>
 #include <vector>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 
 namespace mdr::wire {
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/auth.h"
-#include "lib/wire.h"
+#include "lib/auth/auth.h"
+#include "lib/wire/wire.h"
 #include "mdctl/host.h"
 
 namespace mdr::test {

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "lib/control.h"
+#include "lib/client/control.h"
 
 namespace mdr::test {
 

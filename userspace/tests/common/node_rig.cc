@@ -11,7 +11,7 @@
 
 #include <stdlib.h>
 
-#include "lib/auth.h"
+#include "lib/auth/auth.h"
 
 #include "tests/common/cmocka_cxx.h"
 

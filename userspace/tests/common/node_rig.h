@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 #include "mdnode/journal.h"
 #include "mdnode/node.h"
 #include "mdnode/rdma_server.h"

@@ -85,8 +85,8 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#include "lib/auth.h"
-#include "lib/wire.h"
+#include "lib/auth/auth.h"
+#include "lib/wire/wire.h"
 
 namespace {
 

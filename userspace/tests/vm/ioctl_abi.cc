@@ -15,7 +15,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "lib/control.h"
+#include "lib/client/control.h"
 
 #include "tests/common/cmocka_cxx.h"
 

@@ -48,9 +48,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "lib/errors.h"
-#include "lib/rdma_client.h"
-#include "lib/wire.h"
+#include "lib/client/rdma_client.h"
+#include "lib/util/errors.h"
+#include "lib/wire/wire.h"
 
 namespace {
 

@@ -67,10 +67,10 @@
 #include <string_view>
 #include <vector>
 
-#include "lib/auth.h"
-#include "lib/errors.h"
-#include "lib/rdma_client.h"
-#include "lib/wire.h"
+#include "lib/auth/auth.h"
+#include "lib/client/rdma_client.h"
+#include "lib/util/errors.h"
+#include "lib/wire/wire.h"
 
 namespace {
 

@@ -61,7 +61,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#include "lib/wire.h"
+#include "lib/wire/wire.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // errors.cc - errno names and descriptions.
-#include "lib/errors.h"
+#include "lib/util/errors.h"
 
 #include <cerrno>
 #include <cstring>

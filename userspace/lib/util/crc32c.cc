@@ -2,7 +2,7 @@
 //
 // crc32c.cc - CRC-32C with the SSE4.2 instruction where the CPU has it
 // (chosen once, at first use), and slicing-by-8 tables elsewhere.
-#include "lib/crc32c.h"
+#include "lib/util/crc32c.h"
 
 #include <array>
 #include <cstring>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // control.cc - control device access.
-#include "lib/control.h"
+#include "lib/client/control.h"
 
 #include <algorithm>
 #include <cerrno>

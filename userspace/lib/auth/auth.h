@@ -24,8 +24,8 @@
 
 #include <linux/mdroute_wire.h>
 
-#include "lib/result.h"
-#include "lib/wire.h"
+#include "lib/util/result.h"
+#include "lib/wire/wire.h"
 
 namespace mdr {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // rdma_client.cc - see rdma_client.h.
-#include "lib/rdma_client.h"
+#include "lib/client/rdma_client.h"
 
 #include <netdb.h>
 #include <poll.h>
@@ -16,7 +16,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#include "lib/errors.h"
+#include "lib/util/errors.h"
 
 namespace mdr {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // json.cc - JSON writer.
-#include "lib/json.h"
+#include "lib/util/json.h"
 
 #include <stdexcept>
 #include <cstdio>

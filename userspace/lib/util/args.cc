@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // args.cc - command line options.
-#include "lib/args.h"
+#include "lib/util/args.h"
 
 #include <cerrno>
 #include <string>

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "lib/result.h"
+#include "lib/util/result.h"
 
 namespace mdr {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // release.cc - the only file built with MDR_RELEASE defined.
-#include "lib/release.h"
+#include "lib/util/release.h"
 
 namespace mdr {
 

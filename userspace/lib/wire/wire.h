@@ -70,7 +70,7 @@
 
 #include <linux/mdroute_wire.h>
 
-#include "lib/result.h"
+#include "lib/util/result.h"
 
 namespace mdr::wire {
 
@@ -359,7 +359,7 @@ struct AuthRep {
 };
 
 // A host's proof (version 3): its challenge to mdnode (not all zero) and
-// HMAC-SHA256 over the transcript (lib/auth.h).
+// HMAC-SHA256 over the transcript (lib/auth/auth.h).
 struct HostAuthReq {
 	MDR_WIRE_MSG(MDR_OP_HOST_AUTH, false);
 	std::array<uint8_t, 16> nonce{};
@@ -389,7 +389,7 @@ struct HostAddReq {
 	uint32_t tenant = 0;		// non-zero
 	uint16_t flags = 0;		// MDR_HOST_ADD_F_*
 	uint16_t key_len = 0;		// MDR_HOST_KEY_MIN ..= MDR_HOST_KEY_MAX
-	std::array<uint8_t, 16> nonce{};			// lib/auth.h:
+	std::array<uint8_t, 16> nonce{};			// lib/auth/auth.h:
 	std::array<uint8_t, MDR_HOST_KEY_MAX> wrapped{};	// host_add_request()
 	std::array<uint8_t, 32> mac{};
 	bool operator==(const HostAddReq &) const = default;

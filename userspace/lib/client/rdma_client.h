@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "lib/auth.h"
-#include "lib/pipeline.h"
-#include "lib/result.h"
-#include "lib/wire.h"
+#include "lib/auth/auth.h"
+#include "lib/client/pipeline.h"
+#include "lib/util/result.h"
+#include "lib/wire/wire.h"
 
 struct rdma_event_channel;
 struct rdma_cm_id;
@@ -62,7 +62,7 @@ public:
 	Status authenticate(std::span<const uint8_t> key);
 
 	// What the proofs of this host connection cover, with host_nonce as
-	// ours (lib/auth.h).
+	// ours (lib/auth/auth.h).
 	HostTranscript host_transcript(const Nonce &host_nonce) const;
 	// MDR_OP_HOST_AUTH of a host connection of version 3: a fresh nonce
 	// and the proof of key, then mdnode's proof checked. -EPERM with

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "lib/result.h"
+#include "lib/util/result.h"
 
 namespace mdr {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // auth.cc - see auth.h.
-#include "lib/auth.h"
+#include "lib/auth/auth.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
