@@ -72,7 +72,7 @@ LogReceiver::LogReceiver(ReceiverOptions opts, Sink &sink, ReplyLink &link)
 
 LogReceiver::~LogReceiver() = default;
 
-mdr::Status LogReceiver::fail(int err, const std::string &what)
+mdr::Status LogReceiver::set_failure(int err, const std::string &what)
 {
 	if (!failure_)
 		failure_.emplace(err, "log receiver, epoch " + num(epoch_) + ": " + what);
@@ -107,18 +107,18 @@ mdr::Status LogReceiver::on_notify(uint32_t offset)
 	const uint64_t at = consumed_ % size;
 
 	if (offset % kAlign || offset >= size)
-		return fail(-EPROTO, "notify at " + num(offset) + " in a ring of " + num(size));
+		return set_failure(-EPROTO, "notify at " + num(offset) + " in a ring of " + num(size));
 	if (offset != at) {
 		// Only a wrap marker where the next entry was due moves the
 		// reader to 0.
 		if (offset != 0)
-			return fail(-EPROTO, "notify at " + num(offset) +
+			return set_failure(-EPROTO, "notify at " + num(offset) +
 					     ", the next entry is at " + num(at));
 
 		mdr::Result<Entry> e = peek_entry(ring_.subspan(at), max_batch_bytes_);
 
 		if (!e.ok() || !e.value().wrap)
-			return fail(-EPROTO, "notify at 0, and no wrap marker at " + num(at));
+			return set_failure(-EPROTO, "notify at 0, and no wrap marker at " + num(at));
 		consumed_ += size - at;
 		stats_.wraps++;
 	}
@@ -134,16 +134,16 @@ mdr::Status LogReceiver::take_batch(uint32_t offset)
 	mdr::Result<Entry> e = peek_entry(rest, max_batch_bytes_);
 
 	if (!e.ok())
-		return fail(e.error(), e.message());
+		return set_failure(e.error(), e.message());
 	if (e.value().wrap)
-		return fail(-EPROTO, "notify at " + num(offset) + " names a wrap marker");
+		return set_failure(-EPROTO, "notify at " + num(offset) + " names a wrap marker");
 	scratch_.resize(e.value().length);
 	std::memcpy(scratch_.data(), rest.data(), scratch_.size());
 
 	mdr::Result<Batch> parsed = parse_batch(scratch_, max_batch_bytes_);
 
 	if (!parsed.ok())
-		return fail(parsed.error(), parsed.message());
+		return set_failure(parsed.error(), parsed.message());
 
 	const Batch &b = parsed.value();
 	const BatchHeader &h = b.h;
@@ -157,7 +157,7 @@ mdr::Status LogReceiver::take_batch(uint32_t offset)
 		return failure_ ? *failure_ : mdr::Status();
 	}
 	if (h.epoch > epoch_)
-		return fail(-EPROTO, "batch of epoch " + num(h.epoch) + " on the connection of " +
+		return set_failure(-EPROTO, "batch of epoch " + num(h.epoch) + " on the connection of " +
 				     num(epoch_));
 	if (end <= last_.index) {
 		stats_.skipped++;
@@ -165,13 +165,13 @@ mdr::Status LogReceiver::take_batch(uint32_t offset)
 		return failure_ ? *failure_ : mdr::Status();
 	}
 	if (h.first_index <= last_.index)
-		return fail(-EPROTO, "batch of " + num(h.first_index) + ".." + num(end) +
+		return set_failure(-EPROTO, "batch of " + num(h.first_index) + ".." + num(end) +
 				     " overlaps the log's end at " + num(last_.index));
 	if (h.first_index > last_.index + 1)
-		return fail(-EPROTO, "batch at " + num(h.first_index) + " after a gap: the log "
+		return set_failure(-EPROTO, "batch at " + num(h.first_index) + " after a gap: the log "
 				     "ends at " + num(last_.index));
 	if (h.prev_epoch != last_.epoch)
-		return fail(-EPROTO, "batch at " + num(h.first_index) + " follows a record of "
+		return set_failure(-EPROTO, "batch at " + num(h.first_index) + " follows a record of "
 				     "epoch " + num(h.prev_epoch) + "; the log's last is of epoch " +
 				     num(last_.epoch));
 
@@ -180,7 +180,7 @@ mdr::Status LogReceiver::take_batch(uint32_t offset)
 	for (const RecordRef &r : b.records)
 		bytes += r.payload.size();
 	if (held_bytes_ + bytes > max_held_bytes_)
-		return fail(-ENOBUFS, "records past the commit index would hold " +
+		return set_failure(-ENOBUFS, "records past the commit index would hold " +
 				      num(held_bytes_ + bytes) + " bytes, past " +
 				      num(max_held_bytes_));
 
@@ -197,13 +197,13 @@ mdr::Status LogReceiver::take_batch(uint32_t offset)
 				if (!alive)
 					return;
 				if (!st.ok()) {
-					(void)(*alive)->fail(st.error(), "journal: " + st.message());
+					(void)(*alive)->set_failure(st.error(), "journal: " + st.message());
 					return;
 				}
 				(*alive)->durable(end);
 			};
 		if (mdr::Status st = sink_.append(r.type, r.payload, std::move(done)); !st.ok())
-			return fail(st.error(), "journal refused a record: " + st.message());
+			return set_failure(st.error(), "journal refused a record: " + st.message());
 		held_.push_back({h.first_index + i, r.type,
 				 std::vector<std::byte>(r.payload.begin(), r.payload.end())});
 	}
@@ -224,10 +224,10 @@ mdr::Status LogReceiver::on_control(std::span<const std::byte> msg)
 	mdr::Result<Control> m = parse_control(msg);
 
 	if (!m.ok())
-		return fail(m.error(), m.message());
+		return set_failure(m.error(), m.message());
 	if (const Heartbeat *hb = std::get_if<Heartbeat>(&m.value()))
 		return on_heartbeat(*hb);
-	return fail(-EPROTO, "a control message other than HEARTBEAT from the leader");
+	return set_failure(-EPROTO, "a control message other than HEARTBEAT from the leader");
 }
 
 mdr::Status LogReceiver::on_heartbeat(const Heartbeat &hb)
@@ -239,7 +239,7 @@ mdr::Status LogReceiver::on_heartbeat(const Heartbeat &hb)
 		return {};
 	}
 	if (hb.epoch > epoch_)
-		return fail(-EPROTO, "HEARTBEAT of epoch " + num(hb.epoch));
+		return set_failure(-EPROTO, "HEARTBEAT of epoch " + num(hb.epoch));
 	commit_ = std::max(commit_, hb.commit_index);
 	apply_committed();
 	return failure_ ? *failure_ : mdr::Status();
@@ -258,7 +258,7 @@ void LogReceiver::send_durable()
 		return;
 	if (mdr::Status st = link_.send(encode_control(Durable{epoch_, durable_, consumed_}));
 	    !st.ok()) {
-		(void)fail(st.error(), "link: " + st.message());
+		(void)set_failure(st.error(), "link: " + st.message());
 		return;
 	}
 	stats_.durables++;
@@ -277,7 +277,7 @@ void LogReceiver::apply_committed()
 		HeldRecord &r = held_.front();
 
 		if (mdr::Status st = sink_.apply(r.index, r.type, r.payload); !st.ok()) {
-			(void)fail(st.error(), "cannot apply record " + num(r.index) + ": " +
+			(void)set_failure(st.error(), "cannot apply record " + num(r.index) + ": " +
 					       st.message());
 			return;
 		}

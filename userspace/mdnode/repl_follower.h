@@ -166,7 +166,7 @@ public:
 private:
 	LogReceiver(ReceiverOptions opts, Sink &sink, ReplyLink &link);
 
-	mdr::Status fail(int err, const std::string &what);
+	mdr::Status set_failure(int err, const std::string &what);
 	mdr::Status take_batch(uint32_t offset);
 	void durable(uint64_t index);
 	void send_durable();

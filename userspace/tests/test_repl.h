@@ -105,6 +105,12 @@ struct FollowerEnd : ReplyLink {
 	bool hold_acks = false;		// DURABLEs wait (a slow network)
 	bool drop_acks = false;		// DURABLEs are lost
 	bool flip_next = false;		// one byte of the next batch written flips
+	// A sink of the test's own (a real journal and store) in place of
+	// sink, from the next connect(): what it has durable, and a step of
+	// its journal that says whether anything became durable.
+	Sink *own_sink = nullptr;
+	std::function<uint64_t()> own_durable;
+	std::function<bool()> own_step;
 	// Outcome.
 	std::string closed;		// why its connection was closed
 };
@@ -152,7 +158,7 @@ public:
 		o.held = std::move(held);
 		o.ring = f.ring;
 		o.max_batch_bytes = opts.max_batch_bytes;
-		auto r = LogReceiver::create(std::move(o), f.sink, f);
+		auto r = LogReceiver::create(std::move(o), f.own_sink ? *f.own_sink : f.sink, f);
 		if (!r.ok())
 			fail_msg("receiver: %s", r.message().c_str());
 		f.rx = std::move(r).value();
@@ -193,11 +199,18 @@ public:
 	void append(uint64_t n)
 	{
 		std::vector<Rec> recs;
+
+		for (uint64_t i = 0; i < n; i++)
+			recs.push_back(record_for(log.size() + 1 + i));
+		ship(recs);
+	}
+
+	// The leader ships these records, next in its log.
+	void ship(const std::vector<Rec> &recs)
+	{
 		std::vector<RecordRef> refs;
 		const uint64_t first = log.size() + 1;
 
-		for (uint64_t i = 0; i < n; i++)
-			recs.push_back(record_for(first + i));
 		for (const Rec &r : recs)
 			refs.push_back({r.type, r.payload});
 		log.insert(log.end(), recs.begin(), recs.end());
@@ -218,7 +231,7 @@ public:
 	// leader unless held or dropped. Returns whether anything moved.
 	bool step()
 	{
-		bool moved = false;
+		bool moved = leader_step && leader_step();
 
 		for (auto &[id, fp] : followers) {
 			FollowerEnd &e = *fp;
@@ -239,7 +252,9 @@ public:
 				if (mdr::Status st = e.rx->on_control(m); !st.ok())
 					close(e, st.message());
 			}
-			if (!e.stalled && !e.sink.pending.empty()) {
+			if (e.own_step) {
+				moved |= !e.stalled && e.own_step();
+			} else if (!e.stalled && !e.sink.pending.empty()) {
 				e.sink.sync();
 				moved = true;
 			}
@@ -305,6 +320,11 @@ public:
 		size_t len;
 	};
 	std::vector<Wrote> wrote;
+	// A step of the leader's own journal, when the test has a real one;
+	// whether anything became durable.
+	std::function<bool()> leader_step;
+	// Told of each commit, after the checks.
+	std::function<void(uint64_t)> on_commit;
 
 private:
 	// A commit is durable on a majority by the fakes' own count, and
@@ -314,12 +334,14 @@ private:
 		unsigned durable = leader_durable >= c;
 
 		for (auto &[id, e] : followers)
-			durable += e->sink.durable >= c;
+			durable += (e->own_durable ? e->own_durable() : e->sink.durable) >= c;
 		if (durable < 2)
 			fail_msg("commit %llu durable on %u of 3", (unsigned long long)c, durable);
 		assert_true(commits.empty() || c > commits.back());
 		assert_true(c <= log.size());
 		commits.push_back(c);
+		if (on_commit)
+			on_commit(c);
 	}
 
 	// Applied in order, only what the leader committed, only what the
