@@ -219,6 +219,16 @@ public:
 			fail_msg("ship: %s", st.message().c_str());
 	}
 
+	// rounds of n records each, made durable on the leader, settled.
+	void stream(int rounds, uint64_t n)
+	{
+		for (int i = 0; i < rounds; i++) {
+			append(n);
+			sync_leader();
+			settle();
+		}
+	}
+
 	// The leader's journal makes everything durable.
 	void sync_leader()
 	{

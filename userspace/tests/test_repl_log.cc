@@ -208,11 +208,7 @@ void test_follower_stops_acking(void **)
 	World w(128 << 10, 4 << 20);
 
 	w.f("b").stalled = true;
-	for (int i = 0; i < 100; i++) {
-		w.append(4);
-		w.sync_leader();
-		w.settle();
-	}
+	w.stream(100, 4);
 	const FollowerInfo *b = w.leader->follower("b");
 	assert_int_equal(b->state == FollowerState::backlogged, true);
 	assert_true(b->shipped_index < w.log.size());
@@ -238,11 +234,7 @@ void test_follower_behind_window(void **)
 	World w(128 << 10, 96 << 10);
 
 	w.f("b").stalled = true;
-	for (int i = 0; i < 200; i++) {
-		w.append(3);
-		w.sync_leader();
-		w.settle();
-	}
+	w.stream(200, 3);
 	const FollowerInfo *b = w.leader->follower("b");
 	assert_int_equal(b->state == FollowerState::needs_checkpoint, true);
 	assert_int_not_equal(b->reason.find("left the window"), std::string::npos);

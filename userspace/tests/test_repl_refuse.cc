@@ -29,6 +29,28 @@ void expect_error(const mdr::Status &st, int err, const char *words)
 			 st.message().c_str());
 }
 
+// Options good but for one edit each, which make() refuses with -EINVAL
+// saying the case's words.
+template <typename Opts>
+struct OptionCase {
+	const char *words;
+	void (*edit)(Opts &);
+};
+
+template <typename Opts, size_t N, typename Make>
+void expect_refusals(const Opts &good, const OptionCase<Opts> (&cases)[N], Make make)
+{
+	for (const OptionCase<Opts> &c : cases) {
+		Opts o = good;
+
+		c.edit(o);
+		auto r = make(std::move(o));
+		assert_false(r.ok());
+		if (r.error() != -EINVAL || r.message().find(c.words) == std::string::npos)
+			fail_msg("want \"%s\", got \"%s\"", c.words, r.message().c_str());
+	}
+}
+
 // ---- The shipper -----------------------------------------------------------
 
 void test_durable_refused(void **)
@@ -103,11 +125,7 @@ void test_shipper_options_refused(void **)
 				  .commit_index = 8};
 	assert_true(LogShipper::create(good, link, {}).ok());
 
-	struct Case {
-		const char *words;
-		void (*edit)(ShipperOptions &);
-	};
-	const Case cases[] = {
+	const OptionCase<ShipperOptions> cases[] = {
 		{"epoch 0", [](ShipperOptions &o) { o.epoch = 0; }},
 		{"the log begins at", [](ShipperOptions &o) { o.start = {4, 10}; }},
 		{"the log begins at", [](ShipperOptions &o) { o.start = {0, 10}; }},
@@ -118,15 +136,8 @@ void test_shipper_options_refused(void **)
 		{"heartbeat", [](ShipperOptions &o) { o.heartbeat_ms = 0; }},
 		{"ring of", [](ShipperOptions &o) { o.ring_bytes = 1 << 16; }},
 	};
-	for (const Case &c : cases) {
-		ShipperOptions o = good;
-
-		c.edit(o);
-		auto s = LogShipper::create(o, link, {});
-		assert_false(s.ok());
-		if (s.error() != -EINVAL || s.message().find(c.words) == std::string::npos)
-			fail_msg("want \"%s\", got \"%s\"", c.words, s.message().c_str());
-	}
+	expect_refusals(good, cases,
+			[&link](ShipperOptions o) { return LogShipper::create(o, link, {}); });
 }
 
 // A log that is not where this epoch began, nor a batch end of it: the
@@ -434,11 +445,7 @@ void test_receiver_options_refused(void **)
 	};
 	assert_true(LogReceiver::create(base(), sink, link).ok());
 
-	struct Case {
-		const char *words;
-		void (*edit)(ReceiverOptions &);
-	};
-	const Case cases[] = {
+	const OptionCase<ReceiverOptions> cases[] = {
 		{"epoch 0", [](ReceiverOptions &o) { o.epoch = 0; }},
 		{"after 4", [](ReceiverOptions &o) { o.last = {5, 5}; }},
 		{"index 5", [](ReceiverOptions &o) { o.last = {0, 5}; }},
@@ -448,15 +455,9 @@ void test_receiver_options_refused(void **)
 		{"past 4", [](ReceiverOptions &o) { o.max_held_bytes = 4; }},
 		{"ring of", [](ReceiverOptions &o) { o.ring = o.ring.first(4096); }},
 	};
-	for (const Case &c : cases) {
-		ReceiverOptions o = base();
-
-		c.edit(o);
-		auto r = LogReceiver::create(std::move(o), sink, link);
-		assert_false(r.ok());
-		if (r.error() != -EINVAL || r.message().find(c.words) == std::string::npos)
-			fail_msg("want \"%s\", got \"%s\"", c.words, r.message().c_str());
-	}
+	expect_refusals(base(), cases, [&sink, &link](ReceiverOptions o) {
+		return LogReceiver::create(std::move(o), sink, link);
+	});
 }
 
 } // namespace
