@@ -4,6 +4,7 @@
 #include "mdnode/repl_leader.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <set>
 #include <utility>
@@ -183,6 +184,7 @@ mdr::Status LogShipper::ship(uint64_t first_index, std::span<const RecordRef> re
 		while (i + n < records.size() &&
 		       bytes + record_bytes(records[i + n].payload.size()) <= opts_.max_batch_bytes)
 			bytes += record_bytes(records[i + n++].payload.size());
+		assert(n > 0);
 
 		const uint64_t first = last_index_ + 1;
 		// Raft's log matching check: the epoch of the record before.
@@ -354,7 +356,11 @@ void LogShipper::tick(int64_t now_ms)
 	const std::vector<std::byte> msg = encode_control(Heartbeat{opts_.epoch, commit_});
 
 	for (auto &[member, f] : followers_) {
-		if (f.state == FollowerState::unready || f.state == FollowerState::dropped)
+		// A commit index means something only on a log that matches
+		// this one: a follower whose log connect() found elsewhere
+		// would apply its own records up to it.
+		if (f.state == FollowerState::unready || f.state == FollowerState::dropped ||
+		    !f.counted)
 			continue;
 		if (mdr::Status st = link_.send(member, msg); !st.ok()) {
 			(void)drop(member, f, mdr::Error(st.error(), "link: " + st.message()));

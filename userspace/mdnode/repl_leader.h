@@ -169,7 +169,8 @@ public:
 	// consumed past what was written), -EINVAL (consumed going back).
 	mdr::Status on_durable(const std::string &member, const Durable &msg);
 	// Sends HEARTBEAT to connected followers when heartbeat_ms have
-	// passed since the last ones.
+	// passed since the last ones; not to one whose log connect() found
+	// elsewhere, which would apply its own records by it.
 	void tick(int64_t now_ms);
 
 	uint64_t epoch() const { return opts_.epoch; }

@@ -168,6 +168,11 @@ void test_connect_elsewhere(void **)
 	const FollowerInfo &b = *w.leader->follower("b");
 	assert_false(b.counted);
 	assert_true(w.leader->on_durable("b", Durable{World::kEpoch, 2, 0}).ok());
+	// Nor does it hear the commit index, which would make it apply its
+	// own records: heartbeats go to c only.
+	w.leader->tick(0);
+	assert_int_equal(w.leader->stats().heartbeats, 1);
+	assert_true(w.f("b").controls.empty());
 	w.f("c").stalled = true;
 	w.append(2);
 	w.sync_leader();
