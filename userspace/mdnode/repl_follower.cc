@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// repl_follower.cc - see repl_follower.h.
+#include "mdnode/repl_follower.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <utility>
+
+namespace mdnode::repl {
+
+namespace {
+
+std::string num(uint64_t v) { return std::to_string(v); }
+
+} // namespace
+
+mdr::Result<std::unique_ptr<LogReceiver>> LogReceiver::create(ReceiverOptions opts, Sink &sink,
+							      ReplyLink &link)
+{
+	auto bad = [](const std::string &what) {
+		return mdr::Error(-EINVAL, "log receiver: " + what);
+	};
+
+	if (mdr::Status ok = check_ring(opts.ring.size(), opts.max_batch_bytes); !ok.ok())
+		return bad(ok.message());
+	if (opts.epoch == 0)
+		return bad("epoch 0");
+	if (opts.last.epoch > opts.epoch)
+		return bad("its log ends in epoch " + num(opts.last.epoch) + ", after " +
+			   num(opts.epoch));
+	if ((opts.last.epoch == 0) != (opts.last.index == 0))
+		return bad("its log ends at epoch " + num(opts.last.epoch) + ", index " +
+			   num(opts.last.index));
+	if (opts.applied > opts.last.index)
+		return bad("applied " + num(opts.applied) + " past its log's end " +
+			   num(opts.last.index));
+	if (opts.held.size() != opts.last.index - opts.applied)
+		return bad(num(opts.held.size()) + " records held, not the " +
+			   num(opts.last.index - opts.applied) + " after " + num(opts.applied));
+
+	size_t bytes = 0;
+
+	for (size_t i = 0; i < opts.held.size(); i++) {
+		if (opts.held[i].index != opts.applied + 1 + i)
+			return bad("held record " + num(i) + " at index " +
+				   num(opts.held[i].index));
+		bytes += opts.held[i].payload.size();
+	}
+	if (bytes > opts.max_held_bytes)
+		return bad("held records of " + num(bytes) + " bytes, past " +
+			   num(opts.max_held_bytes));
+	return std::unique_ptr<LogReceiver>(new LogReceiver(std::move(opts), sink, link));
+}
+
+// Every record of its log is durable: the caller flushed the journal.
+// What is applied is committed.
+LogReceiver::LogReceiver(ReceiverOptions opts, Sink &sink, ReplyLink &link)
+	: sink_(sink), link_(link), ring_(opts.ring), max_batch_bytes_(opts.max_batch_bytes),
+	  max_held_bytes_(opts.max_held_bytes), epoch_(opts.epoch), fenced_(opts.epoch),
+	  last_(opts.last), durable_(opts.last.index), commit_(opts.applied),
+	  applied_(opts.applied), self_(std::make_shared<LogReceiver *>(this))
+{
+	for (HeldRecord &r : opts.held) {
+		held_bytes_ += r.payload.size();
+		held_.push_back(std::move(r));
+	}
+	scratch_.reserve(max_batch_bytes_);
+}
+
+LogReceiver::~LogReceiver() = default;
+
+mdr::Status LogReceiver::set_failure(int err, const std::string &what)
+{
+	if (!failure_)
+		failure_.emplace(err, "log receiver, epoch " + num(epoch_) + ": " + what);
+	return *failure_;
+}
+
+void LogReceiver::fence(uint64_t epoch)
+{
+	fenced_ = std::max(fenced_, epoch);
+}
+
+std::vector<HeldRecord> LogReceiver::take_held()
+{
+	std::vector<HeldRecord> out(std::make_move_iterator(held_.begin()),
+				    std::make_move_iterator(held_.end()));
+
+	held_.clear();
+	held_bytes_ = 0;
+	return out;
+}
+
+mdr::Status LogReceiver::on_notify(uint32_t offset)
+{
+	if (failure_)
+		return *failure_;
+	if (fenced()) {
+		stats_.dropped++;
+		return {};
+	}
+
+	const uint64_t size = ring_.size();
+	const uint64_t at = consumed_ % size;
+
+	if (offset % kAlign || offset >= size)
+		return set_failure(-EPROTO, "notify at " + num(offset) + " in a ring of " + num(size));
+	if (offset != at) {
+		// Only a wrap marker where the next entry was due moves the
+		// reader to 0.
+		if (offset != 0)
+			return set_failure(-EPROTO, "notify at " + num(offset) +
+					     ", the next entry is at " + num(at));
+
+		mdr::Result<Entry> e = peek_entry(ring_.subspan(at), max_batch_bytes_);
+
+		if (!e.ok() || !e.value().wrap)
+			return set_failure(-EPROTO, "notify at 0, and no wrap marker at " + num(at));
+		consumed_ += size - at;
+		stats_.wraps++;
+	}
+	return take_batch(offset);
+}
+
+mdr::Status LogReceiver::take_batch(uint32_t offset)
+{
+	const std::span<const std::byte> rest = ring_.subspan(offset);
+	// The length is read from the ring only to bound the copy (by
+	// max_batch_bytes and the ring's end); the copy is what is checked
+	// and used (see the header), whatever the ring holds meanwhile.
+	mdr::Result<Entry> e = peek_entry(rest, max_batch_bytes_);
+
+	if (!e.ok())
+		return set_failure(e.error(), e.message());
+	if (e.value().wrap)
+		return set_failure(-EPROTO, "notify at " + num(offset) + " names a wrap marker");
+	scratch_.resize(e.value().length);
+	std::memcpy(scratch_.data(), rest.data(), scratch_.size());
+
+	mdr::Result<Batch> parsed = parse_batch(scratch_, max_batch_bytes_);
+
+	if (!parsed.ok())
+		return set_failure(parsed.error(), parsed.message());
+
+	const Batch &b = parsed.value();
+	const BatchHeader &h = b.h;
+	const uint64_t end = h.first_index + h.count - 1;
+
+	// Its bytes are copied out whatever comes of them.
+	consumed_ += align_up(b.length);
+	if (h.epoch < epoch_) {
+		stats_.dropped++;
+		send_durable();
+		return failure_ ? *failure_ : mdr::Status();
+	}
+	if (h.epoch > epoch_)
+		return set_failure(-EPROTO, "batch of epoch " + num(h.epoch) + " on the connection of " +
+				     num(epoch_));
+	if (end <= last_.index) {
+		stats_.skipped++;
+		send_durable();
+		return failure_ ? *failure_ : mdr::Status();
+	}
+	if (h.first_index <= last_.index)
+		return set_failure(-EPROTO, "batch of " + num(h.first_index) + ".." + num(end) +
+				     " overlaps the log's end at " + num(last_.index));
+	if (h.first_index > last_.index + 1)
+		return set_failure(-EPROTO, "batch at " + num(h.first_index) + " after a gap: the log "
+				     "ends at " + num(last_.index));
+	if (h.prev_epoch != last_.epoch)
+		return set_failure(-EPROTO, "batch at " + num(h.first_index) + " follows a record of "
+				     "epoch " + num(h.prev_epoch) + "; the log's last is of epoch " +
+				     num(last_.epoch));
+
+	size_t bytes = 0;
+
+	for (const RecordRef &r : b.records)
+		bytes += r.payload.size();
+	if (held_bytes_ + bytes > max_held_bytes_)
+		return set_failure(-ENOBUFS, "records past the commit index would hold " +
+				      num(held_bytes_ + bytes) + " bytes, past " +
+				      num(max_held_bytes_));
+
+	for (size_t i = 0; i < b.records.size(); i++) {
+		const RecordRef &r = b.records[i];
+		Sink::Done done;
+
+		// One callback per batch: the journal runs them in order, each
+		// once everything before it is durable too.
+		if (i + 1 == b.records.size())
+			done = [self = std::weak_ptr(self_), end](const mdr::Status &st) {
+				auto alive = self.lock();
+
+				if (!alive)
+					return;
+				if (!st.ok()) {
+					(void)(*alive)->set_failure(st.error(), "journal: " + st.message());
+					return;
+				}
+				(*alive)->durable(end);
+			};
+		if (mdr::Status st = sink_.append(r.type, r.payload, std::move(done)); !st.ok())
+			return set_failure(st.error(), "journal refused a record: " + st.message());
+		held_.push_back({h.first_index + i, r.type,
+				 std::vector<std::byte>(r.payload.begin(), r.payload.end())});
+	}
+	held_bytes_ += bytes;
+	last_ = {h.epoch, end};
+	commit_ = std::max(commit_, h.commit_index);
+	stats_.batches++;
+	stats_.records += h.count;
+	apply_committed();
+	return failure_ ? *failure_ : mdr::Status();
+}
+
+mdr::Status LogReceiver::on_control(std::span<const std::byte> msg)
+{
+	if (failure_)
+		return *failure_;
+
+	mdr::Result<Control> m = parse_control(msg);
+
+	if (!m.ok())
+		return set_failure(m.error(), m.message());
+	if (const Heartbeat *hb = std::get_if<Heartbeat>(&m.value()))
+		return on_heartbeat(*hb);
+	return set_failure(-EPROTO, "a control message other than HEARTBEAT from the leader");
+}
+
+mdr::Status LogReceiver::on_heartbeat(const Heartbeat &hb)
+{
+	if (failure_)
+		return *failure_;
+	if (fenced() || hb.epoch < epoch_) {
+		stats_.dropped++;
+		return {};
+	}
+	if (hb.epoch > epoch_)
+		return set_failure(-EPROTO, "HEARTBEAT of epoch " + num(hb.epoch));
+	commit_ = std::max(commit_, hb.commit_index);
+	apply_committed();
+	return failure_ ? *failure_ : mdr::Status();
+}
+
+void LogReceiver::durable(uint64_t index)
+{
+	durable_ = std::max(durable_, index);
+	apply_committed();
+	send_durable();
+}
+
+void LogReceiver::send_durable()
+{
+	if (failure_ || fenced())
+		return;
+	if (mdr::Status st = link_.send(encode_control(Durable{epoch_, durable_, consumed_}));
+	    !st.ok()) {
+		(void)set_failure(st.error(), "link: " + st.message());
+		return;
+	}
+	stats_.durables++;
+}
+
+// In index order, only what the leader said committed and the journal has
+// durable: a record applied is never undone.
+void LogReceiver::apply_committed()
+{
+	if (failure_ || fenced())
+		return;
+
+	const uint64_t upto = std::min(commit_, durable_);
+
+	while (!held_.empty() && held_.front().index <= upto) {
+		HeldRecord &r = held_.front();
+
+		if (mdr::Status st = sink_.apply(r.index, r.type, r.payload); !st.ok()) {
+			(void)set_failure(st.error(), "cannot apply record " + num(r.index) + ": " +
+					       st.message());
+			return;
+		}
+		applied_ = r.index;
+		held_bytes_ -= r.payload.size();
+		held_.pop_front();
+		stats_.applied++;
+	}
+}
+
+} // namespace mdnode::repl

@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// repl_leader.cc - see repl_leader.h.
+#include "mdnode/repl_leader.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cerrno>
+#include <set>
+#include <utility>
+
+namespace mdnode::repl {
+
+namespace {
+
+std::string num(uint64_t v) { return std::to_string(v); }
+
+std::string pos(const LogPosition &p)
+{
+	return "(epoch " + num(p.epoch) + ", index " + num(p.index) + ")";
+}
+
+} // namespace
+
+const char *state_name(FollowerState s)
+{
+	switch (s) {
+	case FollowerState::unready:
+		return "unready";
+	case FollowerState::streaming:
+		return "streaming";
+	case FollowerState::backlogged:
+		return "backlogged";
+	case FollowerState::needs_checkpoint:
+		return "needs_checkpoint";
+	case FollowerState::dropped:
+		return "dropped";
+	}
+	return "?";
+}
+
+mdr::Result<std::unique_ptr<LogShipper>> LogShipper::create(const ShipperOptions &opts,
+							    ShipLink &link, OnCommit on_commit)
+{
+	if (mdr::Status ok = check_ring(opts.ring_bytes, opts.max_batch_bytes); !ok.ok())
+		return mdr::Error(ok.error(), "log shipper: " + ok.message());
+	if (opts.epoch == 0)
+		return mdr::Error(-EINVAL, "log shipper: epoch 0");
+	if (opts.start.epoch > opts.epoch || (opts.start.epoch == 0) != (opts.start.index == 0))
+		return mdr::Error(-EINVAL, "log shipper: the log begins at " + pos(opts.start) +
+					   " in epoch " + num(opts.epoch));
+	if (opts.commit_index > opts.start.index)
+		return mdr::Error(-EINVAL, "log shipper: commit index " + num(opts.commit_index) +
+					   " past the log's end " + num(opts.start.index));
+	if (opts.followers.empty())
+		return mdr::Error(-EINVAL, "log shipper: no followers");
+	if (std::set(opts.followers.begin(), opts.followers.end()).size() !=
+	    opts.followers.size())
+		return mdr::Error(-EINVAL, "log shipper: a follower named twice");
+	if (opts.window_bytes < opts.max_batch_bytes)
+		return mdr::Error(-EINVAL, "log shipper: a window of " + num(opts.window_bytes) +
+					   " bytes holds no batch of " +
+					   num(opts.max_batch_bytes));
+	if (opts.heartbeat_ms < 1)
+		return mdr::Error(-EINVAL, "log shipper: heartbeat interval below 1 ms");
+	return std::unique_ptr<LogShipper>(new LogShipper(opts, link, std::move(on_commit)));
+}
+
+// The leader's journal holds the log it begins with durably: it adopted it
+// and flushed before it ships.
+LogShipper::LogShipper(const ShipperOptions &opts, ShipLink &link, OnCommit on_commit)
+	: opts_(opts), link_(link), on_commit_(std::move(on_commit)),
+	  last_index_(opts.start.index), local_durable_(opts.start.index),
+	  commit_(opts.commit_index)
+{
+	for (const std::string &m : opts.followers)
+		followers_.emplace(m, FollowerInfo{});
+}
+
+const FollowerInfo *LogShipper::follower(const std::string &member) const
+{
+	auto it = followers_.find(member);
+
+	return it == followers_.end() ? nullptr : &it->second;
+}
+
+const LogShipper::Frame *LogShipper::frame_at(uint64_t first_index) const
+{
+	auto it = std::lower_bound(window_.begin(), window_.end(), first_index,
+				   [](const Frame &f, uint64_t i) { return f.first_index < i; });
+
+	if (it == window_.end() || it->first_index != first_index)
+		return nullptr;
+	return &*it;
+}
+
+mdr::Status LogShipper::connect(const std::string &member, const LogPosition &last,
+				uint64_t durable_index)
+{
+	auto it = followers_.find(member);
+
+	if (it == followers_.end())
+		return mdr::Error(-ENOENT, "log shipper: " + member + " is not a follower");
+	if (durable_index > last.index)
+		return mdr::Error(-EINVAL, "log shipper: " + member + " says durable " +
+					   num(durable_index) + " past its log's end " + pos(last));
+
+	FollowerInfo &f = it->second;
+
+	// A fresh ring: nothing written, nothing to consume. What it said
+	// durable before is replaced by what its log holds now (a disk lost
+	// since must not count).
+	f = FollowerInfo{};
+	f.state = FollowerState::streaming;
+	// Its log must end where this epoch's can go on from: the log the
+	// epoch began with, or a batch boundary of this epoch's records that
+	// the window still has the next of. A log that ends anywhere else
+	// either lacks records from before the epoch or holds a tail that
+	// diverges: not the shipper's to mend.
+	const bool at_start = last == opts_.start;
+	const bool in_epoch = last.epoch == opts_.epoch && last.index > opts_.start.index &&
+			      last.index <= last_index_;
+
+	if (!at_start && !in_epoch) {
+		need_checkpoint(f, "its log ends at " + pos(last) + "; epoch " +
+				   num(opts_.epoch) + " began at " + pos(opts_.start));
+		return {};
+	}
+	// Durable on its disk, of this epoch's log (or the log it began
+	// with): counted for commit.
+	f.counted = true;
+	f.durable_index = durable_index;
+	f.next_index = last.index + 1;
+	f.shipped_index = last.index;
+	if (f.next_index <= last_index_ && !frame_at(f.next_index)) {
+		need_checkpoint(f, "index " + num(f.next_index) + " is not in the window");
+		advance_commit();
+		return {};
+	}
+	pump(member, f);
+	advance_commit();
+	return {};
+}
+
+void LogShipper::disconnect(const std::string &member)
+{
+	auto it = followers_.find(member);
+
+	if (it != followers_.end())
+		it->second.state = FollowerState::unready;
+}
+
+void LogShipper::need_checkpoint(FollowerInfo &f, std::string reason)
+{
+	f.state = FollowerState::needs_checkpoint;
+	f.reason = std::move(reason);
+}
+
+mdr::Status LogShipper::drop(const std::string &member, FollowerInfo &f, mdr::Error e)
+{
+	f.state = FollowerState::dropped;
+	f.reason = e.message;
+	stats_.drops++;
+	return mdr::Error(e.code, "log shipper: " + member + ": " + e.message);
+}
+
+mdr::Status LogShipper::ship(uint64_t first_index, std::span<const RecordRef> records)
+{
+	if (first_index != last_index_ + 1)
+		return mdr::Error(-EINVAL, "log shipper: records at " + num(first_index) +
+					   ", the log ends at " + num(last_index_));
+	for (const RecordRef &r : records)
+		if (r.payload.size() > kMaxRecordPayload)
+			return mdr::Error(-EINVAL, "log shipper: a record of " +
+						   num(r.payload.size()) + " bytes");
+
+	// Batches of at most max_batch_bytes; a record of kMaxRecordPayload
+	// fits in one (check_ring() holds max_batch_bytes to kMinBatchBytes).
+	size_t i = 0;
+	while (i < records.size()) {
+		size_t bytes = kHeaderBytes;
+		size_t n = 0;
+
+		while (i + n < records.size() &&
+		       bytes + record_bytes(records[i + n].payload.size()) <= opts_.max_batch_bytes)
+			bytes += record_bytes(records[i + n++].payload.size());
+		assert(n > 0);
+
+		const uint64_t first = last_index_ + 1;
+		// Raft's log matching check: the epoch of the record before.
+		const uint64_t prev_epoch = first - 1 == opts_.start.index ? opts_.start.epoch
+									    : opts_.epoch;
+		BatchHeader h{.epoch = opts_.epoch, .first_index = first,
+			      .prev_epoch = prev_epoch, .commit_index = commit_};
+
+		window_.push_back({first, first + n - 1, encode_batch(h, records.subspan(i, n))});
+		window_used_ += window_.back().bytes.size();
+		last_index_ += n;
+		stats_.batches++;
+		i += n;
+	}
+	evict();
+	for (auto &[member, f] : followers_)
+		pump(member, f);
+	return {};
+}
+
+void LogShipper::evict()
+{
+	while (window_used_ > opts_.window_bytes && window_.size() > 1) {
+		window_used_ -= window_.front().bytes.size();
+		window_.pop_front();
+		stats_.evicted++;
+	}
+
+	const uint64_t first = window_.empty() ? last_index_ + 1 : window_.front().first_index;
+
+	for (auto &[member, f] : followers_)
+		if ((f.state == FollowerState::streaming || f.state == FollowerState::backlogged) &&
+		    f.next_index < first)
+			need_checkpoint(f, "index " + num(f.next_index) + " left the window");
+}
+
+// Writes the batches it lacks while its ring has room. Where a batch does
+// not fit before the ring's end, a wrap marker takes the rest and the
+// batch goes at 0: both must fit in the room the follower freed.
+void LogShipper::pump(const std::string &member, FollowerInfo &f)
+{
+	while ((f.state == FollowerState::streaming || f.state == FollowerState::backlogged) &&
+	       f.next_index <= last_index_) {
+		const Frame *fr = frame_at(f.next_index);
+
+		if (!fr) {
+			need_checkpoint(f, "index " + num(f.next_index) + " is not in the window");
+			return;
+		}
+
+		const uint64_t at = f.written % opts_.ring_bytes;
+		const uint64_t len = align_up(fr->bytes.size());
+		const bool wrap = at + len > opts_.ring_bytes;
+		const uint64_t need = len + (wrap ? opts_.ring_bytes - at : 0);
+
+		if (need > opts_.ring_bytes - (f.written - f.consumed)) {
+			if (f.state != FollowerState::backlogged)
+				stats_.backlog_waits++;
+			f.state = FollowerState::backlogged;
+			return;
+		}
+
+		uint64_t off = at;
+		mdr::Status st;
+
+		if (wrap) {
+			st = link_.write(member, static_cast<uint32_t>(at), encode_wrap());
+			off = 0;
+			stats_.wraps++;
+		}
+		if (st.ok())
+			st = link_.write(member, static_cast<uint32_t>(off), fr->bytes);
+		if (st.ok())
+			st = link_.notify(member, static_cast<uint32_t>(off));
+		if (!st.ok()) {
+			(void)drop(member, f, mdr::Error(st.error(), "link: " + st.message()));
+			return;
+		}
+		f.written += need;
+		f.shipped_index = fr->last_index;
+		f.next_index = fr->last_index + 1;
+		f.state = FollowerState::streaming;
+		stats_.writes++;
+	}
+}
+
+mdr::Status LogShipper::local_durable(uint64_t index)
+{
+	if (index > last_index_)
+		return mdr::Error(-ERANGE, "log shipper: durable " + num(index) +
+					   ", the log ends at " + num(last_index_));
+	local_durable_ = std::max(local_durable_, index);
+	advance_commit();
+	return {};
+}
+
+mdr::Status LogShipper::on_durable(const std::string &member, const Durable &d)
+{
+	auto it = followers_.find(member);
+
+	if (it == followers_.end())
+		return mdr::Error(-ENOENT, "log shipper: DURABLE from " + member +
+					   ", not a follower");
+
+	FollowerInfo &f = it->second;
+
+	if (f.state == FollowerState::unready || f.state == FollowerState::dropped)
+		return mdr::Error(-ENOTCONN, "log shipper: DURABLE from " + member +
+					     ", not connected");
+	if (d.epoch != opts_.epoch)
+		return drop(member, f, mdr::Error(-ESTALE, "DURABLE of epoch " + num(d.epoch) +
+							   " in epoch " + num(opts_.epoch)));
+	if (d.consumed < f.consumed)
+		return drop(member, f, mdr::Error(-EINVAL, "consumed " + num(d.consumed) +
+							   " goes back from " + num(f.consumed)));
+	if (d.consumed > f.written)
+		return drop(member, f, mdr::Error(-ERANGE, "consumed " + num(d.consumed) +
+							   " past the " + num(f.written) +
+							   " bytes written"));
+	f.consumed = d.consumed;
+	// Its log is not this epoch's: its durable index counts for nothing.
+	if (!f.counted)
+		return {};
+	if (d.durable_index > f.shipped_index)
+		return drop(member, f, mdr::Error(-ERANGE, "durable " + num(d.durable_index) +
+							   " past " + num(f.shipped_index) +
+							   " shipped to it"));
+	// Lower than known: an older DURABLE overtaken by a newer one. What
+	// is durable stays so; only the newest counts.
+	if (d.durable_index < f.durable_index)
+		stats_.stale_durables++;
+	f.durable_index = std::max(f.durable_index, d.durable_index);
+	advance_commit();
+	pump(member, f);
+	return {};
+}
+
+void LogShipper::advance_commit()
+{
+	std::vector<uint64_t> durable{local_durable_};
+
+	for (const auto &[member, f] : followers_)
+		durable.push_back(f.durable_index);
+	// The majority-th highest: that many members have it durable.
+	const size_t majority = durable.size() / 2 + 1;
+
+	std::nth_element(durable.begin(), durable.begin() + (majority - 1), durable.end(),
+			 std::greater<>());
+
+	const uint64_t c = durable[majority - 1];
+
+	// Only a record of this epoch commits by counting (Raft's rule): one
+	// of an earlier epoch on a majority may still be cut by a leader of
+	// an epoch between.
+	if (c <= commit_ || c <= opts_.start.index)
+		return;
+	commit_ = c;
+	if (on_commit_)
+		on_commit_(commit_);
+}
+
+void LogShipper::tick(int64_t now_ms)
+{
+	if (heartbeat_sent_ && now_ms - last_heartbeat_ms_ < opts_.heartbeat_ms)
+		return;
+	heartbeat_sent_ = true;
+	last_heartbeat_ms_ = now_ms;
+
+	const std::vector<std::byte> msg = encode_control(Heartbeat{opts_.epoch, commit_});
+
+	for (auto &[member, f] : followers_) {
+		// A commit index means something only on a log that matches
+		// this one: a follower whose log connect() found elsewhere
+		// would apply its own records up to it.
+		if (f.state == FollowerState::unready || f.state == FollowerState::dropped ||
+		    !f.counted)
+			continue;
+		if (mdr::Status st = link_.send(member, msg); !st.ok()) {
+			(void)drop(member, f, mdr::Error(st.error(), "link: " + st.message()));
+			continue;
+		}
+		stats_.heartbeats++;
+	}
+}
+
+} // namespace mdnode::repl
