@@ -59,7 +59,7 @@
 #include <span>
 #include <vector>
 
-#include "lib/result.h"
+#include "lib/util/result.h"
 #include "mdnode/repl_format.h"
 
 namespace mdnode::repl {

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "lib/crc32c.h"
+#include "lib/util/crc32c.h"
 #include "mdnode/records.h"
 
 namespace mdnode::repl {

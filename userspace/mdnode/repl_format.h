@@ -84,7 +84,7 @@
 #include <variant>
 #include <vector>
 
-#include "lib/result.h"
+#include "lib/util/result.h"
 
 namespace mdnode::repl {
 

@@ -69,7 +69,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/result.h"
+#include "lib/util/result.h"
 #include "mdnode/repl_format.h"
 
 namespace mdnode::repl {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/crc32c.h"
+#include "lib/util/crc32c.h"
 #include "mdnode/repl_format.h"
 
 #include "tests/common/cmocka_cxx.h"
