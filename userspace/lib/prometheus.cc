@@ -52,6 +52,25 @@ void check_metric(std::string_view name)
 		throw std::logic_error("prometheus: bad metric name '" + std::string(name) + "'");
 }
 
+// Backslash and newline always; the double quote inside a label value.
+std::string escape(std::string_view text, bool quote)
+{
+	std::string out;
+
+	out.reserve(text.size());
+	for (char c : text) {
+		if (c == '\\')
+			out += "\\\\";
+		else if (c == '\n')
+			out += "\\n";
+		else if (quote && c == '"')
+			out += "\\\"";
+		else
+			out += c;
+	}
+	return out;
+}
+
 std::span<const Label> as_span(Labels l)
 {
 	return {l.begin(), l.size()};
@@ -71,36 +90,12 @@ bool valid_label_name(std::string_view name)
 
 std::string escape_label_value(std::string_view value)
 {
-	std::string out;
-
-	out.reserve(value.size());
-	for (char c : value) {
-		if (c == '\\')
-			out += "\\\\";
-		else if (c == '"')
-			out += "\\\"";
-		else if (c == '\n')
-			out += "\\n";
-		else
-			out += c;
-	}
-	return out;
+	return escape(value, true);
 }
 
 std::string escape_help(std::string_view text)
 {
-	std::string out;
-
-	out.reserve(text.size());
-	for (char c : text) {
-		if (c == '\\')
-			out += "\\\\";
-		else if (c == '\n')
-			out += "\\n";
-		else
-			out += c;
-	}
-	return out;
+	return escape(text, false);
 }
 
 std::string format_double(double v)
