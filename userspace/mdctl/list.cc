@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// list.cc - mdctl list and stats: the volumes attached on this host, from
-// the control device and their sysfs attributes.
+// list.cc - mdctl list: the volumes attached on this host, from the control
+// device and their sysfs attributes (stats.cc shows all of one's).
 #include <algorithm>
 #include <cerrno>
 #include <optional>
@@ -136,84 +136,8 @@ int cmd_list(Args args, const Env &env)
 	return kExitOk;
 }
 
-constexpr std::string_view kStatsUsage =
-	"Usage: mdctl stats DEV [-o|--output table|json]\n"
-	"\n"
-	"Show every attribute of /sys/block/mdrN/mdroute/ for the volume at DEV\n"
-	"(/dev/mdrN, mdrN or N): what it is (volume_id, name, extent_size, tenant,\n"
-	"lease) and its counters. Reading them needs no privilege.\n"
-	"\n"
-	"Options:\n"
-	"  -o, --output FORMAT  table (default) or json\n"
-	"  -h, --help           show this help\n";
-
-int cmd_stats(Args args, const Env &env)
-{
-	Common c;
-
-	if (auto done = parse_exactly(args, kOutputOptions, kStatsUsage, env, c, 1,
-				      "stats needs a device (/dev/mdrN, mdrN or N)"))
-		return *done;
-	std::optional<uint32_t> index = parse_volume_device(c.operands[0]);
-	if (!index)
-		return usage_error(env, "bad device '" + std::string(c.operands[0]) +
-					"': expected /dev/mdrN, mdrN or N");
-
-	const std::string dir = sysfs_dir(*index);
-	auto names = env.host.list_dir(dir);
-	if (!names.ok())
-		return failure(env, "stats", names.error(), device_path(*index),
-			       names.error() == -ENOENT
-				       ? "no volume is attached there; see 'mdctl list'"
-				       : std::string_view());
-	std::ranges::sort(names.value());
-
-	// name -> value as read, without the newline
-	std::vector<std::pair<std::string, std::string>> attrs;
-	for (const std::string &name : names.value()) {
-		auto text = env.host.read_file(dir + '/' + name);
-		if (!text.ok())
-			return failure(env, "stats", text.error(), dir + '/' + name);
-		std::string value = std::move(text).value();
-		if (value.ends_with('\n'))
-			value.pop_back();
-		attrs.emplace_back(name, std::move(value));
-	}
-
-	auto is_size = [](std::string_view name) {
-		return name.ends_with("_bytes") || name == "extent_size";
-	};
-	if (c.format == Format::json) {
-		mdr::JsonWriter json;
-		json.begin_object()
-			.key("device").value(device_path(*index))
-			.key("index").value(*index)
-			.key("stats").begin_object();
-		for (const auto &[name, value] : attrs) {
-			json.key(name);
-			std::optional<uint64_t> n = parse_number<uint64_t>(value);
-			if (n && name != "name" && !value.starts_with("0x"))
-				json.value(*n);
-			else
-				json.value(value);
-		}
-		json.end_object().end_object();
-		env.out << json.str() << '\n';
-		return kExitOk;
-	}
-
-	Table table({{"ATTRIBUTE", false}, {"VALUE", true}});
-	for (const auto &[name, value] : attrs) {
-		std::optional<uint64_t> n = parse_number<uint64_t>(value);
-		table.add({name, n && is_size(name) ? format_size(*n) : value});
-	}
-	table.print(env.out);
-	return kExitOk;
-}
-
 const Registration kRegistered[] = {
 	{top(Place::list, "list", "list the attached volumes", cmd_list)},
-	{top(Place::stats, "stats", "show the counters of /dev/mdrN", cmd_stats)},
 };
 
 } // namespace

@@ -6,8 +6,12 @@
 #include <cerrno>
 #include <charconv>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <linux/mdroute_wire.h>
 
@@ -21,7 +25,7 @@ const char kUsage[] =
 	"              [--io-hold-ms N] [--max-connections N] [--log-level LEVEL]\n"
 	"              [--max-connections-per-tenant N] [--admin-connections N]\n"
 	"              [--host-auth required|optional] [--host-auth-timeout-ms N]\n"
-	"              [--forget-device ID]\n"
+	"              [--forget-device ID] [--metrics ADDR:PORT]\n"
 	"\n"
 	"The storage-node metadata responder of mdroute: serves the extent tables\n"
 	"of its volumes to hosts over RDMA, and journals every change in DIR.\n"
@@ -50,6 +54,9 @@ const char kUsage[] =
 	"                            cut a host that has not proven its key N ms\n"
 	"                            after connecting, 100..60000 (5000)\n"
 	"      --log-level LEVEL     error, warn, info (default) or debug\n"
+	"      --metrics ADDR:PORT   serve Prometheus metrics at http://ADDR:PORT/metrics\n"
+	"                            (numeric address, IPv6 as [ADDR]:PORT; off unless\n"
+	"                            given): bind it to loopback or a management network\n"
 	"      --forget-device ID    drop the disk the journal recorded for device ID\n"
 	"                            and record the one configured now (repeat; command\n"
 	"                            line only): after replacing or re-creating a disk\n"
@@ -71,7 +78,7 @@ namespace {
 enum Opt {
 	kListen, kDataDir, kDevice, kConfig, kAdminKey, kLeaseMs, kIoHoldMs, kMaxConn,
 	kLogLevel, kHelp, kVersion, kTestDropInval, kHostAuth, kHostAuthTimeout,
-	kMaxConnTenant, kAdminConn, kForgetDevice,
+	kMaxConnTenant, kAdminConn, kForgetDevice, kMetrics,
 };
 
 constexpr mdr::OptionSpec kSpecs[] = {
@@ -94,6 +101,7 @@ constexpr mdr::OptionSpec kSpecs[] = {
 	{kMaxConnTenant, "max-connections-per-tenant", 0, true},
 	{kAdminConn, "admin-connections", 0, true},
 	{kForgetDevice, "forget-device", 0, true},
+	{kMetrics, "metrics", 0, true},
 };
 
 // By id: without MDR_TEST_HOOKS an entry is missing, so ids are not
@@ -131,6 +139,52 @@ std::string trim(std::string_view s)
 	return b == std::string_view::npos ? "" : std::string(s.substr(b, e - b + 1));
 }
 
+struct HostPort {
+	std::string address;
+	std::optional<uint16_t> port;
+};
+
+// ADDR, ADDR:PORT, [V6] or [V6]:PORT; what names the option in errors.
+mdr::Result<HostPort> split_address(std::string_view value, std::string_view where,
+				    const std::string &what)
+{
+	std::string_view addr = value, port;
+	bool has_port = false;
+	size_t colon = value.rfind(':');
+	HostPort hp;
+
+	if (value.starts_with('[')) {	// [v6]:port
+		size_t close = value.find(']');
+		if (close == std::string_view::npos)
+			return bad(where, what + " address '" + std::string(value) + "' lacks ']'");
+		addr = value.substr(1, close - 1);
+		if (close + 1 < value.size()) {
+			if (value[close + 1] != ':')
+				return bad(where, "bad " + what + " address '" + std::string(value) + "'");
+			port = value.substr(close + 2);
+			has_port = true;
+		}
+	} else if (colon != std::string_view::npos) {
+		// "fe80::1:4791" would lose its last group to the port.
+		if (value.find(':') != colon)
+			return bad(where, what + " address '" + std::string(value) +
+					  "': an IPv6 address goes in brackets, [ADDR]:PORT");
+		addr = value.substr(0, colon);
+		port = value.substr(colon + 1);
+		has_port = true;
+	}
+	if (addr.empty())
+		return bad(where, what + " address is empty");
+	if (has_port) {
+		uint16_t p;
+		if (!parse_uint<uint16_t>(port, p, 1, 65535))
+			return bad(where, "bad port '" + std::string(port) + "'");
+		hp.port = p;
+	}
+	hp.address = std::string(addr);
+	return hp;
+}
+
 // Applies one setting; devices go to *devices so the caller decides
 // whether they add to or replace the file's.
 mdr::Status apply(Config &c, std::vector<DeviceArg> &devices, int opt,
@@ -138,35 +192,31 @@ mdr::Status apply(Config &c, std::vector<DeviceArg> &devices, int opt,
 {
 	switch (opt) {
 	case kListen: {
-		std::string_view addr = value, port;
-		bool has_port = false;
-		size_t colon = value.rfind(':');
-
-		if (value.starts_with('[')) {	// [v6]:port
-			size_t close = value.find(']');
-			if (close == std::string_view::npos)
-				return bad(where, "listen address '" + std::string(value) + "' lacks ']'");
-			addr = value.substr(1, close - 1);
-			if (close + 1 < value.size()) {
-				if (value[close + 1] != ':')
-					return bad(where, "bad listen address '" + std::string(value) + "'");
-				port = value.substr(close + 2);
-				has_port = true;
-			}
-		} else if (colon != std::string_view::npos) {
-			// "fe80::1:4791" would lose its last group to the port.
-			if (value.find(':') != colon)
-				return bad(where, "listen address '" + std::string(value) +
-						  "': an IPv6 address goes in brackets, [ADDR]:PORT");
-			addr = value.substr(0, colon);
-			port = value.substr(colon + 1);
-			has_port = true;
-		}
-		if (addr.empty())
-			return bad(where, "listen address is empty");
-		if (has_port && !parse_uint<uint16_t>(port, c.port, 1, 65535))
-			return bad(where, "bad port '" + std::string(port) + "'");
-		c.listen_address = std::string(addr);
+		auto hp = split_address(value, where, "listen");
+		if (!hp.ok())
+			return mdr::Error(hp.error(), hp.message());
+		if (hp.value().port)
+			c.port = *hp.value().port;
+		c.listen_address = std::move(hp.value().address);
+		return {};
+	}
+	case kMetrics: {
+		auto hp = split_address(value, where, "metrics");
+		if (!hp.ok())
+			return mdr::Error(hp.error(), hp.message());
+		const std::string &a = hp.value().address;
+		in6_addr any;
+		// Numeric only: the endpoint binds one address, and a name
+		// could resolve to another one at each start.
+		if (inet_pton(AF_INET, a.c_str(), &any) != 1 &&
+		    inet_pton(AF_INET6, a.c_str(), &any) != 1)
+			return bad(where, "metrics address '" + a +
+					  "': want a numeric IPv4 address or an IPv6 one in brackets");
+		if (!hp.value().port)
+			return bad(where, "metrics address '" + std::string(value) +
+					  "' lacks its port: ADDR:PORT or [ADDR]:PORT");
+		c.metrics_address = a;
+		c.metrics_port = *hp.value().port;
 		return {};
 	}
 	case kDataDir:

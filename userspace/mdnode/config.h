@@ -8,6 +8,7 @@
 //	data-dir = /var/lib/mdnode
 //	device = 1=/dev/nvme0n1
 //	device = 2=/dev/vda
+//	metrics = 127.0.0.1:9464
 // Blank lines and lines starting with '#' are ignored. The command line
 // overrides the file; --device on the command line replaces the file's
 // devices rather than adding to them.
@@ -52,6 +53,9 @@ struct Config {
 	// --host-auth-timeout-ms: NodeOptions::host_auth_timeout_ms.
 	uint32_t host_auth_timeout_ms = 5000;
 	LogLevel log_level = LogLevel::info;
+	// --metrics ADDR:PORT (metrics_http.h); empty address: no endpoint.
+	std::string metrics_address;
+	uint16_t metrics_port = 0;
 	// Test only (--test-drop-invalidations, never from a file, and only in
 	// a build with MDR_TEST_HOOKS): see NodeOptions::test_drop_invalidations.
 	bool test_drop_invalidations = false;

@@ -33,13 +33,6 @@ constexpr size_t kAlign = 4096;	// O_DIRECT: buffers, offsets, lengths
 
 } // namespace
 
-int64_t mono_us()
-{
-	return std::chrono::duration_cast<std::chrono::microseconds>(
-		       std::chrono::steady_clock::now().time_since_epoch())
-		.count();
-}
-
 uint64_t copy_bytes(const CopyJob &job)
 {
 	uint64_t n = 0;

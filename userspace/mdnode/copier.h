@@ -41,6 +41,8 @@
 #include <thread>
 #include <vector>
 
+#include "mdnode/histogram.h"
+
 struct io_uring;
 
 namespace mdnode {
@@ -62,9 +64,6 @@ struct CopyTimes {
 	int64_t written = 0;	// the last write completed
 	int64_t synced = 0;	// fdatasync returned: the worker is done
 };
-
-// Microseconds on the steady clock, the one CopyTimes uses.
-int64_t mono_us();
 
 // Bytes [off, off + len) of a job's extent.
 struct CopyRun {

@@ -45,8 +45,77 @@ Session *NodeCore::session(ConnId conn)
 	return it == sessions.end() ? nullptr : &it->second;
 }
 
+int RequestStats::tenant_slot(uint32_t tenant)
+{
+	for (uint32_t i = 0; i < tenants; i++)
+		if (tenant_ids[i] == tenant)
+			return kFirstTenant + int(i);
+	if (tenants == kTenantSlots)
+		return kOther;
+	tenant_ids[tenants] = tenant;
+	return kFirstTenant + int(tenants++);
+}
+
+void NodeCore::request_begin(Session &s, const wire::Header &h)
+{
+	RequestStats &r = stats.req;
+
+	// A host's tenant counts once it is who it says (its HOST_AUTH, or
+	// a host of version 1 or 2 let in unproven): before that, any id
+	// could be claimed, and the slots would go to made-up tenants. The
+	// slot is looked up once per session, not per request.
+	if (s.tenant_slot < 0) {
+		if (s.peer.role == MDR_ROLE_ADMIN)
+			s.tenant_slot = RequestStats::kAdmin;
+		else if (s.authenticated || s.peer.version < wire::kHostAuthVersion)
+			s.tenant_slot = r.tenant_slot(s.peer.tenant);
+	}
+	r.by_tenant[s.tenant_slot < 0 ? RequestStats::kUnproven : s.tenant_slot]++;
+	if (h.reply())
+		return;	// an ack of a push: Pushes::acked() times it
+	if (h.opcode < kOpcodeSlots)
+		r.requests[h.opcode]++;
+	current_ = {s.peer.id, h.req_id, mono_us(), h.opcode, h.opcode < kOpcodeSlots};
+}
+
+void NodeCore::request_end(Session &s)
+{
+	if (!std::exchange(current_.open, false))
+		return;
+	// Answered later (a journal write, a zeroing, a fan-out, a move):
+	// its clock waits in the session. A connection cut meanwhile takes
+	// its table with it.
+	for (Session::InFlight &f : s.in_flight)
+		if (!f.used) {
+			f = {current_.req_id, current_.start_us, current_.opcode, true};
+			return;
+		}
+	stats.req.untimed++;
+}
+
+void NodeCore::request_replied(ConnId conn, uint64_t req_id)
+{
+	RequestStats &r = stats.req;
+
+	if (current_.open && current_.conn == conn && current_.req_id == req_id) {
+		current_.open = false;
+		r.latency[current_.opcode].observe(uint64_t(mono_us() - current_.start_us));
+		return;
+	}
+	Session *s = session(conn);
+	if (!s)
+		return;
+	for (Session::InFlight &f : s->in_flight)
+		if (f.used && f.req_id == req_id) {
+			f.used = false;
+			r.latency[f.opcode].observe(uint64_t(mono_us() - f.start_us));
+			return;
+		}
+}
+
 void NodeCore::reply(ConnId conn, uint64_t req_id, const wire::Body &body)
 {
+	request_replied(conn, req_id);
 	std::vector<std::byte> buf(wire::encoded_size(body));
 	auto n = wire::encode(buf, req_id, body);
 
@@ -70,6 +139,8 @@ void NodeCore::reply(ConnId conn, uint64_t req_id, const wire::Body &body)
 void NodeCore::reply_error(ConnId conn, uint64_t req_id, uint16_t opcode, int err)
 {
 	stats.errors++;
+	if (opcode < kOpcodeSlots)
+		stats.req.errors[opcode]++;
 	reply(conn, req_id, wire::ErrorRep{.opcode = opcode,
 					   .status = wire::errno_to_status(err)});
 }
@@ -183,6 +254,7 @@ bool NodeCore::in_restart_grace() const
 
 void NodeCore::lease_granted(uint64_t volume_id, Session &s)
 {
+	stats.leases_granted++;
 	for (LeaseEvents *w : watchers_)
 		w->lease_granted(volume_id, s);
 }

@@ -16,6 +16,8 @@
 #ifndef MDNODE_CORE_H
 #define MDNODE_CORE_H
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -24,6 +26,7 @@
 
 #include "lib/wire/wire.h"
 #include "mdnode/copier.h"
+#include "mdnode/histogram.h"
 #include "mdnode/journal.h"
 #include "mdnode/lease_bounds.h"
 #include "mdnode/leases.h"
@@ -85,6 +88,40 @@ inline LeaseBounds own_bounds(const NodeOptions &o)
 	return {o.lease_ms + o.drift_margin_ms, o.io_hold_ms};
 }
 
+// Requests by opcode and by tenant (metrics.h formats them). Opcodes index
+// the arrays: every opcode the codec knows is below kOpcodeSlots, and
+// parse() lets no other through.
+inline constexpr size_t kOpcodeSlots = 0x40;
+// Tenants with series of their own: the first kTenantSlots tenants whose
+// hosts proved who they are (or, under --host-auth optional, hosts of
+// version 1 and 2) get one each for the life of the process, and later
+// ones add to "other". Whatever tenant ids connecting hosts claim, a
+// scrape holds at most kTenantSlots + 3 tenant series.
+inline constexpr size_t kTenantSlots = 64;
+
+struct RequestStats {
+	// The slots of TenantCounts::requests: three fixed, then the tenants.
+	static constexpr int kUnproven = 0;	// hosts before their HOST_AUTH
+	static constexpr int kAdmin = 1;	// admin connections, any tenant
+	static constexpr int kOther = 2;	// tenants past kTenantSlots
+	static constexpr int kFirstTenant = 3;
+
+	// Requests received (not acks of pushes), replies that were errors,
+	// and the time from a request's arrival to its reply's send.
+	std::array<uint64_t, kOpcodeSlots> requests{}, errors{};
+	std::array<LatencyHistogram, kOpcodeSlots> latency{};
+	// Requests answered but not timed: more outstanding on a connection
+	// than its queue depth (a client beyond what it was granted).
+	uint64_t untimed = 0;
+	// Requests by slot; tenant_ids[i] is slot kFirstTenant + i's.
+	std::array<uint64_t, kFirstTenant + kTenantSlots> by_tenant{};
+	std::array<uint32_t, kTenantSlots> tenant_ids{};
+	uint32_t tenants = 0;	// tenant slots taken
+
+	// The slot of a tenant (taken on first use while there are free ones).
+	int tenant_slot(uint32_t tenant);
+};
+
 struct NodeStats {
 	uint64_t requests = 0, errors = 0, bad_messages = 0;
 	uint64_t invalidations = 0, lease_expiries = 0;
@@ -111,6 +148,16 @@ struct NodeStats {
 	uint64_t conn_refused = 0;
 	// Hosts fenced for owing an ack a lease + margin (Pushes::fence()).
 	uint64_t fences = 0;
+	// Leases granted by OPEN and extended by RENEW (one per volume).
+	uint64_t leases_granted = 0, lease_renewals = 0;
+	// Pushes acked, and the time from each one's send to its ack.
+	uint64_t push_acks = 0;
+	LatencyHistogram push_ack_us{};
+	// How long hosts waited on the frozen extent, per move published.
+	Histogram<kStallUs> stall_us{};
+	// Connections established since the start; those open now, by role.
+	uint64_t connections = 0, connected_hosts = 0, connected_admins = 0;
+	RequestStats req{};
 };
 
 // Told when a lease is granted (OPEN), lapses (its host sends no new IO)
@@ -131,6 +178,12 @@ struct NodeCore {
 	int64_t now() const { return now_ms_(); }
 	int64_t start_ms() const { return start_ms_; }
 	Session *session(ConnId conn);
+
+	// A request arrived on s (Node::handle()): counted, and its clock
+	// started. request_end() after it was handled: a request not
+	// answered yet waits in s.in_flight for its reply.
+	void request_begin(Session &s, const mdr::wire::Header &h);
+	void request_end(Session &s);
 
 	void reply(ConnId conn, uint64_t req_id, const mdr::wire::Body &body);
 	void reply_error(ConnId conn, uint64_t req_id, uint16_t opcode, int err);
@@ -193,6 +246,18 @@ struct NodeCore {
 
 private:
 	void checkpoint_failed(const mdr::Status &st, uint64_t covered);
+	// reply()'s half of the request clock: stops the one of req_id.
+	void request_replied(ConnId conn, uint64_t req_id);
+
+	// The request being handled, whose reply most often goes before
+	// handle() returns: timed from here, without a look into the table.
+	struct Current {
+		ConnId conn = 0;
+		uint64_t req_id = 0;
+		int64_t start_us = 0;
+		uint16_t opcode = 0;
+		bool open = false;	// not replied yet
+	} current_;
 
 	std::function<int64_t()> now_ms_;
 	int64_t start_ms_;

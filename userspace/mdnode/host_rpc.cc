@@ -111,6 +111,7 @@ void HostRpc::do_renew(Session &s, uint64_t req_id, const wire::RenewReq &r)
 			    (unsigned long long)s.peer.host_id, s.peer.address.c_str());
 		return core_.reply_error(s.peer.id, req_id, MDR_OP_RENEW, -ESTALE);
 	}
+	core_.stats.lease_renewals += vols.size();
 	for (uint64_t v : vols)
 		core_.leases.renew({v, s.peer.host_id}, s.peer.id,
 				   now + core_.opts.lease_ms + core_.opts.drift_margin_ms);

@@ -61,6 +61,7 @@ struct Journal::Batch {
 	std::shared_ptr<Segment> seg;
 	uint64_t offset = 0;
 	uint32_t len = 0;		// used, rounded up to kBlock
+	int64_t submitted_us = 0;	// mono_us(): for Stats::sync_us
 	bool completed = false;		// or failed before it was submitted
 	int res = 0;			// 0 or -errno
 };
@@ -410,6 +411,7 @@ void Journal::submit(Batch &b)
 	io_uring_prep_write(sqe, seg_->fd, b.buf.get(), len, seg_->size);
 	sqe->rw_flags = RWF_DSYNC;
 	io_uring_sqe_set_data(sqe, &b);
+	b.submitted_us = mono_us();
 	int ret = io_uring_submit(ring_.get());
 	if (ret < 0) {
 		fail(sys_error(-ret, "submitting a write to " +
@@ -441,6 +443,8 @@ void Journal::reap()
 			stats_.batches++;
 			stats_.bytes += b.len;
 			stats_.syncs++;
+			stats_.batch_records.observe(b.records);
+			stats_.sync_us.observe(uint64_t(mono_us() - b.submitted_us));
 			continue;
 		}
 		const int err = cqe->res < 0 ? -cqe->res : EIO;

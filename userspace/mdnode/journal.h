@@ -116,6 +116,7 @@
 #include <vector>
 
 #include "lib/util/result.h"
+#include "mdnode/histogram.h"
 
 struct io_uring;
 
@@ -154,6 +155,10 @@ public:
 		uint64_t segments = 0;		// created
 		uint64_t checkpoints = 0;	// written
 		uint64_t checkpoint_failures = 0;	// not written (or not cleaned up)
+		// Of the batch writes completed: records in each, and the time
+		// from its submission to its completion (durable: RWF_DSYNC).
+		Histogram<kBatchRecords> batch_records{};
+		Histogram<kLatencyUs> sync_us{};
 	};
 
 	// Replays the journal in opts.dir: on_checkpoint once if a checkpoint

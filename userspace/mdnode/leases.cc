@@ -35,6 +35,8 @@ void Leases::grant(LeaseKey key, ConnId conn, int64_t expires_ms)
 	auto [it, fresh] = leases_.try_emplace(key, Lease{.expires_ms = expires_ms});
 	const ConnId old = fresh ? 0 : it->second.conn;
 
+	if (!fresh && it->second.lapsed)
+		lapsed_--;
 	it->second = Lease{.expires_ms = expires_ms, .conn = conn, .seq = next_seq_++};
 	index(key, old, conn);
 	schedule(key, it->second);
@@ -58,6 +60,7 @@ bool Leases::erase(LeaseKey key)
 	if (it == leases_.end())
 		return false;
 	index(key, it->second.conn, 0);
+	lapsed_ -= it->second.lapsed;
 	leases_.erase(it);	// its deadlines go stale
 	return true;
 }
@@ -113,11 +116,13 @@ Leases::Expired Leases::expire(int64_t now)
 
 		if (!l.lapsed && l.expires_ms <= now) {
 			l.lapsed = true;
+			lapsed_++;
 			out.lapsed.emplace_back(d.key, l.conn);
 		}
 		if (l.lapsed && l.expires_ms + io_hold_ms_ <= now) {
 			out.gone.push_back(d.key);
 			index(d.key, l.conn, 0);
+			lapsed_--;
 			leases_.erase(it);
 			continue;
 		}

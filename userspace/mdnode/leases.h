@@ -80,6 +80,8 @@ public:
 	// Leases (valid or lapsed) the host holds, over any connection.
 	uint32_t held_by(uint64_t host_id) const;
 	size_t size() const { return leases_.size(); }
+	// Of them, lapsed: kept only while their IO may still land.
+	size_t lapsed() const { return lapsed_; }
 
 	// Marks lapsed what expired by now, erases what has also been lapsed
 	// for io_hold_ms. Costs O(log n) per deadline that came up.
@@ -102,6 +104,7 @@ private:
 	std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> heap_;
 	std::map<ConnId, std::set<LeaseKey>> by_conn_;
 	uint64_t next_seq_ = 1;
+	size_t lapsed_ = 0;	// leases_ with lapsed set
 };
 
 } // namespace mdnode

@@ -8,7 +8,9 @@
 // the disks it recorded, listen, and only then tell systemd READY=1.
 // SIGTERM/SIGINT: stop accepting, make everything appended durable, write
 // a checkpoint, exit 0. SIGHUP: logged, ignored. A failed journal: stop at
-// once, no checkpoint, exit kExitJournalFailed.
+// once, no checkpoint, exit kExitJournalFailed. With --metrics, the
+// endpoint listens before READY=1 and shows what the loop published at its
+// last tick (metrics_http.h).
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -16,6 +18,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +27,8 @@
 #include "mdnode/config.h"
 #include "mdnode/log.h"
 #include "mdnode/loop.h"
+#include "mdnode/metrics.h"
+#include "mdnode/metrics_http.h"
 #include "mdnode/node.h"
 #include "mdnode/rdma_server.h"
 #include "mdnode/startup.h"
@@ -50,6 +55,8 @@ int run(const Config &cfg)
 
 	if (!lock_data_dir(cfg))
 		return kExitFailure;
+	// What systemctl status shows while the start takes its time.
+	notify_systemd("STATUS=recovering the state from the journal");
 	auto id = load_node_id(cfg);
 	if (!id)
 		return kExitFailure;
@@ -94,6 +101,28 @@ int run(const Config &cfg)
 	RdmaServer &srv = *server.value();
 	node.attach(srv);
 
+	// Off unless configured; a bad address fails the start, like a bad
+	// listen address, rather than leave the node unwatched.
+	std::unique_ptr<MetricsServer> metrics;
+	// The loop's snapshot, reused every tick: taking one allocates nothing.
+	auto snap = std::make_unique<MetricsSnapshot>();
+	if (!cfg.metrics_address.empty()) {
+		auto m = MetricsServer::start(cfg.metrics_address, cfg.metrics_port);
+		if (!m.ok()) {
+			log_error("%s: %s", m.message().c_str(),
+				  mdr::describe_errno(-m.error()).c_str());
+			return kExitFailure;
+		}
+		metrics = std::move(m).value();
+		take_snapshot(*snap, node, j, *store);
+		metrics->publish(*snap);
+		log_info("metrics at http://%s%s%s:%u/metrics",
+			 cfg.metrics_address.find(':') != std::string::npos ? "[" : "",
+			 cfg.metrics_address.c_str(),
+			 cfg.metrics_address.find(':') != std::string::npos ? "]" : "",
+			 metrics->port());
+	}
+
 	int sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
 	EventLoop loop;
 	if (sig_fd < 0) {
@@ -111,13 +140,23 @@ int run(const Config &cfg)
 		if (read(sig_fd, &si, sizeof(si)) == sizeof(si) && signal_stops(si.ssi_signo))
 			loop.stop();
 	});
-	if (auto st = loop.add_timer("tick", kTickMs, [&node] { node.tick(); }); !st.ok()) {
+	auto tick = [&] {
+		node.tick();
+		// The endpoint formats this copy on its own thread; a scrape
+		// holding the lock makes this tick skip, never wait.
+		if (metrics) {
+			take_snapshot(*snap, node, j, *store);
+			metrics->publish(*snap);
+		}
+	};
+	if (auto st = loop.add_timer("tick", kTickMs, tick); !st.ok()) {
 		log_error("signalfd/timerfd: %s", strerror(-st.error()));
 		return kExitFailure;
 	}
 	int rc = kExitOk;
 	loop.after_round([&] {
 		if (const mdr::Error *e = j.failure(); e && rc != kExitJournalFailed) {
+			notify_systemd(("STATUS=stopping: the journal failed: " + e->message).c_str());
 			log_error("stopping: the journal failed: %s; exiting with status %d, "
 				  "for the service manager to start mdnode again: it recovers "
 				  "every acknowledged change once the disk takes writes",
@@ -132,6 +171,7 @@ int run(const Config &cfg)
 		// verbs object to go, and so would every other user.
 		log_error("stopping: the RDMA device was removed; start mdnode "
 			  "again when %s is on an RDMA device", cfg.listen_address.c_str());
+		notify_systemd("STATUS=stopping: the RDMA device was removed");
 		loop.stop();
 		rc = kExitFailure;
 	});
@@ -139,10 +179,18 @@ int run(const Config &cfg)
 	log_info("release %s, node %016llx, listening on %s:%u, lease %u ms, io hold %u ms",
 		 mdr::release().data(), (unsigned long long)*id, cfg.listen_address.c_str(),
 		 cfg.port, cfg.lease_ms, cfg.io_hold_ms);
-	sd_notify("READY=1");
+	{
+		char status[160];
+		snprintf(status, sizeof(status),
+			 "READY=1\nSTATUS=serving %llu volumes on %s:%u%s",
+			 (unsigned long long)store->counts().volumes, cfg.listen_address.c_str(),
+			 cfg.port, metrics ? ", metrics on" : "");
+		notify_systemd(status);
+	}
 	loop.run();
 
-	sd_notify("STOPPING=1");
+	notify_systemd("STOPPING=1\nSTATUS=stopping: making the journal durable, "
+		       "writing a checkpoint");
 	// No checkpoint from a journal that failed: what it holds is what
 	// the next start recovers.
 	if (rc == kExitJournalFailed)

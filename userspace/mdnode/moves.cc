@@ -423,6 +423,7 @@ void Mover::move_finish(MoveKey key, int err)
 		core_.stats.freeze_bytes += op.freeze_bytes;
 		core_.stats.stall_max_us = std::max<uint64_t>(core_.stats.stall_max_us, op.result.stall_us);
 		core_.stats.stall_total_us += op.result.stall_us;
+		core_.stats.stall_us.observe(op.result.stall_us);
 		const MoveOp::Times &t = op.t;
 
 		// Stage times in µs, each from the end of the one before; the

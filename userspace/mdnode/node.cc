@@ -3,6 +3,7 @@
 // node.cc - see node.h: sessions, the dispatch of requests, the clock.
 #include "mdnode/node.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <type_traits>
 #include <utility>
@@ -51,6 +52,14 @@ void Node::on_established(const PeerInfo &peer)
 
 	s.peer = peer;
 	s.since_ms = core_.now();
+	// The clocks of its requests: no more are outstanding than the
+	// queue depth it was granted (the transport posts as many receives).
+	s.in_flight.assign(std::max<size_t>(peer.queue_depth, 1), Session::InFlight{});
+	core_.stats.connections++;
+	if (peer.role == MDR_ROLE_ADMIN)
+		core_.stats.connected_admins++;
+	else
+		core_.stats.connected_hosts++;
 }
 
 void Node::on_message(ConnId conn, std::span<const std::byte> msg)
@@ -76,7 +85,9 @@ void Node::on_message(ConnId conn, std::span<const std::byte> msg)
 			core_.net->disconnect(conn);
 		return;
 	}
+	core_.request_begin(s, m.value().hdr);
 	handle(s, m.value());
+	core_.request_end(s);
 	// Whatever it sent, the host is there: pushes held back after a failed
 	// send try again (an ack already did, in Pushes::acked()).
 	if (!s.queued.empty())
@@ -94,6 +105,10 @@ void Node::on_disconnected(ConnId conn)
 	// Only a host that is who it says tells moves it went: an unproven
 	// peer claiming its id must not make them copy whole extents.
 	const Session &gone = it->second;
+	if (gone.peer.role == MDR_ROLE_ADMIN)
+		core_.stats.connected_admins--;
+	else
+		core_.stats.connected_hosts--;
 	if (gone.peer.role == MDR_ROLE_HOST &&
 	    (gone.authenticated || gone.peer.version < wire::kHostAuthVersion))
 		mover_.host_disconnected(gone.peer.host_id);

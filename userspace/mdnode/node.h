@@ -80,6 +80,10 @@ public:
 	// Leases of a process before this one may still be out there.
 	bool in_restart_grace() const { return core_.in_restart_grace(); }
 	size_t sessions() const { return core_.sessions.size(); }
+	// Leases held, valid or lapsed; of them lapsed (metrics.h).
+	size_t leases() const { return core_.leases.size(); }
+	size_t leases_lapsed() const { return core_.leases.lapsed(); }
+	int64_t uptime_ms() const { return core_.now() - core_.start_ms(); }
 
 private:
 	void handle(Session &s, const mdr::wire::Msg &m);

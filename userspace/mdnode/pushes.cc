@@ -152,6 +152,7 @@ void Pushes::send_pushes(Session &s)
 		}
 		s.queued.pop_front();
 		s.pushes.insert(id);
+		it->second.sent_us = mono_us();
 		core_.stats.invalidations++;
 	}
 }
@@ -318,6 +319,8 @@ bool Pushes::acked(Session &s, uint64_t req_id, const Settled &how)
 		return false;
 	const Push p = it->second;
 	pushes_.erase(it);
+	core_.stats.push_acks++;
+	core_.stats.push_ack_us.observe(uint64_t(mono_us() - p.sent_us));
 	// The host gave its credit back (it counts the push as done before it
 	// sends the ack): the next push held back for it goes now.
 	send_pushes(s);

@@ -85,6 +85,7 @@ private:
 	struct Push {
 		uint64_t fan_out_id, host_id;
 		int64_t since_ms;	// queued at
+		int64_t sent_us = 0;	// mono_us() at its send: the ack's latency
 	};
 	// A change waiting for lease holders to acknowledge an invalidation.
 	struct FanOut {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <set>
+#include <vector>
 
 #include "mdnode/net.h"
 
@@ -30,6 +31,19 @@ struct Session {
 	// Push ids waiting for a credit or for a send that failed, in the
 	// order they are to be sent.
 	std::deque<uint64_t> queued;
+	// Requests handled and not answered yet, and when each arrived
+	// (NodeCore::request_end()): as many slots as the queue depth
+	// granted, made once at on_established(), so no request allocates.
+	struct InFlight {
+		uint64_t req_id;
+		int64_t start_us;	// mono_us()
+		uint16_t opcode;
+		bool used;
+	};
+	std::vector<InFlight> in_flight;
+	// Its slot in RequestStats::by_tenant; -1 until the host proved
+	// who it is.
+	int tenant_slot = -1;
 };
 
 } // namespace mdnode

@@ -5,10 +5,10 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
+
+#include <systemd/sd-daemon.h>
 
 #include <cerrno>
 #include <chrono>
@@ -325,25 +325,12 @@ bool signal_stops(uint32_t signo)
 	return true;
 }
 
-void sd_notify(const char *state)
+void notify_systemd(const char *state)
 {
-	const char *path = getenv("NOTIFY_SOCKET");
-	sockaddr_un sa{};
-
-	if (!path || !*path || strlen(path) >= sizeof(sa.sun_path))
-		return;
-	sa.sun_family = AF_UNIX;
-	strncpy(sa.sun_path, path, sizeof(sa.sun_path) - 1);
-	if (sa.sun_path[0] == '@')
-		sa.sun_path[0] = '\0';	// abstract namespace
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return;
-	socklen_t len = socklen_t(offsetof(sockaddr_un, sun_path) + strlen(path));
-	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL,
-		   reinterpret_cast<sockaddr *>(&sa), len) < 0)
-		log_warn("cannot notify systemd: %s", strerror(errno));
-	close(fd);
+	// 0: not under systemd (no NOTIFY_SOCKET); the environment stays,
+	// for the notifications after this one.
+	if (int r = ::sd_notify(0, state); r < 0)
+		log_warn("cannot notify systemd: %s", strerror(-r));
 }
 
 bool shut_down(Journal &j, Store &store)

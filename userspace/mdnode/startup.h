@@ -78,8 +78,10 @@ bool carry_lease_bounds(const Config &cfg, NodeOptions &no);
 // is its own, and its own bounds are the ones to keep.
 void settle_lease_bounds(const Config &cfg, const NodeOptions &no, bool grace_over);
 
-// systemd's notification protocol (Type=notify), without libsystemd.
-void sd_notify(const char *state);
+// systemd's notification protocol (Type=notify), through libsystemd:
+// "READY=1", "STOPPING=1", "STATUS=..." lines (several may go at once,
+// one per line). Nothing when mdnode does not run under systemd.
+void notify_systemd(const char *state);
 
 // Makes everything appended durable and writes a checkpoint (none while
 // extents move: the journal alone recovers them). False: exit 1.

@@ -224,6 +224,44 @@ void test_config_bad_listen(void **)
 			     c.message);
 }
 
+// --metrics: off by default; ADDR:PORT or [V6]:PORT, numeric, with its
+// port; from the file too.
+void test_config_metrics(void **)
+{
+	TempFile f(std::string(kRequired) + "metrics = 127.0.0.1:9464\n");
+	Result<Config> r = parse_file(f);
+
+	assert_true(r.ok());
+	assert_string_equal(r.value().metrics_address.c_str(), "127.0.0.1");
+	assert_int_equal(r.value().metrics_port, 9464);
+	r = parse({"-l", "192.0.2.2", "-d", "/d", "-D", "1=/dev/a", "--metrics", "[::1]:9100"});
+	assert_true(r.ok());
+	assert_string_equal(r.value().metrics_address.c_str(), "::1");
+	assert_int_equal(r.value().metrics_port, 9100);
+	r = parse({"-l", "192.0.2.2", "-d", "/d", "-D", "1=/dev/a"});
+	assert_true(r.ok());
+	assert_true(r.value().metrics_address.empty());
+
+	struct {
+		const char *value;
+		const char *message;
+	} cases[] = {
+		{"127.0.0.1", "--metrics: metrics address '127.0.0.1' lacks its port: "
+			      "ADDR:PORT or [ADDR]:PORT"},
+		{"localhost:9464", "--metrics: metrics address 'localhost': want a numeric "
+				   "IPv4 address or an IPv6 one in brackets"},
+		{"::1:9464", "--metrics: metrics address '::1:9464': an IPv6 address goes "
+			     "in brackets, [ADDR]:PORT"},
+		{"127.0.0.1:0", "--metrics: bad port '0'"},
+		{"127.0.0.1:http", "--metrics: bad port 'http'"},
+		{":9464", "--metrics: metrics address is empty"},
+	};
+	for (const auto &c : cases)
+		assert_fails(parse({"-l", "192.0.2.2", "-d", "/d", "-D", "1=/dev/a", "--metrics",
+				    c.value}),
+			     c.message);
+}
+
 void test_config_bad_listen_in_file(void **)
 {
 	TempFile f("data-dir = /d\nlisten = 192.0.2.2:99999\n");
@@ -482,6 +520,7 @@ int main()
 		cmocka_unit_test(test_config_cli_devices_replace_file),
 		cmocka_unit_test(test_config_cli_address_keeps_file_port),
 		cmocka_unit_test(test_config_help_skips_the_rest),
+		cmocka_unit_test(test_config_metrics),
 	};
 
 	return cmocka_run_group_tests(tests, nullptr, nullptr);

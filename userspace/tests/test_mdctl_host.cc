@@ -568,6 +568,102 @@ static void test_stats(void **)
 	assert_usage({"stats", "sda"}, "bad device 'sda': expected /dev/mdrN, mdrN or N");
 }
 
+// --prometheus: every attached volume and every connection, in the text
+// format a textfile collector reads: known attributes under their metric
+// names, identity as labels (escaped: a name comes from the kernel), an
+// attribute this mdctl does not know as an untyped sample, the lookup
+// histogram cumulative; what does not parse is left out.
+static void test_stats_prometheus(void **)
+{
+	World w;
+	const std::string v0 = "/sys/block/mdr0/mdroute/", v3 = "/sys/block/mdr3/mdroute/";
+	const std::string conns = "/sys/kernel/debug/mdroute/connections/";
+	w.host.files[v0 + "volume_id"] = "42\n";
+	w.host.files[v0 + "name"] = "db\"1\n";
+	w.host.files[v0 + "tenant"] = "7\n";
+	w.host.files[v0 + "lease"] = "valid\n";
+	w.host.files[v0 + "cache_hits"] = "975\n";
+	w.host.files[v0 + "cached"] = "300\n";
+	w.host.files[v0 + "lease_lapse_io_ms"] = "1500\n";
+	w.host.files[v0 + "new_counter"] = "5\n";
+	w.host.files[v0 + "bad-name"] = "5\n";
+	w.host.files[v3 + "volume_id"] = "9\n";
+	w.host.files[v3 + "lease"] = "expired\n";
+	w.host.files[v3 + "cache_hits"] = "garbage\n";
+	w.host.files["/sys/block/sda/size"] = "1\n";
+	w.host.files[conns + "192.0.2.2:4791-7"] =
+		"state: live\ntarget: 192.0.2.2:4791 tenant 7 host 0000000000000091\n"
+		"node_id: 00000000000000aa\nversion: 4\nqueue_depth: 64\nvolumes: 1\n"
+		"reads: 10\nrpc_errors: 2\n"
+		"lookup_us: <16:1 <32:2 <64:0 <128:0 <256:0 <512:0 <1024:0 <2048:0 <4096:0 "
+		"<8192:0 <16384:0 >=16384:3\n";
+
+	Outcome o = w.run({"stats", "--prometheus"});
+	assert_int_equal(o.status, 0);
+	assert_true(o.err.empty());
+	const std::string &t = o.out;
+	auto has = [&](const std::string &line) {
+		if (t.find("\n" + line + "\n") == std::string::npos &&
+		    !t.starts_with(line + "\n"))
+			fail_msg("no line '%s' in:\n%s", line.c_str(), t.c_str());
+	};
+	has("mdroute_volumes_attached 2");
+	has("# TYPE mdroute_volume_info gauge");
+	has("mdroute_volume_info{device=\"mdr0\",volume_id=\"42\",name=\"db\\\"1\",tenant=\"7\"} 1");
+	has("mdroute_volume_lease_valid{device=\"mdr0\",volume_id=\"42\"} 1");
+	has("mdroute_volume_lease_valid{device=\"mdr3\",volume_id=\"9\"} 0");
+	has("# TYPE mdroute_volume_cache_hits_total counter");
+	has("mdroute_volume_cache_hits_total{device=\"mdr0\",volume_id=\"42\"} 975");
+	assert_null(strstr(t.c_str(), "mdroute_volume_cache_hits_total{device=\"mdr3\""));
+	has("mdroute_volume_cached_extents{device=\"mdr0\",volume_id=\"42\"} 300");
+	has("mdroute_volume_lease_lapse_io_seconds{device=\"mdr0\",volume_id=\"42\"} 1.5");
+	has("# TYPE mdroute_volume_new_counter untyped");
+	has("mdroute_volume_new_counter{device=\"mdr0\",volume_id=\"42\"} 5");
+	assert_null(strstr(t.c_str(), "bad-name"));
+	has("mdroute_debugfs_readable 1");
+	const std::string c = "{node=\"192.0.2.2:4791\",tenant=\"7\",host_id=\"0000000000000091\"";
+	has("mdroute_conn_live" + c + "} 1");
+	has("mdroute_conn_reads_total" + c + "} 10");
+	has("mdroute_conn_rpc_errors_total" + c + "} 2");
+	has("mdroute_conn_wire_version" + c + "} 4");
+	has("mdroute_conn_lookup_duration_seconds_bucket" + c + ",le=\"1.6e-05\"} 1");
+	has("mdroute_conn_lookup_duration_seconds_bucket" + c + ",le=\"3.2e-05\"} 3");
+	has("mdroute_conn_lookup_duration_seconds_bucket" + c + ",le=\"0.016384\"} 3");
+	has("mdroute_conn_lookup_duration_seconds_bucket" + c + ",le=\"+Inf\"} 6");
+	has("mdroute_conn_lookup_duration_seconds_count" + c + "} 6");
+	assert_null(strstr(t.c_str(), "node_id"));
+	// Every family once.
+	for (size_t at = 0; (at = t.find("# TYPE ", at)) != std::string::npos; at++) {
+		const std::string name = t.substr(at + 7, t.find(' ', at + 7) - at - 7);
+		assert_int_equal(t.find("# TYPE " + name + " "), at);
+	}
+
+	// One volume alone; no connections.
+	o = w.run({"stats", "--prometheus", "mdr3"});
+	assert_int_equal(o.status, 0);
+	assert_non_null(strstr(o.out.c_str(), "mdroute_volumes_attached 1\n"));
+	assert_null(strstr(o.out.c_str(), "mdroute_conn_"));
+	assert_failure(w, {"stats", "--prometheus", "5"},
+		       "mdctl: stats failed: /dev/mdr5: No such file or directory (ENOENT)\n"
+		       "hint: no volume is attached there; see 'mdctl list'\n");
+	assert_usage({"stats", "--prometheus", "-o", "json"},
+		     "--prometheus and -o json exclude each other");
+	assert_usage({"stats", "--prometheus", "1", "2"}, "unexpected argument '2'");
+
+	// Nothing attached, debugfs unreadable: still a valid exposition.
+	World empty;
+	o = empty.run({"stats", "--prometheus"});
+	assert_int_equal(o.status, 0);
+	assert_string_equal(o.out.c_str(),
+			    "# HELP mdroute_volumes_attached Volumes attached on this host.\n"
+			    "# TYPE mdroute_volumes_attached gauge\n"
+			    "mdroute_volumes_attached 0\n"
+			    "# HELP mdroute_debugfs_readable 1 when the connections in debugfs could "
+			    "be read (root, debugfs mounted, module loaded).\n"
+			    "# TYPE mdroute_debugfs_readable gauge\n"
+			    "mdroute_debugfs_readable 0\n");
+}
+
 static void test_help_of_every_command(void **)
 {
 	for (const char *cmd : {"attach", "detach", "list", "stats", "bind", "unbind",
@@ -612,6 +708,7 @@ int main()
 		cmocka_unit_test(test_list),
 		cmocka_unit_test(test_list_empty_and_errors),
 		cmocka_unit_test(test_stats),
+		cmocka_unit_test(test_stats_prometheus),
 		cmocka_unit_test(test_help_of_every_command),
 	};
 

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// metrics.cc - see metrics.h. The names follow Prometheus' conventions:
+// mdnode_ first, counters end in _total, durations are histograms in
+// seconds (_seconds), sizes in bytes (_bytes), and a family's labels are
+// the same on all its series.
+#include "mdnode/metrics.h"
+
+#include <array>
+#include <cctype>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include <linux/mdroute_wire.h>
+
+#include "lib/util/prometheus.h"
+#include "lib/util/release.h"
+#include "lib/wire/wire.h"
+#include "mdnode/log.h"
+
+namespace mdnode {
+
+namespace prom = mdr::prom;
+
+namespace {
+
+// The opcodes a node takes as requests, with their label: "open" for
+// MDR_OP_OPEN. INVALIDATE is mdnode's own push (its acks are the
+// mdnode_push_* families), so it has no request series.
+struct OpcodeLabel {
+	uint16_t opcode;
+	std::string label;
+};
+
+const std::vector<OpcodeLabel> &opcode_labels()
+{
+	static const std::vector<OpcodeLabel> labels = [] {
+		std::vector<OpcodeLabel> v;
+		constexpr std::string_view prefix = "MDR_OP_";
+
+		for (uint16_t op = 0; op < kOpcodeSlots; op++) {
+			std::string name = mdr::wire::opcode_name(op);
+			if (op == MDR_OP_INVALIDATE || !name.starts_with(prefix) ||
+			    name.find('?') != std::string::npos)
+				continue;
+			std::string label = name.substr(prefix.size());
+			for (char &c : label)
+				c = char(std::tolower(static_cast<unsigned char>(c)));
+			v.push_back({op, std::move(label)});
+		}
+		return v;
+	}();
+	return labels;
+}
+
+template <const HistogramBounds &B>
+void put_histogram(prom::Writer &w, std::string_view name, std::span<const prom::Label> labels,
+		   const Histogram<B> &h)
+{
+	std::array<double, kHistogramBounds> le;
+
+	for (size_t i = 0; i < kHistogramBounds; i++)
+		le[i] = double(B.le[i]) * B.scale;
+	w.histogram(name, labels, le, h.counts, double(h.sum) * B.scale);
+}
+
+template <const HistogramBounds &B>
+void put_histogram(prom::Writer &w, std::string_view name, std::string_view help,
+		   const Histogram<B> &h)
+{
+	w.family(name, help, prom::Type::histogram);
+	put_histogram(w, name, std::span<const prom::Label>(), h);
+}
+
+void counter(prom::Writer &w, std::string_view name, std::string_view help, uint64_t v)
+{
+	w.family(name, help, prom::Type::counter);
+	w.sample(name, {}, v);
+}
+
+void gauge(prom::Writer &w, std::string_view name, std::string_view help, uint64_t v)
+{
+	w.family(name, help, prom::Type::gauge);
+	w.sample(name, {}, v);
+}
+
+void requests(prom::Writer &w, const RequestStats &r)
+{
+	const auto &ops = opcode_labels();
+
+	w.family("mdnode_requests_total", "Requests received, by opcode.", prom::Type::counter);
+	for (const OpcodeLabel &o : ops)
+		w.sample("mdnode_requests_total", {{"opcode", o.label}}, r.requests[o.opcode]);
+	w.family("mdnode_request_errors_total",
+		 "Requests answered with an error status, by opcode.", prom::Type::counter);
+	for (const OpcodeLabel &o : ops)
+		w.sample("mdnode_request_errors_total", {{"opcode", o.label}}, r.errors[o.opcode]);
+	w.family("mdnode_request_duration_seconds",
+		 "Time from a request's arrival to its reply's send, by opcode.",
+		 prom::Type::histogram);
+	for (const OpcodeLabel &o : ops) {
+		const prom::Label l[] = {{"opcode", o.label}};
+		put_histogram(w, "mdnode_request_duration_seconds", l, r.latency[o.opcode]);
+	}
+	counter(w, "mdnode_requests_untimed_total",
+		"Requests answered but not timed: beyond the queue depth their "
+		"connection was granted.", r.untimed);
+
+	w.family("mdnode_tenant_requests_total",
+		 "Requests and acks received, by tenant: the first 64 tenants proven get "
+		 "a series each, later ones count as \"other\"; \"admin\" is admin "
+		 "connections, \"unproven\" hosts before HOST_AUTH.",
+		 prom::Type::counter);
+	w.sample("mdnode_tenant_requests_total", {{"tenant", "unproven"}},
+		 r.by_tenant[RequestStats::kUnproven]);
+	w.sample("mdnode_tenant_requests_total", {{"tenant", "admin"}},
+		 r.by_tenant[RequestStats::kAdmin]);
+	w.sample("mdnode_tenant_requests_total", {{"tenant", "other"}},
+		 r.by_tenant[RequestStats::kOther]);
+	for (uint32_t i = 0; i < r.tenants && i < kTenantSlots; i++) {
+		const std::string t = std::to_string(r.tenant_ids[i]);
+		w.sample("mdnode_tenant_requests_total", {{"tenant", t}},
+			 r.by_tenant[RequestStats::kFirstTenant + i]);
+	}
+}
+
+void connections(prom::Writer &w, const NodeStats &s)
+{
+	counter(w, "mdnode_connections_total", "Connections established since the start.",
+		s.connections);
+	w.family("mdnode_connections", "Connections open now, by role.", prom::Type::gauge);
+	w.sample("mdnode_connections", {{"role", "host"}}, s.connected_hosts);
+	w.sample("mdnode_connections", {{"role", "admin"}}, s.connected_admins);
+	counter(w, "mdnode_connections_refused_total",
+		"Connect requests refused by the transport: bad private data, no common "
+		"version, a connection cap.", s.conn_refused);
+	counter(w, "mdnode_bad_messages_total",
+		"Messages that failed to parse or could not be received.", s.bad_messages);
+	counter(w, "mdnode_auth_failures_total",
+		"Proofs refused or missing: admin AUTH, HOST_AUTH, host requests before "
+		"HOST_AUTH, hosts silent past the auth timeout.", s.auth_failures);
+}
+
+void leases(prom::Writer &w, const MetricsSnapshot &m)
+{
+	const NodeStats &s = m.node;
+
+	w.family("mdnode_leases",
+		 "Leases held: valid, or lapsed while their host's IO may still land.",
+		 prom::Type::gauge);
+	w.sample("mdnode_leases", {{"state", "valid"}}, m.leases - m.leases_lapsed);
+	w.sample("mdnode_leases", {{"state", "lapsed"}}, m.leases_lapsed);
+	counter(w, "mdnode_leases_granted_total", "Leases granted by OPEN.", s.leases_granted);
+	counter(w, "mdnode_lease_renewals_total", "Leases extended by RENEW, one per volume.",
+		s.lease_renewals);
+	counter(w, "mdnode_leases_lapsed_total", "Leases that ran out without renewal.",
+		s.lease_expiries);
+	gauge(w, "mdnode_restart_grace",
+	      "1 while leases granted before the start may still be held.", m.restart_grace);
+}
+
+void pushes(prom::Writer &w, const NodeStats &s)
+{
+	counter(w, "mdnode_pushes_sent_total", "Invalidations pushed to hosts.",
+		s.invalidations);
+	counter(w, "mdnode_push_acks_total", "Pushes acknowledged by their host.", s.push_acks);
+	put_histogram(w, "mdnode_push_ack_duration_seconds",
+		      "Time from a push's send to its ack.", s.push_ack_us);
+	counter(w, "mdnode_push_timeouts_total",
+		"Connections cut for a push left unacked a lease period.", s.push_timeouts);
+	counter(w, "mdnode_fences_total",
+		"Hosts fenced for owing an ack a lease period across connections.", s.fences);
+}
+
+void journal(prom::Writer &w, const MetricsSnapshot &m)
+{
+	const Journal::Stats &j = m.journal;
+
+	counter(w, "mdnode_journal_records_total", "Records appended to the journal.",
+		j.records);
+	counter(w, "mdnode_journal_bytes_total",
+		"Bytes written to journal segments, headers and padding included.", j.bytes);
+	counter(w, "mdnode_journal_batches_total", "Batch writes completed.", j.batches);
+	put_histogram(w, "mdnode_journal_batch_records", "Records in each batch written.",
+		      j.batch_records);
+	put_histogram(w, "mdnode_journal_sync_duration_seconds",
+		      "Time from a batch write's submission to its durable completion.",
+		      j.sync_us);
+	counter(w, "mdnode_journal_syncs_total",
+		"Device syncs: batch writes and the fsyncs of segments and checkpoints.",
+		j.syncs);
+	counter(w, "mdnode_journal_segments_total", "Journal segments created.", j.segments);
+	counter(w, "mdnode_checkpoints_total", "Checkpoints written.", j.checkpoints);
+	counter(w, "mdnode_checkpoint_failures_total", "Checkpoints that failed.",
+		j.checkpoint_failures);
+	gauge(w, "mdnode_journal_failed",
+	      "1 once a journal write failed: mdnode stops and is to be restarted.",
+	      m.journal_failed);
+}
+
+void moves(prom::Writer &w, const MetricsSnapshot &m)
+{
+	const NodeStats &s = m.node;
+
+	counter(w, "mdnode_moves_done_total", "Extent moves published.", s.moves_done);
+	counter(w, "mdnode_moves_failed_total", "Extent moves rolled back.", s.moves_failed);
+	counter(w, "mdnode_move_bytes_total", "Bytes of the extents moved.", s.move_bytes);
+	counter(w, "mdnode_move_precopy_bytes_total",
+		"Bytes pre-copied while hosts used the extent.", s.precopy_bytes);
+	counter(w, "mdnode_move_freeze_bytes_total",
+		"Bytes copied while the extent was frozen.", s.freeze_bytes);
+	put_histogram(w, "mdnode_move_stall_seconds",
+		      "Time hosts waited on a frozen extent, per move published.", s.stall_us);
+	gauge(w, "mdnode_moves_active", "Extent moves under way.", m.moves_active);
+	counter(w, "mdnode_extents_zeroed_total", "Extents zeroed before their ALLOC.",
+		s.extents_zeroed);
+	counter(w, "mdnode_extent_zero_failures_total",
+		"Zeroings that failed (their ALLOC was answered EIO).", s.zero_failures);
+}
+
+} // namespace
+
+void take_snapshot(MetricsSnapshot &out, const Node &node, const Journal &journal,
+		   const Store &store)
+{
+	const Counts c = store.counts();
+
+	out.node = node.stats();
+	out.journal = journal.stats();
+	out.journal_failed = journal.failed();
+	out.leases = node.leases();
+	out.leases_lapsed = node.leases_lapsed();
+	out.volumes = c.volumes;
+	out.extents = c.extents;
+	out.hosts = c.hosts;
+	out.moves_active = node.moves_active();
+	out.restart_grace = node.in_restart_grace();
+	out.log_dropped = log_dropped();
+	out.uptime_ms = node.uptime_ms();
+}
+
+std::string format_metrics(const MetricsSnapshot &m)
+{
+	prom::Writer w;
+	const std::string wire_version = std::to_string(MDR_WIRE_VERSION);
+
+	w.family("mdnode_build_info", "The release of this mdnode and its wire protocol.",
+		 prom::Type::gauge);
+	w.sample("mdnode_build_info",
+		 {{"release", mdr::release()}, {"wire_version", wire_version}}, 1);
+	w.family("mdnode_uptime_seconds", "Time since mdnode started.", prom::Type::gauge);
+	w.sample_double("mdnode_uptime_seconds", {}, double(m.uptime_ms) / 1000);
+
+	requests(w, m.node.req);
+	connections(w, m.node);
+	leases(w, m);
+	pushes(w, m.node);
+	journal(w, m);
+	moves(w, m);
+	gauge(w, "mdnode_volumes", "Volumes on this node.", m.volumes);
+	gauge(w, "mdnode_extents_mapped", "Extents with a place on a device.", m.extents);
+	gauge(w, "mdnode_hosts_registered", "Hosts in the host registry.", m.hosts);
+	counter(w, "mdnode_log_lines_dropped_total",
+		"Log lines dropped because stderr was slower than they came.", m.log_dropped);
+	return w.take();
+}
+
+} // namespace mdnode

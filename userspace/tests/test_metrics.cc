@@ -1,0 +1,604 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// test_metrics.cc - mdnode's metrics: the text format as lib/util/prometheus
+// writes it (escaping, cumulative buckets, +Inf equal to the count), the
+// histograms' buckets, the counters a real node (the rig of test_node.h)
+// counts where its events happen, and the endpoint on 127.0.0.1 scraped
+// with libcurl while a publisher moves the counters, then fed bad requests
+// (another method, another path, a request too large, too many connections,
+// a client that stalls) that are answered or cut within their bounds.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "lib/util/prometheus.h"
+#include "lib/util/release.h"
+#include "mdnode/histogram.h"
+#include "mdnode/log.h"
+#include "mdnode/metrics.h"
+#include "mdnode/metrics_http.h"
+
+#include "tests/test_node.h"
+
+#include "tests/common/cmocka_cxx.h"
+
+namespace wire = mdr::wire;
+namespace prom = mdr::prom;
+using mdnode::ConnId;
+using mdnode::MetricsServer;
+using mdnode::MetricsSnapshot;
+
+namespace {
+
+using namespace mdr::test;
+
+bool has_line(const std::string &text, const std::string &line)
+{
+	std::istringstream in(text);
+	std::string l;
+
+	while (std::getline(in, l))
+		if (l == line)
+			return true;
+	return false;
+}
+
+// The value of the one sample written exactly as `series` ("name{...}").
+std::optional<double> value_of(const std::string &text, const std::string &series)
+{
+	std::istringstream in(text);
+	std::string l;
+
+	while (std::getline(in, l))
+		if (l.size() > series.size() && l.compare(0, series.size(), series) == 0 &&
+		    l[series.size()] == ' ')
+			return std::stod(l.substr(series.size() + 1));
+	return std::nullopt;
+}
+
+// What a scraper checks of a whole exposition: every sample follows the
+// HELP and TYPE of its family, each family is declared once, and each
+// histogram series has ascending cumulative buckets ending in +Inf, whose
+// value is its _count. Fails the test otherwise; returns the families.
+std::map<std::string, std::string> check_exposition(const std::string &text)
+{
+	std::map<std::string, std::string> types;	// family -> type
+	std::string family, type;
+	std::map<std::string, double> last_bucket;	// series -> cumulative so far
+	std::map<std::string, double> inf;		// series without le -> +Inf
+	std::istringstream in(text);
+	std::string l;
+	bool help = false;
+
+	assert_true(!text.empty() && text.back() == '\n');
+	while (std::getline(in, l)) {
+		assert_false(l.empty());
+		if (l.starts_with("# HELP ")) {
+			family = l.substr(7, l.find(' ', 7) - 7);
+			assert_true(prom::valid_metric_name(family));
+			if (types.count(family))
+				fail_msg("family %s declared twice", family.c_str());
+			help = true;
+			continue;
+		}
+		if (l.starts_with("# TYPE ")) {
+			assert_true(help);
+			assert_true(l.substr(7, family.size() + 1) == family + " ");
+			type = l.substr(8 + family.size());
+			assert_true(type == "counter" || type == "gauge" || type == "histogram" ||
+				    type == "untyped");
+			types[family] = type;
+			help = false;
+			continue;
+		}
+		assert_false(l.starts_with("#"));
+		const size_t end = std::min(l.find('{'), l.find(' '));
+		const std::string name = l.substr(0, end);
+		const double v = std::stod(l.substr(l.rfind(' ') + 1));
+		if (type != "histogram") {
+			if (name != family)
+				fail_msg("sample %s outside its family (%s)", name.c_str(),
+					 family.c_str());
+			if (type == "counter")
+				assert_true(name.ends_with("_total"));
+			continue;
+		}
+		if (name == family + "_bucket") {
+			const size_t le = l.find("le=\"");
+			assert_true(le != std::string::npos);
+			// The series without its le: "{opcode=\"open\"," or "{".
+			const std::string key = family + l.substr(end, le - end);
+			const std::string bound = l.substr(le + 4, l.find('"', le + 4) - le - 4);
+			auto [it, fresh] = last_bucket.try_emplace(key, 0);
+			if (v < it->second)
+				fail_msg("%s: buckets not cumulative", l.c_str());
+			it->second = v;
+			if (bound == "+Inf") {
+				inf[key] = v;
+				last_bucket.erase(it);
+			}
+		} else if (name == family + "_count") {
+			const std::string labels = l.substr(end, l.rfind(' ') - end);
+			const std::string key = family + (labels.empty() ? "{" :
+				labels.substr(0, labels.size() - 1) + ",");
+			auto it = inf.find(key);
+			if (it == inf.end())
+				fail_msg("%s: no +Inf bucket before it", l.c_str());
+			if (it->second != v)
+				fail_msg("%s: +Inf bucket %g", l.c_str(), it->second);
+		} else if (name != family + "_sum") {
+			fail_msg("sample %s outside its histogram %s", name.c_str(), family.c_str());
+		}
+	}
+	assert_true(last_bucket.empty());	// every series reached +Inf
+	return types;
+}
+
+// ---------------------------------------------------------------------------
+// The text format
+
+// A label value or a HELP text from outside (a volume's name, a tenant)
+// cannot end its quotes or its line.
+void test_prometheus_escapes_label_values_and_help(void **)
+{
+	prom::Writer w;
+
+	w.family("m_total", "a \\ back\nslash", prom::Type::counter);
+	w.sample("m_total", {{"name", "a\"b\\c\nd"}}, 3);
+	assert_string_equal(w.str().c_str(),
+			    "# HELP m_total a \\\\ back\\nslash\n"
+			    "# TYPE m_total counter\n"
+			    "m_total{name=\"a\\\"b\\\\c\\nd\"} 3\n");
+	assert_string_equal(prom::escape_label_value("plain").c_str(), "plain");
+	assert_string_equal(prom::format_double(0.00025).c_str(), "0.00025");
+	assert_string_equal(prom::format_double(2).c_str(), "2");
+	assert_string_equal(prom::format_double(1.0 / 0.0).c_str(), "+Inf");
+}
+
+// Buckets add up; +Inf holds every observation and equals _count.
+void test_prometheus_histogram_is_cumulative(void **)
+{
+	prom::Writer w;
+	const double le[] = {0.001, 0.01, 0.1};
+	const uint64_t counts[] = {1, 2, 0, 4};
+	const prom::Label l[] = {{"opcode", "open"}};
+
+	w.family("d_seconds", "h", prom::Type::histogram);
+	w.histogram("d_seconds", l, le, counts, 1.5);
+	assert_string_equal(w.str().c_str(),
+			    "# HELP d_seconds h\n# TYPE d_seconds histogram\n"
+			    "d_seconds_bucket{opcode=\"open\",le=\"0.001\"} 1\n"
+			    "d_seconds_bucket{opcode=\"open\",le=\"0.01\"} 3\n"
+			    "d_seconds_bucket{opcode=\"open\",le=\"0.1\"} 3\n"
+			    "d_seconds_bucket{opcode=\"open\",le=\"+Inf\"} 7\n"
+			    "d_seconds_sum{opcode=\"open\"} 1.5\n"
+			    "d_seconds_count{opcode=\"open\"} 7\n");
+	check_exposition(w.str());
+	// Without a sum (the kernel's lookups): buckets and count only.
+	prom::Writer n;
+	n.family("k_seconds", "h", prom::Type::histogram);
+	n.histogram("k_seconds", {}, le, counts, std::nullopt);
+	assert_false(n.str().find("_sum") != std::string::npos);
+	assert_true(has_line(n.str(), "k_seconds_count 7"));
+}
+
+// A name outside the grammar, or counts that do not fit the bounds, are
+// bugs of the caller: refused, never written.
+void test_prometheus_refuses_bad_names(void **)
+{
+	prom::Writer w;
+	const double le[] = {1, 2};
+	const uint64_t two[] = {1, 2};
+
+	assert_false(prom::valid_metric_name("9lives"));
+	assert_false(prom::valid_metric_name("a-b"));
+	assert_true(prom::valid_metric_name("mdnode:x_total"));
+	assert_false(prom::valid_label_name("a:b"));
+	assert_false(prom::valid_label_name("__name__"));
+	bool threw = false;
+	try {
+		w.family("bad name", "x", prom::Type::gauge);
+	} catch (const std::logic_error &) {
+		threw = true;
+	}
+	assert_true(threw);
+	threw = false;
+	try {
+		w.histogram("h", {}, le, two, 0);
+	} catch (const std::logic_error &) {
+		threw = true;
+	}
+	assert_true(threw);
+}
+
+// le is inclusive: a value on a bound counts in that bound's bucket.
+void test_histogram_bounds_are_inclusive(void **)
+{
+	mdnode::Histogram<mdnode::kLatencyUs> h;
+
+	h.observe(0);
+	h.observe(25);
+	h.observe(26);
+	h.observe(UINT32_MAX);
+	assert_int_equal(h.counts[0], 2);
+	assert_int_equal(h.counts[1], 1);
+	assert_int_equal(h.counts[mdnode::kHistogramBounds], 1);
+	assert_int_equal(h.count(), 4);
+	assert_int_equal(h.sum, 51ull + UINT32_MAX);
+}
+
+// ---------------------------------------------------------------------------
+// What a node counts
+
+// Requests by opcode and tenant, their latencies (an OPEN answered at once,
+// an ALLOC answered after its journal write), errors, leases, pushes and
+// their acks, the journal's batches, all from a real node's snapshot; and
+// the exposition of it passes a scraper's checks.
+void test_node_counts_requests_leases_pushes_and_batches(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "v", 4 * MiB, 7);
+	const ConnId a = r.host(7, 0xa);
+	const ConnId b = r.host(7, 0xb);
+
+	r.open(a, vol);
+	r.open(b, vol);
+	r.send(a, 10, wire::AllocReq{.volume_id = vol, .index = 0});
+	r.flush();
+	const wire::Msg push = r.one(b);
+	r.ack(b, push);
+	r.one(a);
+	// Another tenant's volume does not exist for this host: an error.
+	assert_int_equal(r.call(a, 11, wire::OpenReq{.volume_id = vol + 100}), MDR_ST_NOENT);
+
+	MetricsSnapshot snap;
+	mdnode::take_snapshot(snap, *r.node, *r.journal, *r.store);
+	const auto &q = snap.node.req;
+	assert_int_equal(q.requests[MDR_OP_OPEN], 3);
+	assert_int_equal(q.requests[MDR_OP_ALLOC], 1);
+	assert_int_equal(q.errors[MDR_OP_OPEN], 1);
+	assert_int_equal(q.latency[MDR_OP_OPEN].count(), 3);
+	assert_int_equal(q.latency[MDR_OP_ALLOC].count(), 1);
+	assert_int_equal(q.latency[MDR_OP_VOL_CREATE].count(), 1);
+	assert_int_equal(q.untimed, 0);
+	// Host requests and the ack under tenant 7; the admin's apart.
+	assert_int_equal(q.tenants, 1);
+	assert_int_equal(q.tenant_ids[0], 7);
+	assert_int_equal(q.by_tenant[mdnode::RequestStats::kFirstTenant], 5);
+	assert_true(q.by_tenant[mdnode::RequestStats::kAdmin] >= 2);
+	assert_int_equal(snap.node.leases_granted, 2);
+	assert_int_equal(snap.leases, 2);
+	assert_int_equal(snap.leases_lapsed, 0);
+	assert_int_equal(snap.node.invalidations, 1);
+	assert_int_equal(snap.node.push_acks, 1);
+	assert_int_equal(snap.node.push_ack_us.count(), 1);
+	assert_int_equal(snap.node.connected_hosts, 2);
+	assert_int_equal(snap.node.connected_admins, 1);
+	assert_true(snap.journal.batches >= 2);
+	assert_int_equal(snap.journal.batch_records.count(), snap.journal.batches);
+	assert_int_equal(snap.journal.sync_us.count(), snap.journal.batches);
+	assert_int_equal(snap.volumes, 1);
+
+	const std::string text = mdnode::format_metrics(snap);
+	auto types = check_exposition(text);
+	assert_string_equal(types["mdnode_request_duration_seconds"].c_str(), "histogram");
+	assert_string_equal(types["mdnode_requests_total"].c_str(), "counter");
+	assert_true(has_line(text, "mdnode_build_info{release=\"" + std::string(mdr::release()) +
+					   "\",wire_version=\"" +
+					   std::to_string(MDR_WIRE_VERSION) + "\"} 1"));
+	assert_true(has_line(text, "mdnode_requests_total{opcode=\"open\"} 3"));
+	assert_true(has_line(text, "mdnode_requests_total{opcode=\"alloc\"} 1"));
+	assert_true(has_line(text, "mdnode_request_errors_total{opcode=\"open\"} 1"));
+	assert_true(has_line(text, "mdnode_request_duration_seconds_count{opcode=\"alloc\"} 1"));
+	assert_true(has_line(text, "mdnode_tenant_requests_total{tenant=\"7\"} 5"));
+	assert_true(has_line(text, "mdnode_leases{state=\"valid\"} 2"));
+	assert_true(has_line(text, "mdnode_push_ack_duration_seconds_count 1"));
+	assert_true(has_line(text, "mdnode_connections{role=\"host\"} 2"));
+	// INVALIDATE is mdnode's push, not a request.
+	assert_false(text.find("opcode=\"invalidate\"") != std::string::npos);
+
+	// A lease that runs out is lapsed, then gone.
+	r.now += kHeldMs + 1;
+	r.node->tick();
+	mdnode::take_snapshot(snap, *r.node, *r.journal, *r.store);
+	assert_int_equal(snap.leases_lapsed, 2);
+	assert_int_equal(snap.node.lease_expiries, 2);
+	r.now += kIoHoldMs + 1;
+	r.node->tick();
+	mdnode::take_snapshot(snap, *r.node, *r.journal, *r.store);
+	assert_int_equal(snap.leases, 0);
+	assert_int_equal(snap.leases_lapsed, 0);
+}
+
+// Tenants beyond kTenantSlots share "other": whatever ids hosts present,
+// the series stay bounded.
+void test_tenant_series_are_bounded(void **)
+{
+	Rig r;
+
+	for (uint32_t t = 1; t <= mdnode::kTenantSlots + 5; t++) {
+		const ConnId h = r.host(t, 0x1000 + t);
+		assert_int_equal(r.call(h, 1, wire::RenewReq{.volume_id = 0}), MDR_ST_OK);
+	}
+	MetricsSnapshot snap;
+	mdnode::take_snapshot(snap, *r.node, *r.journal, *r.store);
+	assert_int_equal(snap.node.req.tenants, mdnode::kTenantSlots);
+	assert_int_equal(snap.node.req.by_tenant[mdnode::RequestStats::kOther], 5);
+	const std::string text = mdnode::format_metrics(snap);
+	size_t series = 0;
+	for (size_t at = 0; (at = text.find("\nmdnode_tenant_requests_total{", at)) != std::string::npos; at++)
+		series++;
+	assert_int_equal(series, mdnode::kTenantSlots + 3);
+	assert_true(has_line(text, "mdnode_tenant_requests_total{tenant=\"other\"} 5"));
+}
+
+// ---------------------------------------------------------------------------
+// The endpoint
+
+size_t collect(char *data, size_t size, size_t n, void *out)
+{
+	static_cast<std::string *>(out)->append(data, size * n);
+	return size * n;
+}
+
+struct Answer {
+	long status = 0;
+	std::string body, content_type;
+};
+
+Answer http(uint16_t port, const std::string &path, const char *method = nullptr)
+{
+	CURL *c = curl_easy_init();
+	Answer a;
+	const std::string url = "http://127.0.0.1:" + std::to_string(port) + path;
+
+	assert_non_null(c);
+	curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &a.body);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	if (method && std::string_view(method) == "HEAD")
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);	// a HEAD's answer has none
+	else if (method)
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	const CURLcode rc = curl_easy_perform(c);
+	if (rc != CURLE_OK)
+		fail_msg("%s %s: %s", method ? method : "GET", url.c_str(), curl_easy_strerror(rc));
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a.status);
+	char *ct = nullptr;
+	curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
+	a.content_type = ct ? ct : "";
+	curl_easy_cleanup(c);
+	return a;
+}
+
+std::unique_ptr<MetricsServer> start_server()
+{
+	auto srv = MetricsServer::start("127.0.0.1", 0);
+
+	if (!srv.ok())
+		fail_msg("start: %s", srv.message().c_str());
+	assert_true(srv.value()->port() > 0);
+	return std::move(srv).value();
+}
+
+// Scraped with a real HTTP client while a publisher thread moves the
+// counters as the loop does every tick: each scrape is a whole snapshot
+// (the two counters published together agree), counters never go back,
+// and they move. publish() only tries the lock: it never waits long.
+void test_endpoint_serves_snapshots_while_counters_move(void **)
+{
+	auto srv = start_server();
+
+	assert_int_equal(http(srv->port(), "/metrics").status, 503);
+	// The first snapshot before any scrape, as mdnode publishes before
+	// READY=1; then the loop's ticks.
+	assert_true(srv->publish(MetricsSnapshot{}));
+	std::atomic<bool> stop{false};
+	std::atomic<int64_t> slowest_us{0};
+	std::thread publisher([&] {
+		auto snap = std::make_unique<MetricsSnapshot>();
+		for (uint64_t n = 1; !stop.load(); n++) {
+			snap->node.req.requests[MDR_OP_OPEN] = n;
+			snap->node.leases_granted = n;
+			const int64_t t0 = mdnode::mono_us();
+			srv->publish(*snap);
+			slowest_us = std::max<int64_t>(slowest_us, mdnode::mono_us() - t0);
+			std::this_thread::sleep_for(std::chrono::microseconds(200));
+		}
+	});
+	double first = -1, last = -1;
+	for (int i = 0; i < 30; i++) {
+		const Answer a = http(srv->port(), "/metrics");
+		assert_int_equal(a.status, 200);
+		assert_string_equal(a.content_type.c_str(), std::string(prom::kContentType).c_str());
+		check_exposition(a.body);
+		auto opens = value_of(a.body, "mdnode_requests_total{opcode=\"open\"}");
+		auto granted = value_of(a.body, "mdnode_leases_granted_total");
+		assert_true(opens && granted);
+		assert_true(*opens == *granted);	// one snapshot, not a mix
+		assert_true(*opens >= last);
+		if (first < 0)
+			first = *opens;
+		last = *opens;
+		std::this_thread::sleep_for(std::chrono::milliseconds(2));
+	}
+	stop = true;
+	publisher.join();
+	assert_true(last > first);
+	assert_int_equal(srv->scrapes(), 30);
+	// A scrape holds the lock for a copy of the snapshot: microseconds,
+	// not the time a scrape takes to format or send (generous for ASan).
+	assert_true(slowest_us.load() < 50000);
+	const Answer head = http(srv->port(), "/metrics", "HEAD");
+	assert_int_equal(head.status, 200);
+	assert_true(head.body.empty());
+}
+
+// Requests mdnode does not serve are answered, and answered as such.
+void test_endpoint_refuses_other_methods_and_paths(void **)
+{
+	auto srv = start_server();
+	MetricsSnapshot snap;
+
+	srv->publish(snap);
+	const Answer post = http(srv->port(), "/metrics", "POST");
+	assert_int_equal(post.status, 405);
+	const Answer del = http(srv->port(), "/metrics", "DELETE");
+	assert_int_equal(del.status, 405);
+	assert_int_equal(http(srv->port(), "/", nullptr).status, 404);
+	assert_int_equal(http(srv->port(), "/metrics/../etc", nullptr).status, 404);
+	assert_int_equal(http(srv->port(), "/nope", nullptr).status, 404);
+	assert_int_equal(srv->refused(), 5);
+	assert_int_equal(srv->scrapes(), 0);
+	assert_int_equal(http(srv->port(), "/metrics").status, 200);
+}
+
+int dial(uint16_t port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	sockaddr_in sa{};
+
+	assert_true(fd >= 0);
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons(port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(fd, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)), 0);
+	return fd;
+}
+
+// What the server sends until it closes, or until timeout_ms passes
+// (then "TIMEOUT" is appended).
+std::string read_until_closed(int fd, int timeout_ms)
+{
+	std::string got;
+	char buf[4096];
+	const int64_t end = mdnode::mono_us() + int64_t(timeout_ms) * 1000;
+
+	for (;;) {
+		const int64_t left = (end - mdnode::mono_us()) / 1000;
+		pollfd p{fd, POLLIN, 0};
+		if (left <= 0 || poll(&p, 1, int(left)) <= 0)
+			return got + "TIMEOUT";
+		const ssize_t n = read(fd, buf, sizeof(buf));
+		if (n <= 0)
+			return got;
+		got.append(buf, size_t(n));
+	}
+}
+
+// A request whose headers exceed kRequestBytes is answered 4xx and its
+// connection closed, however much more the client has to send; the next
+// scrape is served.
+void test_endpoint_bounds_a_huge_request(void **)
+{
+	auto srv = start_server();
+	MetricsSnapshot snap;
+
+	srv->publish(snap);
+	int fd = dial(srv->port());
+	std::string req = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Pad: ";
+	req.append(MetricsServer::kRequestBytes * 4, 'a');
+	req += "\r\n\r\n";
+	// The server may close before it read all: a short send is fine.
+	(void)!send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+	const std::string got = read_until_closed(fd, 5000);
+	close(fd);
+	assert_true(got.starts_with("HTTP/1.1 4"));
+	assert_false(got.ends_with("TIMEOUT"));
+	assert_int_equal(srv->scrapes(), 0);
+	assert_int_equal(http(srv->port(), "/metrics").status, 200);
+}
+
+// One address gets kMaxPerAddress connections: the next is closed at
+// once, unanswered. A client that stalls mid-request is cut after
+// kIdleSeconds; the connections it held are free again.
+void test_endpoint_bounds_connections_and_stalls(void **)
+{
+	auto srv = start_server();
+	MetricsSnapshot snap;
+	std::vector<int> held;
+
+	srv->publish(snap);
+	for (unsigned i = 0; i < MetricsServer::kMaxPerAddress; i++) {
+		held.push_back(dial(srv->port()));
+		const char part[] = "GET /metr";
+		assert_int_equal(send(held.back(), part, sizeof(part) - 1, MSG_NOSIGNAL),
+				 sizeof(part) - 1);
+	}
+	// Accepted by the kernel, then closed by the server unanswered.
+	int extra = dial(srv->port());
+	const char full[] = "GET /metrics HTTP/1.0\r\n\r\n";
+	(void)!send(extra, full, sizeof(full) - 1, MSG_NOSIGNAL);
+	assert_string_equal(read_until_closed(extra, 3000).c_str(), "");
+	close(extra);
+
+	const int64_t t0 = mdnode::mono_us();
+	for (int fd : held) {
+		const std::string got = read_until_closed(fd, 4000 + 1000 * MetricsServer::kIdleSeconds);
+		assert_false(got.ends_with("TIMEOUT"));
+		close(fd);
+	}
+	const int64_t waited_ms = (mdnode::mono_us() - t0) / 1000;
+	assert_true(waited_ms >= 1000 * (MetricsServer::kIdleSeconds - 1));
+	assert_int_equal(srv->scrapes(), 0);
+	assert_int_equal(http(srv->port(), "/metrics").status, 200);
+}
+
+// A bad address is refused with its reason, and so is a port in use.
+void test_endpoint_start_errors(void **)
+{
+	auto bad = MetricsServer::start("localhost", 0);
+	assert_false(bad.ok());
+	assert_int_equal(bad.error(), -EINVAL);
+	auto srv = start_server();
+	auto again = MetricsServer::start("127.0.0.1", srv->port());
+	assert_false(again.ok());
+	assert_int_equal(again.error(), -EADDRINUSE);
+	assert_true(again.message().find("address in use") != std::string::npos);
+	auto v6 = MetricsServer::start("::1", 0);
+	// A machine without IPv6 on loopback refuses it; one with it serves.
+	assert_true(v6.ok() || v6.error() == -EADDRNOTAVAIL || v6.error() == -EAFNOSUPPORT);
+}
+
+} // namespace
+
+int main(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	mdnode::set_log_level(mdnode::LogLevel::warn);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_prometheus_escapes_label_values_and_help),
+		cmocka_unit_test(test_prometheus_histogram_is_cumulative),
+		cmocka_unit_test(test_prometheus_refuses_bad_names),
+		cmocka_unit_test(test_histogram_bounds_are_inclusive),
+		cmocka_unit_test(test_node_counts_requests_leases_pushes_and_batches),
+		cmocka_unit_test(test_tenant_series_are_bounded),
+		cmocka_unit_test(test_endpoint_serves_snapshots_while_counters_move),
+		cmocka_unit_test(test_endpoint_refuses_other_methods_and_paths),
+		cmocka_unit_test(test_endpoint_bounds_a_huge_request),
+		cmocka_unit_test(test_endpoint_bounds_connections_and_stalls),
+		cmocka_unit_test(test_endpoint_start_errors),
+	};
+	const int rc = cmocka_run_group_tests(tests, nullptr, nullptr);
+	curl_global_cleanup();
+	return rc;
+}
