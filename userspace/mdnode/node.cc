@@ -184,7 +184,9 @@ void Node::tick()
 		if (Session *s = core_.session(conn))
 			s->opened.erase(key.volume_id);
 		core_.stats.lease_expiries++;
-		log_info("lease of host %016llx on volume %llu expired",
+		// Peers choose how many leases lapse at once (a host with many
+		// volumes going silent): rate-limited, the rest counted.
+		log_info_rl("lease of host %016llx on volume %llu expired",
 			 (unsigned long long)key.host_id, (unsigned long long)key.volume_id);
 	}
 	core_.maybe_checkpoint();
