@@ -187,7 +187,7 @@ void Node::tick()
 		// Peers choose how many leases lapse at once (a host with many
 		// volumes going silent): rate-limited, the rest counted.
 		log_info_rl("lease of host %016llx on volume %llu expired",
-			 (unsigned long long)key.host_id, (unsigned long long)key.volume_id);
+			    (unsigned long long)key.host_id, (unsigned long long)key.volume_id);
 	}
 	core_.maybe_checkpoint();
 	// A host whose lease ran out sends no more IO to the volume until it
