@@ -142,7 +142,23 @@ mdr_mdnode_start() {
 		--io-hold-ms 2000 "${policy[@]}" "$@" >"$dir/mdnode.log" 2>&1 &
 	MDR_MDNODE_PID=$!
 	mdr_on_exit "mdr_mdnode_stop"
-	mdr_wait_for "rdma resource show cm_id | grep -q 'LISTEN.*$MDR_NODE_ADDR:$MDR_NODE_PORT'" 15
+	mdr_mdnode_wait_listen "$dir/mdnode.log"
+}
+
+# mdr_mdnode_wait_listen LOG: until mdnode's rdma_cm listener is up. An
+# mdnode that ended fails at once, with its log; one still starting is
+# given 60 s, since on the debug kernel with the host's cores loaded its
+# start (sanitized binary, journal recovery) took over 15 s once.
+mdr_mdnode_wait_listen() {
+	local end=$((SECONDS + 60))
+	until rdma resource show cm_id 2>/dev/null |
+		grep -q "LISTEN.*$MDR_NODE_ADDR:$MDR_NODE_PORT"; do
+		kill -0 "$MDR_MDNODE_PID" 2>/dev/null ||
+			mdr_fail "mdnode ended before it listened: $(tail -n 5 "$1")"
+		[ "$SECONDS" -lt "$end" ] ||
+			mdr_fail "mdnode did not listen on $MDR_NODE_ADDR:$MDR_NODE_PORT within 60 s: $(tail -n 5 "$1")"
+		sleep 0.1
+	done
 }
 
 # mdr_replica_links N: N storage-node addresses more, for the replicas of a
