@@ -427,7 +427,7 @@ int print_prometheus(const Env &env, std::optional<uint32_t> only)
 				 "no sum.", prom::Type::histogram);
 		std::vector<double> le;
 		for (uint64_t b : kLookupBoundsUs)
-			le.push_back(double(b) * 1e-6);
+			le.push_back(double(b) / 1e6);	// exact decimals: 1e-6 has no double
 		w.histogram("mdroute_conn_lookup_duration_seconds", labels_of(s), le, *counts,
 			    std::nullopt);
 	}

@@ -37,11 +37,14 @@ inline int64_t mono_us()
 inline constexpr size_t kHistogramBounds = 16;
 
 // Upper bounds, inclusive (Prometheus' le), ascending, in the unit observed;
-// scale turns that unit into the one exposed (1e-6: microseconds to
-// seconds; 1: counts).
+// divisor turns that unit into the one exposed (1e6: microseconds to
+// seconds; 1: counts). A division, not a product with 1e-6: 1e-6 has no
+// exact double, so 25 * 1e-6 prints as 2.4999999999999998e-05, while a
+// division is rounded once to the double nearest 2.5e-05 and prints as
+// that. The le labels name the bucket series; they must be the decimals.
 struct HistogramBounds {
 	std::array<uint64_t, kHistogramBounds> le;
-	double scale;
+	double divisor;
 };
 
 // RPCs and acks: RDMA round trips take tens of microseconds, an ALLOC
@@ -49,13 +52,13 @@ struct HistogramBounds {
 inline constexpr HistogramBounds kLatencyUs = {
 	{25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000,
 	 500000, 1000000, 5000000},
-	1e-6};
+	1e6};
 // The time hosts wait on a frozen extent: milliseconds for a pre-copied
 // move, up to lease + margin + io hold (25 s by default) for a silent host.
 inline constexpr HistogramBounds kStallUs = {
 	{1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000,
 	 5000000, 10000000, 30000000, 60000000, 120000000},
-	1e-6};
+	1e6};
 // Records in one journal batch: 1 when idle, up to what a full batch of
 // small records holds (max_batch_bytes 1 MiB).
 inline constexpr HistogramBounds kBatchRecords = {

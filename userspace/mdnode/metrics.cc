@@ -61,8 +61,8 @@ void put_histogram(prom::Writer &w, std::string_view name, std::span<const prom:
 	std::array<double, kHistogramBounds> le;
 
 	for (size_t i = 0; i < kHistogramBounds; i++)
-		le[i] = double(B.le[i]) * B.scale;
-	w.histogram(name, labels, le, h.counts, double(h.sum) * B.scale);
+		le[i] = double(B.le[i]) / B.divisor;
+	w.histogram(name, labels, le, h.counts, double(h.sum) / B.divisor);
 }
 
 template <const HistogramBounds &B>

@@ -168,6 +168,14 @@ void test_prometheus_escapes_label_values_and_help(void **)
 	assert_string_equal(prom::escape_label_value("plain").c_str(), "plain");
 	assert_string_equal(prom::format_double(0.00025).c_str(), "0.00025");
 	assert_string_equal(prom::format_double(2).c_str(), "2");
+	// Go's 'g' with shortest precision, as Prometheus' clients print le.
+	assert_string_equal(prom::format_double(100 / 1e6).c_str(), "0.0001");
+	assert_string_equal(prom::format_double(25 / 1e6).c_str(), "2.5e-05");
+	assert_string_equal(prom::format_double(0.1).c_str(), "0.1");
+	assert_string_equal(prom::format_double(123456).c_str(), "123456");
+	assert_string_equal(prom::format_double(1e6).c_str(), "1e+06");
+	assert_string_equal(prom::format_double(-1.5e-7).c_str(), "-1.5e-07");
+	assert_string_equal(prom::format_double(0).c_str(), "0");
 	assert_string_equal(prom::format_double(1.0 / 0.0).c_str(), "+Inf");
 }
 
@@ -307,6 +315,20 @@ void test_node_counts_requests_leases_pushes_and_batches(void **)
 	assert_true(has_line(text, "mdnode_requests_total{opcode=\"alloc\"} 1"));
 	assert_true(has_line(text, "mdnode_request_errors_total{opcode=\"open\"} 1"));
 	assert_true(has_line(text, "mdnode_request_duration_seconds_count{opcode=\"alloc\"} 1"));
+	// The bounds are the decimals they stand for: le is part of a bucket
+	// series' name, and 2.4999999999999998e-05 would be another series.
+	for (const char *le : {"2.5e-05", "5e-05", "0.0001", "0.025", "0.1", "5", "+Inf"})
+		assert_true(text.find("mdnode_request_duration_seconds_bucket{opcode=\"open\",le=\"" +
+				      std::string(le) + "\"} ") != std::string::npos);
+	assert_true(text.find("mdnode_move_stall_seconds_bucket{le=\"0.001\"} ") !=
+		    std::string::npos);
+	assert_true(text.find("mdnode_journal_batch_records_bucket{le=\"32768\"} ") !=
+		    std::string::npos);
+	for (size_t at = text.find("le=\""); at != std::string::npos; at = text.find("le=\"", at + 1)) {
+		const std::string bound = text.substr(at + 4, text.find('"', at + 4) - at - 4);
+		if (bound.find("999") != std::string::npos || bound.find("00000") != std::string::npos)
+			fail_msg("le=\"%s\" is not the decimal of its bound", bound.c_str());
+	}
 	assert_true(has_line(text, "mdnode_tenant_requests_total{tenant=\"7\"} 5"));
 	assert_true(has_line(text, "mdnode_leases{state=\"valid\"} 2"));
 	assert_true(has_line(text, "mdnode_push_ack_duration_seconds_count 1"));

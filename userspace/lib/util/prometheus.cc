@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -104,11 +105,21 @@ std::string format_double(double v)
 		return "NaN";
 	if (std::isinf(v))
 		return v > 0 ? "+Inf" : "-Inf";
-	char buf[32];
-	auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+	// The shortest digits in exponent form tell the decimal exponent;
+	// then the form is chosen by it, not by which is shorter.
+	char buf[64];
+	auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
 	if (ec != std::errc())
-		return "NaN";	// cannot happen: 32 bytes hold any double
-	return std::string(buf, end);
+		return "NaN";	// cannot happen: 64 bytes hold any double
+	const std::string sci(buf, end);
+	const int exp = std::atoi(sci.c_str() + sci.find('e') + 1);
+	if (exp < -4 || exp >= 6)
+		return sci;	// "2.5e-05", "1e+06": two exponent digits at least
+	const std::to_chars_result fixed =
+		std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed);
+	if (fixed.ec != std::errc())
+		return "NaN";
+	return std::string(buf, fixed.ptr);
 }
 
 void Writer::family(std::string_view name, std::string_view help, Type type)

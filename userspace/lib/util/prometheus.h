@@ -51,7 +51,10 @@ bool valid_label_name(std::string_view name);
 std::string escape_label_value(std::string_view value);
 std::string escape_help(std::string_view text);
 // A sample value or an le bound: "+Inf", "-Inf", "NaN", else the shortest
-// decimal that reads back as the same double ("0.00025", "1e-05", "3").
+// digits that read back as the same double, written as Prometheus' own
+// clients write them (Go's strconv 'g' with shortest precision: exponent
+// form below 1e-4 and from 1e6 on: "0.0001", "2.5e-05", "3", "1e+06"), so
+// that an le label names the same bucket series as other exporters' do.
 std::string format_double(double v);
 
 class Writer {
