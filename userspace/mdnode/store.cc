@@ -554,12 +554,9 @@ std::vector<mdr::wire::Device> Store::listed_devices() const
 
 Counts Store::counts() const
 {
-	Counts c{.volumes = volumes_.size(), .extents = 0, .in_flight = pending_.size(),
-		 .moving = moves_.size(), .hosts = hosts_.size()};
-
-	for (const auto &[id, v] : volumes_)
-		c.extents += v.allocated;
-	return c;
+	return Counts{.volumes = volumes_.size(), .extents = allocated_,
+		      .in_flight = pending_.size(), .moving = moves_.size(),
+		      .hosts = hosts_.size()};
 }
 
 } // namespace mdnode

@@ -348,6 +348,9 @@ private:
 
 	Allocator alloc_;
 	std::map<uint64_t, Volume> volumes_;
+	// The sum of every volume's allocated, kept as they change, so that
+	// counts() (each tick of the metrics snapshot) never walks volumes_.
+	uint64_t allocated_ = 0;
 	std::map<std::string, uint64_t, std::less<>> names_;
 	std::set<std::string, std::less<>> reserved_names_;	// being created
 	std::map<Key, Pending> pending_;

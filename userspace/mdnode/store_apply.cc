@@ -112,6 +112,7 @@ mdr::Result<Applied> Store::apply_delete(const Record &r)
 
 	Applied done{.volume_id = r.volume_id, .old_table = std::move(v.table)};
 
+	allocated_ -= v.allocated;	// frozen extents refused the delete
 	names_.erase(v.name);
 	volumes_.erase(it);
 	return done;
@@ -144,6 +145,7 @@ mdr::Result<Applied> Store::apply_resize(const Record &r, std::optional<Table> t
 		if (entry_at(v, i).state == MDR_EXT_MAPPED) {
 			free_extent(v, i);
 			v.allocated--;
+			allocated_--;
 		}
 
 	Applied done{.volume_id = r.volume_id,
@@ -336,6 +338,7 @@ mdr::Status Store::map_extent(Volume &v, uint64_t index, uint32_t dev_id,
 						  .state = MDR_EXT_MAPPED},
 						 v.id, index));
 	v.allocated++;
+	allocated_++;
 	return {};
 }
 

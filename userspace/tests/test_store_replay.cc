@@ -30,6 +30,8 @@ void test_replay_matches_live(void **)
 	Store again = replayed(log);
 
 	assert_true(again == live);
+	assert_true(live.counts().extents > 0);
+	assert_int_equal(again.counts().extents, live.counts().extents);
 	assert_same_tables(again, live);
 	assert_true(again.snapshot() == live.snapshot());
 	assert_int_equal(used(again, 1), used(live, 1));
@@ -124,6 +126,7 @@ void test_snapshot_round_trip(void **)
 	assert_true(loaded.load_snapshot(snap).ok());
 	check_tables(loaded);
 	assert_true(loaded == live);
+	assert_int_equal(loaded.counts().extents, live.counts().extents);
 	assert_same_tables(loaded, live);
 	assert_true(loaded.snapshot() == snap);
 
