@@ -14,6 +14,8 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <memory>
 #include <string_view>
 
 #include "lib/util/prometheus.h"
@@ -33,8 +35,16 @@ struct MetricsAccess {
 		// of an upload is dropped with the connection.
 		(void)upload_size;
 		(void)req;
-		return static_cast<MetricsServer *>(cls)->answer(c, url, method) ? MHD_YES
-										  : MHD_NO;
+		// Nothing may unwind through libmicrohttpd's C frames: that
+		// would end mdnode. Without the memory to answer, the
+		// connection is closed.
+		try {
+			return static_cast<MetricsServer *>(cls)->answer(c, url, method) ? MHD_YES
+											  : MHD_NO;
+		} catch (const std::exception &e) {
+			log_warn_rl("http: a scrape failed: %s", e.what());
+			return MHD_NO;
+		}
 	}
 
 	static void log(void *, const char *fmt, va_list ap)
@@ -160,7 +170,7 @@ bool MetricsServer::publish(const MetricsSnapshot &snap)
 	if (!lock.owns_lock())
 		return false;
 	latest_ = snap;
-	published_ = true;
+	generation_++;
 	return true;
 }
 
@@ -178,20 +188,27 @@ int MetricsServer::answer(MHD_Connection *c, const char *url, const char *method
 		refused_.fetch_add(1, std::memory_order_relaxed);
 		return respond(c, MHD_HTTP_NOT_FOUND, "mdnode serves /metrics only\n", kTextPlain);
 	}
-	// Its own copy, formatted without the lock (~12 KiB: off the stack).
-	auto snap = std::make_unique<MetricsSnapshot>();
+	// A generation not formatted yet: its own copy, formatted without the
+	// lock (~12 KiB: off the stack).
+	std::unique_ptr<MetricsSnapshot> snap;
+	uint64_t generation;
 	{
 		std::lock_guard lock(mu_);
-		if (!published_) {
+		generation = generation_;
+		if (generation == 0) {
 			refused_.fetch_add(1, std::memory_order_relaxed);
 			return respond(c, MHD_HTTP_SERVICE_UNAVAILABLE, "no snapshot yet\n",
 				       kTextPlain);
 		}
-		*snap = latest_;
+		if (generation != formatted_generation_)
+			snap = std::make_unique<MetricsSnapshot>(latest_);
+	}
+	if (snap) {
+		formatted_ = format_metrics(*snap);
+		formatted_generation_ = generation;
 	}
 	scrapes_.fetch_add(1, std::memory_order_relaxed);
-	const std::string text = format_metrics(*snap);
-	return respond(c, MHD_HTTP_OK, text, mdr::prom::kContentType);
+	return respond(c, MHD_HTTP_OK, formatted_, mdr::prom::kContentType);
 }
 
 } // namespace mdnode

@@ -33,8 +33,11 @@
 // kRequestBytes for a request's line and headers (a larger request is
 // answered 4xx and closed); kIdleSeconds without progress closes a
 // connection. A request body is never read: GET and HEAD only (405
-// otherwise), /metrics only (404 otherwise). The answer is formatted per
-// scrape, about 40 KiB.
+// otherwise), /metrics only (404 otherwise). The answer, about 40 KiB, is
+// formatted once per published snapshot, whatever the number of scrapes:
+// a client that scrapes without pause costs HTTP, not formatting. An
+// exception on the endpoint's thread (no memory) closes that connection;
+// it never crosses libmicrohttpd's C frames.
 #ifndef MDNODE_METRICS_HTTP_H
 #define MDNODE_METRICS_HTTP_H
 
@@ -89,9 +92,14 @@ private:
 
 	MHD_Daemon *daemon_ = nullptr;
 	uint16_t port_ = 0;
-	std::mutex mu_;			// guards latest_ and published_
+	std::mutex mu_;			// guards latest_ and generation_
 	MetricsSnapshot latest_{};
-	bool published_ = false;	// no scrape before the first snapshot
+	uint64_t generation_ = 0;	// publishes; 0: no scrape before the first
+	// The text of one generation, formatted once for every scrape of it
+	// (a snapshot lasts a tick): only the endpoint's one thread (an
+	// internal polling thread) touches these.
+	uint64_t formatted_generation_ = 0;
+	std::string formatted_;
 	std::atomic<uint64_t> scrapes_{0}, refused_{0};
 };
 
