@@ -15,6 +15,8 @@ namespace {
 
 std::string num(uint64_t v) { return std::to_string(v); }
 
+size_t held_cost(const std::vector<std::byte> &payload) { return payload.size() + kHeldRecordCost; }
+
 } // namespace
 
 mdr::Result<std::unique_ptr<LogReceiver>> LogReceiver::create(ReceiverOptions opts, Sink &sink,
@@ -47,7 +49,7 @@ mdr::Result<std::unique_ptr<LogReceiver>> LogReceiver::create(ReceiverOptions op
 		if (opts.held[i].index != opts.applied + 1 + i)
 			return bad("held record " + num(i) + " at index " +
 				   num(opts.held[i].index));
-		bytes += opts.held[i].payload.size();
+		bytes += held_cost(opts.held[i].payload);
 	}
 	if (bytes > opts.max_held_bytes)
 		return bad("held records of " + num(bytes) + " bytes, past " +
@@ -61,10 +63,11 @@ LogReceiver::LogReceiver(ReceiverOptions opts, Sink &sink, ReplyLink &link)
 	: sink_(sink), link_(link), ring_(opts.ring), max_batch_bytes_(opts.max_batch_bytes),
 	  max_held_bytes_(opts.max_held_bytes), epoch_(opts.epoch), fenced_(opts.epoch),
 	  last_(opts.last), durable_(opts.last.index), commit_(opts.applied),
+	  matched_(opts.last.epoch == opts.epoch ? opts.last.index : opts.applied),
 	  applied_(opts.applied), self_(std::make_shared<LogReceiver *>(this))
 {
 	for (HeldRecord &r : opts.held) {
-		held_bytes_ += r.payload.size();
+		held_bytes_ += held_cost(r.payload);
 		held_.push_back(std::move(r));
 	}
 	scratch_.reserve(max_batch_bytes_);
@@ -159,7 +162,8 @@ mdr::Status LogReceiver::take_batch(uint32_t offset)
 	if (h.epoch > epoch_)
 		return set_failure(-EPROTO, "batch of epoch " + num(h.epoch) + " on the connection of " +
 				     num(epoch_));
-	if (end <= last_.index) {
+	if (end <= last_.index && last_.epoch == epoch_) {
+		// Its log ends in this epoch: up to last_ it is the leader's.
 		stats_.skipped++;
 		send_durable();
 		return failure_ ? *failure_ : mdr::Status();
@@ -178,7 +182,7 @@ mdr::Status LogReceiver::take_batch(uint32_t offset)
 	size_t bytes = 0;
 
 	for (const RecordRef &r : b.records)
-		bytes += r.payload.size();
+		bytes += r.payload.size() + kHeldRecordCost;
 	if (held_bytes_ + bytes > max_held_bytes_)
 		return set_failure(-ENOBUFS, "records past the commit index would hold " +
 				      num(held_bytes_ + bytes) + " bytes, past " +
@@ -209,6 +213,8 @@ mdr::Status LogReceiver::take_batch(uint32_t offset)
 	}
 	held_bytes_ += bytes;
 	last_ = {h.epoch, end};
+	// prev_epoch matched: its log is the leader's through end.
+	matched_ = end;
 	commit_ = std::max(commit_, h.commit_index);
 	stats_.batches++;
 	stats_.records += h.count;
@@ -271,7 +277,7 @@ void LogReceiver::apply_committed()
 	if (failure_ || fenced())
 		return;
 
-	const uint64_t upto = std::min(commit_, durable_);
+	const uint64_t upto = std::min({commit_, durable_, matched_});
 
 	while (!held_.empty() && held_.front().index <= upto) {
 		HeldRecord &r = held_.front();
@@ -282,7 +288,7 @@ void LogReceiver::apply_committed()
 			return;
 		}
 		applied_ = r.index;
-		held_bytes_ -= r.payload.size();
+		held_bytes_ -= held_cost(r.payload);
 		held_.pop_front();
 		stats_.applied++;
 	}

@@ -29,7 +29,8 @@
 //   3. Epoch: below the connection's (bytes a deposed leader left) it is
 //      dropped and counted; above it, a protocol error. After fence() to a
 //      higher epoch every notify is dropped and counted.
-//   4. Index: a batch whose records it holds all is skipped (a resend);
+//   4. Index: a batch whose records it holds all, when its log ends in
+//      this epoch, is skipped (a resend);
 //      one that overlaps the end of its log or leaves a gap is a protocol
 //      error; one that follows must carry, as prev_epoch, the epoch of its
 //      last record (Raft's log matching), else a protocol error.
@@ -40,9 +41,19 @@
 //      consumed} goes to the leader. A batch skipped or dropped frees its
 //      bytes at once with a DURABLE of the same durable index.
 // Records are applied in index order up to min(commit index, durable
-// index), the commit index being the highest a batch header or HEARTBEAT
-// carried; durable records above it wait in memory (at most
-// max_held_bytes: a leader that ships far past what it commits is refused).
+// index, matched index). The commit index is the highest a batch header or
+// HEARTBEAT carried. The matched index is how far its log is known to be
+// the leader's (Raft's rule: a commit index says nothing of records the
+// leader never vouched for): its applied records at first, or its whole log
+// when that ends in the connection's epoch (only this leader writes records
+// of its epoch), then the end of every batch it appends after the
+// log-matching check of step 4. So a follower whose log ends in records of
+// an older epoch that the new leader may not have applies none of them on
+// a HEARTBEAT, and a batch that overlaps such a tail is a protocol error,
+// not a resend to skip. Durable records above the commit index wait in
+// memory (at most max_held_bytes, each record counted with its bookkeeping,
+// kHeldRecordCost: a leader that ships far past what it commits, even
+// records of no bytes, is refused).
 //
 // A protocol error, a journal failure or an apply that fails make the
 // receiver failed: it does nothing more, and failure() says why. A journal
@@ -96,6 +107,9 @@ struct HeldRecord {
 	uint16_t type;
 	std::vector<std::byte> payload;
 };
+// What holding one record costs beyond its payload, for max_held_bytes:
+// the record, its vector's allocation and the deque's share, rounded up.
+inline constexpr size_t kHeldRecordCost = sizeof(HeldRecord) + 32;
 
 struct ReceiverOptions {
 	uint64_t epoch = 0;		// the connection's: the leader's
@@ -155,6 +169,7 @@ public:
 	LogPosition last() const { return last_; }
 	uint64_t durable_index() const { return durable_; }
 	uint64_t commit_index() const { return commit_; }
+	uint64_t matched_index() const { return matched_; }
 	uint64_t applied_index() const { return applied_; }
 	// Ring bytes done with since the connection began.
 	uint64_t consumed() const { return consumed_; }
@@ -182,6 +197,7 @@ private:
 	LogPosition last_;		// appended
 	uint64_t durable_;
 	uint64_t commit_;
+	uint64_t matched_;	// its log is the leader's up to here (above)
 	uint64_t applied_;
 	uint64_t consumed_ = 0;
 	std::deque<HeldRecord> held_;

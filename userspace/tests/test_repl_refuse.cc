@@ -5,9 +5,9 @@
 // checks (each drops the follower), its options and its connect() of a
 // log it cannot stream to; the receiver's protocol errors on batches
 // written by hand into its ring (gap, overlap, log mismatch, epochs,
-// notify offsets, the held bound), its idempotent skip, journal and apply
-// failures, and a reconnect within the epoch that resumes where the log
-// ends.
+// notify offsets, the held bound), its idempotent skip, the matched index
+// it applies by, journal and apply failures, and a reconnect within the
+// epoch that resumes where the log ends.
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
@@ -231,13 +231,16 @@ struct Lone : ReplyLink {
 	std::unique_ptr<LogReceiver> rx;
 	uint64_t at = 0;	// where the next batch is written
 
-	// Epoch 4; its log ends at (3, 5), all applied.
-	explicit Lone(size_t max_held = 1 << 20)
+	// Epoch 4; its log ends at (3, 5), applied up to applied (all of it
+	// unless told), the records after it held.
+	explicit Lone(size_t max_held = 1 << 20, uint64_t applied = 5)
 	{
 		ReceiverOptions o;
 		o.epoch = 4;
 		o.last = {3, 5};
-		o.applied = 5;
+		o.applied = applied;
+		for (uint64_t i = applied + 1; i <= 5; i++)
+			o.held.push_back({i, 1, Bytes(10)});
 		o.ring = ring;
 		o.max_batch_bytes = kMinBatchBytes;
 		o.max_held_bytes = max_held;
@@ -246,11 +249,11 @@ struct Lone : ReplyLink {
 		rx = std::move(r).value();
 	}
 
-	// A batch of count records of 100 bytes written at the next place;
+	// A batch of count records of bytes each written at the next place;
 	// the offset it took.
-	uint32_t put(BatchHeader h, uint32_t count = 2)
+	uint32_t put(BatchHeader h, uint32_t count = 2, size_t bytes = 100)
 	{
-		std::vector<Bytes> p(count, Bytes(100, std::byte{0x42}));
+		std::vector<Bytes> p(count, Bytes(bytes, std::byte{0x42}));
 		std::vector<RecordRef> refs;
 
 		for (const Bytes &b : p)
@@ -263,7 +266,10 @@ struct Lone : ReplyLink {
 		at += align_up(b.size());
 		return off;
 	}
-	mdr::Status take(BatchHeader h, uint32_t count = 2) { return rx->on_notify(put(h, count)); }
+	mdr::Status take(BatchHeader h, uint32_t count = 2, size_t bytes = 100)
+	{
+		return rx->on_notify(put(h, count, bytes));
+	}
 };
 
 BatchHeader next(uint64_t epoch = 4, uint64_t first = 6, uint64_t prev = 3)
@@ -334,10 +340,50 @@ void test_receiver_protocol_errors(void **)
 	}
 	{
 		// Records past the commit index beyond what may be held.
-		Lone l(300);
+		const size_t cap = 2 * (100 + kHeldRecordCost) + 50;
+		Lone l(cap);
 
 		assert_true(l.take(next()).ok());
-		expect_error(l.take(next(4, 8, 4)), -ENOBUFS, "past 300");
+		expect_error(l.take(next(4, 8, 4)), -ENOBUFS, ("past " + std::to_string(cap)).c_str());
+	}
+	{
+		// Records of no bytes still hold memory: counted, and refused.
+		Lone l(40 * kHeldRecordCost);
+
+		expect_error(l.take(next(), 64, 0), -ENOBUFS, "past");
+		assert_true(l.sink.journal.empty());
+	}
+}
+
+// Its log ends in records of epoch 3 the leader of 4 may not have: a
+// commit index applies none of them until a batch's prev_epoch shows they
+// are the leader's, and a batch over them is no resend to skip.
+void test_receiver_applies_only_matched(void **)
+{
+	{
+		Lone l(1 << 20, 3);	// 4 and 5 held, of epoch 3
+
+		assert_int_equal(l.rx->matched_index(), 3);
+		assert_true(l.rx->on_heartbeat(Heartbeat{4, 5}).ok());
+		assert_int_equal(l.rx->applied_index(), 3);
+		assert_true(l.sink.applied.empty());
+		// The leader's 4..5 are not necessarily these.
+		expect_error(l.take(next(4, 4, 3)), -EPROTO, "overlaps the log's end");
+	}
+	{
+		Lone l(1 << 20, 3);
+
+		// 6..7 follow a record of epoch 3 at 5: its 4 and 5 are the
+		// leader's, and commit 5 applies them.
+		BatchHeader h = next(4, 6, 3);
+		h.commit_index = 3;
+		assert_true(l.take(h).ok());
+		assert_int_equal(l.rx->matched_index(), 7);
+		l.sink.sync();
+		assert_int_equal(l.rx->applied_index(), 3);
+		assert_true(l.rx->on_heartbeat(Heartbeat{4, 5}).ok());
+		assert_int_equal(l.rx->applied_index(), 5);
+		assert_int_equal(l.sink.applied.size(), 2);
 	}
 }
 
@@ -371,7 +417,7 @@ void test_receiver_skips_and_drops(void **)
 	l.sink.sync();
 	assert_int_equal(l.rx->durable_index(), 9);
 	assert_int_equal(l.rx->applied_index(), 7);
-	assert_int_equal(l.rx->held_bytes(), 200);
+	assert_int_equal(l.rx->held_bytes(), 2 * (100 + kHeldRecordCost));
 }
 
 void test_receiver_controls(void **)
@@ -476,6 +522,7 @@ int main()
 		cmocka_unit_test(test_reconnect_in_epoch),
 		cmocka_unit_test(test_receiver_protocol_errors),
 		cmocka_unit_test(test_receiver_skips_and_drops),
+		cmocka_unit_test(test_receiver_applies_only_matched),
 		cmocka_unit_test(test_receiver_controls),
 		cmocka_unit_test(test_receiver_fail_stop),
 		cmocka_unit_test(test_receiver_options_refused),
