@@ -31,14 +31,16 @@ module:
 
 userspace: userspace-release userspace-asan
 
+# The release build: what is installed and benchmarked, and the programs
+# VM tests run; the unit tests only in the build that runs them (below).
 userspace-release:
-	cmake -S userspace -B $(BUILD)/userspace $(CMAKE_FLAGS) >/dev/null
+	cmake -S userspace -B $(BUILD)/userspace $(CMAKE_FLAGS) -DMDR_UNIT_TESTS=OFF >/dev/null
 	MAKEFLAGS= cmake --build $(BUILD)/userspace -j $(JOBS) -- --no-print-directory
 
 # The build the tests use: AddressSanitizer and UBSan.
 userspace-asan:
 	cmake -S userspace -B $(BUILD)/userspace-asan $(CMAKE_FLAGS) -DMDR_SANITIZE=ON \
-		-DMDR_TEST_HOOKS=ON >/dev/null
+		-DMDR_TEST_HOOKS=ON -DMDR_UNIT_TESTS=ON >/dev/null
 	MAKEFLAGS= cmake --build $(BUILD)/userspace-asan -j $(JOBS) -- --no-print-directory
 
 check:
