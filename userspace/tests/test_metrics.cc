@@ -385,7 +385,9 @@ struct Answer {
 	std::string body, content_type;
 };
 
-Answer http(uint16_t port, const std::string &path, const char *method = nullptr)
+// A transfer that fails fails the test, unless tolerant: then status 0.
+Answer http(uint16_t port, const std::string &path, const char *method = nullptr,
+	    bool tolerant = false)
 {
 	CURL *c = curl_easy_init();
 	Answer a;
@@ -402,6 +404,10 @@ Answer http(uint16_t port, const std::string &path, const char *method = nullptr
 	else if (method)
 		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	const CURLcode rc = curl_easy_perform(c);
+	if (rc != CURLE_OK && tolerant) {
+		curl_easy_cleanup(c);
+		return a;
+	}
 	if (rc != CURLE_OK)
 		fail_msg("%s %s: %s", method ? method : "GET", url.c_str(), curl_easy_strerror(rc));
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a.status);
@@ -410,6 +416,20 @@ Answer http(uint16_t port, const std::string &path, const char *method = nullptr
 	a.content_type = ct ? ct : "";
 	curl_easy_cleanup(c);
 	return a;
+}
+
+// After connections closed, a scrape is answered: once the endpoint's
+// thread has seen the closes, which on a loaded machine is not at once.
+void expect_scrape_soon(uint16_t port)
+{
+	long status = 0;
+
+	for (int i = 0; i < 50 && status != 200; i++) {
+		if (i)
+			std::this_thread::sleep_for(std::chrono::milliseconds(100));
+		status = http(port, "/metrics", nullptr, true).status;
+	}
+	assert_int_equal(status, 200);
 }
 
 std::unique_ptr<MetricsServer> start_server()
@@ -491,7 +511,7 @@ void test_endpoint_refuses_other_methods_and_paths(void **)
 	assert_int_equal(http(srv->port(), "/nope", nullptr).status, 404);
 	assert_int_equal(srv->refused(), 5);
 	assert_int_equal(srv->scrapes(), 0);
-	assert_int_equal(http(srv->port(), "/metrics").status, 200);
+	expect_scrape_soon(srv->port());
 }
 
 int dial(uint16_t port)
@@ -547,7 +567,7 @@ void test_endpoint_bounds_a_huge_request(void **)
 	assert_true(got.starts_with("HTTP/1.1 4"));
 	assert_false(got.ends_with("TIMEOUT"));
 	assert_int_equal(srv->scrapes(), 0);
-	assert_int_equal(http(srv->port(), "/metrics").status, 200);
+	expect_scrape_soon(srv->port());
 }
 
 // One address gets kMaxPerAddress connections: the next is closed at
@@ -582,7 +602,7 @@ void test_endpoint_bounds_connections_and_stalls(void **)
 	const int64_t waited_ms = (mdnode::mono_us() - t0) / 1000;
 	assert_true(waited_ms >= 1000 * (MetricsServer::kIdleSeconds - 1));
 	assert_int_equal(srv->scrapes(), 0);
-	assert_int_equal(http(srv->port(), "/metrics").status, 200);
+	expect_scrape_soon(srv->port());
 }
 
 // A bad address is refused with its reason, and so is a port in use.
