@@ -145,20 +145,27 @@ mdr_mdnode_start() {
 	mdr_mdnode_wait_listen "$dir/mdnode.log"
 }
 
-# mdr_mdnode_wait_listen LOG: until mdnode's rdma_cm listener is up. An
-# mdnode that ended fails at once, with its log; one still starting is
-# given 60 s, since on the debug kernel with the host's cores loaded its
-# start (sanitized binary, journal recovery) took over 15 s once.
-mdr_mdnode_wait_listen() {
-	local end=$((SECONDS + 60))
-	until rdma resource show cm_id 2>/dev/null |
-		grep -q "LISTEN.*$MDR_NODE_ADDR:$MDR_NODE_PORT"; do
-		kill -0 "$MDR_MDNODE_PID" 2>/dev/null ||
-			mdr_fail "mdnode ended before it listened: $(tail -n 5 "$1")"
+# mdr_wait_listen PID PATTERN LOG: until an rdma_cm listener whose line of
+# `rdma resource show cm_id` matches PATTERN (an extended regex) is up.
+# A PID that ended fails at once, with the tail of its LOG; one still
+# starting is given 60 s, since on the debug kernel with the host's cores
+# loaded mdnode's start (sanitized binary, journal recovery) took over
+# 15 s once.
+mdr_wait_listen() {
+	local pid=$1 pattern=$2 log=$3 end=$((SECONDS + 60))
+	until rdma resource show cm_id 2>/dev/null | grep -q -E "LISTEN.*$pattern"; do
+		kill -0 "$pid" 2>/dev/null ||
+			mdr_fail "$(basename "$log" .log) ended before it listened on $pattern: $(tail -n 5 "$log")"
 		[ "$SECONDS" -lt "$end" ] ||
-			mdr_fail "mdnode did not listen on $MDR_NODE_ADDR:$MDR_NODE_PORT within 60 s: $(tail -n 5 "$1")"
+			mdr_fail "nothing listened on $pattern within 60 s: $(tail -n 5 "$log")"
 		sleep 0.1
 	done
+}
+
+# mdr_mdnode_wait_listen LOG: until mdnode's rdma_cm listener is up on the
+# storage-node address.
+mdr_mdnode_wait_listen() {
+	mdr_wait_listen "$MDR_MDNODE_PID" "$MDR_NODE_ADDR:$MDR_NODE_PORT" "$1"
 }
 
 # mdr_replica_links N: N storage-node addresses more, for the replicas of a
