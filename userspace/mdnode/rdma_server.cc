@@ -29,6 +29,7 @@
 
 #include "lib/auth/auth.h"
 #include "lib/util/errors.h"
+#include "lib/verbs/verbs.h"
 #include "lib/wire/wire.h"
 #include "mdnode/log.h"
 
@@ -56,33 +57,11 @@ ConnId wr_conn(uint64_t wr_id) { return wr_id >> (kSlotBits + 1); }
 uint32_t wr_slot(uint64_t wr_id) { return wr_id & (kRecvBit - 1); }
 bool wr_is_recv(uint64_t wr_id) { return wr_id & kRecvBit; }
 
-std::string peer_address(rdma_cm_id *id)
-{
-	char host[NI_MAXHOST], serv[NI_MAXSERV];
-	sockaddr *sa = rdma_get_peer_addr(id);
-	socklen_t len = sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-
-	if (getnameinfo(sa, len, host, sizeof(host), serv, sizeof(serv),
-			NI_NUMERICHOST | NI_NUMERICSERV))
-		return "?";
-	return std::string(host) + ':' + serv;
-}
-
-// The event loop polls all our fds, then handles the ready ones in turn:
-// handling one may destroy what made another ready (a DISCONNECTED event
-// destroys a CQ whose completion event was waiting, and the kernel drops
-// that event). A blocking read of the other would then wait forever, with
-// the whole loop. So every fd we hand out reads non-blocking.
-bool set_nonblock(int fd)
-{
-	const int fl = fcntl(fd, F_GETFL);
-
-	return fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0;
-}
-
 } // namespace
 
 using mdr::errno_error;
+using mdr::verbs::peer_address;
+using mdr::verbs::set_nonblock;
 
 struct RdmaServer::Device {
 	ibv_context *ctx = nullptr;
@@ -160,18 +139,10 @@ mdr::Result<std::unique_ptr<RdmaServer>> RdmaServer::listen(const ServerOptions 
 							     ServerHandler &handler)
 {
 	std::unique_ptr<RdmaServer> s(new RdmaServer(opts, handler));
-	addrinfo hints{}, *res = nullptr;
-	std::string port = std::to_string(opts.port);
-	int ret;
+	auto addr = mdr::verbs::resolve(opts.address, opts.port, AI_NUMERICHOST | AI_PASSIVE);
 
-	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
-	hints.ai_socktype = SOCK_STREAM;
-	ret = getaddrinfo(opts.address.empty() ? nullptr : opts.address.c_str(),
-			  port.c_str(), &hints, &res);
-	if (ret)
-		return mdr::Error(-EINVAL, "listen address '" + opts.address + "': " +
-				  gai_strerror(ret));
-	std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> ai(res, freeaddrinfo);
+	if (!addr.ok())
+		return mdr::Error(addr.error(), "listen " + addr.message());
 
 	s->ec_ = rdma_create_event_channel();
 	if (!s->ec_)
@@ -180,7 +151,7 @@ mdr::Result<std::unique_ptr<RdmaServer>> RdmaServer::listen(const ServerOptions 
 		return errno_error("fcntl of the rdma_cm event channel");
 	if (rdma_create_id(s->ec_, &s->listen_id_, nullptr, RDMA_PS_TCP))
 		return errno_error("rdma_create_id");
-	if (rdma_bind_addr(s->listen_id_, ai->ai_addr))
+	if (rdma_bind_addr(s->listen_id_, addr.value().sa()))
 		return errno_error("rdma_bind_addr (is an RDMA device on that address?)");
 	if (rdma_listen(s->listen_id_, 128))
 		return errno_error("rdma_listen");
@@ -496,19 +467,8 @@ void RdmaServer::on_connect_request(rdma_cm_event *ev)
 
 mdr::Status RdmaServer::post_recv(Conn &c, uint32_t slot)
 {
-	ibv_sge sge{};
-	ibv_recv_wr wr{}, *bad;
-
-	sge.addr = reinterpret_cast<uintptr_t>(c.recv_buf(slot));
-	sge.length = c.recv_size;
-	sge.lkey = c.mr->lkey;
-	wr.wr_id = make_wr_id(c.id, slot, true);
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	int ret = ibv_post_recv(c.cm->qp, &wr, &bad);
-	if (ret)
-		return mdr::Error(-ret, "ibv_post_recv");
-	return {};
+	return mdr::verbs::post_recv(c.cm->qp, make_wr_id(c.id, slot, true), c.recv_buf(slot),
+				     c.recv_size, c.mr->lkey);
 }
 
 mdr::Status RdmaServer::send(ConnId conn, std::span<const std::byte> msg)
@@ -525,19 +485,12 @@ mdr::Status RdmaServer::send(ConnId conn, std::span<const std::byte> msg)
 	uint32_t slot = c->free_send.back();
 	std::memcpy(c->send_buf(slot), msg.data(), msg.size());
 
-	ibv_sge sge{};
-	ibv_send_wr wr{}, *bad;
-	sge.addr = reinterpret_cast<uintptr_t>(c->send_buf(slot));
-	sge.length = static_cast<uint32_t>(msg.size());
-	sge.lkey = c->mr->lkey;
-	wr.wr_id = make_wr_id(c->id, slot, false);
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
-	int ret = ibv_post_send(c->cm->qp, &wr, &bad);
-	if (ret) {
+	mdr::Status st = mdr::verbs::post_send(c->cm->qp, {.opcode = IBV_WR_SEND,
+		.wr_id = make_wr_id(c->id, slot, false), .addr = c->send_buf(slot),
+		.len = static_cast<uint32_t>(msg.size()), .lkey = c->mr->lkey});
+	if (!st.ok()) {
 		stats_.send_errors++;
-		return mdr::Error(-ret, "ibv_post_send");
+		return st;
 	}
 	c->free_send.pop_back();
 	stats_.messages_out++;

@@ -17,6 +17,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "lib/util/errors.h"
+#include "lib/verbs/verbs.h"
 
 namespace mdr {
 
@@ -119,25 +120,20 @@ Result<std::unique_ptr<RdmaClient>> RdmaClient::connect(const ClientOptions &opt
 
 Status RdmaClient::setup()
 {
-	addrinfo hints{}, *res;
-	const std::string port = std::to_string(opts_.port);
-
 	if (opts_.host_id == 0) {
 		std::random_device rd;
 		opts_.host_id = (uint64_t(rd()) << 32) ^ rd();
 	}
-	hints.ai_flags = AI_NUMERICSERV;
-	hints.ai_socktype = SOCK_STREAM;
-	if (int ret = getaddrinfo(opts_.node.c_str(), port.c_str(), &hints, &res))
-		return Error(-EINVAL, "address '" + opts_.node + "': " + gai_strerror(ret));
-	std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> ai(res, freeaddrinfo);
+	auto addr = verbs::resolve(opts_.node, opts_.port, 0);
+	if (!addr.ok())
+		return Error(addr.error(), addr.message());
 
 	ec_ = rdma_create_event_channel();
 	if (!ec_)
 		return errno_error("rdma_create_event_channel");
 	if (rdma_create_id(ec_, &id_, nullptr, RDMA_PS_TCP))
 		return errno_error("rdma_create_id");
-	if (rdma_resolve_addr(id_, nullptr, ai->ai_addr, opts_.timeout_ms))
+	if (rdma_resolve_addr(id_, nullptr, addr.value().sa(), opts_.timeout_ms))
 		return errno_error("rdma_resolve_addr " + opts_.node);
 	if (auto r = wait_cm(RDMA_CM_EVENT_ADDR_RESOLVED); !r.ok())
 		return Error(r.error(), r.message());
@@ -202,16 +198,7 @@ Status RdmaClient::setup()
 
 Status RdmaClient::post_recv(uint32_t slot)
 {
-	ibv_sge sge{reinterpret_cast<uintptr_t>(buf_ + size_t(slot) * kMsgSize), kMsgSize,
-		    mr_->lkey};
-	ibv_recv_wr wr{}, *bad;
-
-	wr.wr_id = slot;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	if (int ret = ibv_post_recv(id_->qp, &wr, &bad))
-		return Error(-ret, "ibv_post_recv");
-	return {};
+	return verbs::post_recv(id_->qp, slot, buf_ + size_t(slot) * kMsgSize, kMsgSize, mr_->lkey);
 }
 
 // Sends @msg from send slot @slot, which stays the HCA's until the send
@@ -219,18 +206,11 @@ Status RdmaClient::post_recv(uint32_t slot)
 Status RdmaClient::post_send(uint32_t slot, std::span<const std::byte> msg)
 {
 	std::byte *at = buf_ + size_t(kRecvSlots) * kMsgSize + size_t(slot) * kSendSize;
-	ibv_sge sge{reinterpret_cast<uintptr_t>(at), uint32_t(msg.size()), mr_->lkey};
-	ibv_send_wr wr{}, *bad;
 
 	std::memcpy(at, msg.data(), msg.size());
-	wr.wr_id = kSendWr | slot;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	if (int ret = ibv_post_send(id_->qp, &wr, &bad))
-		return Error(-ret, "ibv_post_send");
-	return {};
+	return verbs::post_send(id_->qp, {.opcode = IBV_WR_SEND, .wr_id = kSendWr | slot,
+					  .addr = at, .len = uint32_t(msg.size()),
+					  .lkey = mr_->lkey, .flags = IBV_SEND_SIGNALED});
 }
 
 void RdmaClient::on_recv(uint32_t slot, uint32_t len)

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// verbs.h - what every user of verbs and rdma_cm in user space does the
+// same way: numeric addresses resolved, fds made non-blocking, a peer's
+// address printed, work requests of one SGE posted, memory mapped and
+// registered as one object. mdnode's transport (mdnode/rdma_server.cc),
+// the RDMA client of mdnode (lib/client/rdma_client.cc) and the
+// replication connections (mdnode/repl_rdma_*.cc) share it, so a fix to
+// how a receive is posted or a region is released is made once.
+//
+// The provider's post and poll calls are static inline in
+// <infiniband/verbs.h>: this is the seam that turns their returns into
+// -errno (STYLE.md), not a mock point.
+#ifndef MDR_VERBS_H
+#define MDR_VERBS_H
+
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "lib/util/result.h"
+
+struct ibv_pd;
+struct ibv_mr;
+struct ibv_qp;
+struct rdma_cm_id;
+
+namespace mdr::verbs {
+
+// An address and port for rdma_bind_addr() or rdma_resolve_addr():
+// host by getaddrinfo() with flags (AI_NUMERICHOST, AI_PASSIVE, ...);
+// an empty host with AI_PASSIVE is every address. -EINVAL naming host.
+struct Address {
+	sockaddr_storage ss;
+	sockaddr *sa() { return reinterpret_cast<sockaddr *>(&ss); }
+};
+Result<Address> resolve(const std::string &host, uint16_t port, int flags);
+
+// Every fd handed to an event loop reads non-blocking. The loop polls all
+// its fds, then handles the ready ones in turn: handling one may destroy
+// what made another ready (a DISCONNECTED event destroys a CQ whose
+// completion event was waiting, and the kernel drops that event). A
+// blocking read of the other would then wait forever, with the whole loop.
+bool set_nonblock(int fd);
+
+// "192.0.2.1:4791", or "?".
+std::string peer_address(rdma_cm_id *id);
+
+// A receive of one buffer. The provider's error as -errno.
+Status post_recv(ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey);
+
+// A send-queue work request of at most one buffer (len 0: none, as a
+// WRITE with immediate that only carries its immediate). imm is in host
+// order; it travels in network order.
+struct SendWr {
+	int opcode;			// enum ibv_wr_opcode
+	uint64_t wr_id = 0;
+	const void *addr = nullptr;
+	uint32_t len = 0;
+	uint32_t lkey = 0;
+	unsigned flags = 0;		// IBV_SEND_SIGNALED, IBV_SEND_INLINE, ...
+	uint64_t remote_addr = 0;	// WRITE, READ
+	uint32_t rkey = 0;
+	uint32_t imm = 0;		// WRITE_WITH_IMM, SEND_WITH_IMM
+};
+Status post_send(ibv_qp *qp, const SendWr &w);
+
+// Anonymous memory of len bytes registered in pd with access: pinned
+// once, released (deregistered, then unmapped) by the destructor or by
+// reset(). Pages of their own, so a region's rkey never reaches memory
+// beside it.
+class Region {
+public:
+	Region() = default;
+	~Region() { reset(); }
+	Region(Region &&o) noexcept { *this = std::move(o); }
+	Region &operator=(Region &&o) noexcept;
+	Region(const Region &) = delete;
+	Region &operator=(const Region &) = delete;
+
+	static Result<Region> create(ibv_pd *pd, size_t len, int access);
+	// Deregisters first: from then on the HCA refuses the region's rkey.
+	void reset();
+
+	std::byte *data() const { return data_; }
+	size_t size() const { return len_; }
+	ibv_mr *mr() const { return mr_; }
+	uint32_t lkey() const;
+	uint32_t rkey() const;
+
+private:
+	std::byte *data_ = nullptr;
+	size_t len_ = 0;
+	ibv_mr *mr_ = nullptr;
+};
+
+} // namespace mdr::verbs
+
+#endif // MDR_VERBS_H
