@@ -335,25 +335,29 @@ mdr::Result<Control> parse_control(std::span<const std::byte> bytes)
 		s.last.index = r.le64();
 		s.durable_index = r.le64();
 		s.fenced_epoch = r.le64();
-		// It answers only once it fenced every epoch below the request's.
-		if (s.fenced_epoch < epoch)
-			return bad_control(-EINVAL, info->name, "fenced_epoch " +
-					   num(s.fenced_epoch) + " below epoch " + num(epoch));
-		if (s.last.epoch > s.fenced_epoch)
-			return bad_control(-EINVAL, info->name, "last_epoch " +
-					   num(s.last.epoch) + " above fenced_epoch " +
-					   num(s.fenced_epoch));
-		if ((s.last.epoch == 0) != (s.last.index == 0))
-			return bad_control(-EINVAL, info->name, "last_epoch " +
-					   num(s.last.epoch) + " with last_index " +
-					   num(s.last.index) + ": 0 only both, for an empty log");
-		if (s.durable_index > s.last.index)
-			return bad_control(-EINVAL, info->name, "durable_index " +
-					   num(s.durable_index) + " above last_index " +
-					   num(s.last.index));
+		if (mdr::Status ok = check_log_state(s); !ok.ok())
+			return bad_control(ok.error(), info->name, ok.message());
 		return Control{s};
 	}
 	}
+}
+
+mdr::Status check_log_state(const LogState &s)
+{
+	// It answers only once it fenced every epoch below the request's.
+	if (s.fenced_epoch < s.epoch)
+		return mdr::Error(-EINVAL, "fenced_epoch " + num(s.fenced_epoch) +
+					   " below epoch " + num(s.epoch));
+	if (s.last.epoch > s.fenced_epoch)
+		return mdr::Error(-EINVAL, "last_epoch " + num(s.last.epoch) +
+					   " above fenced_epoch " + num(s.fenced_epoch));
+	if ((s.last.epoch == 0) != (s.last.index == 0))
+		return mdr::Error(-EINVAL, "last_epoch " + num(s.last.epoch) + " with last_index " +
+					   num(s.last.index) + ": 0 only both, for an empty log");
+	if (s.durable_index > s.last.index)
+		return mdr::Error(-EINVAL, "durable_index " + num(s.durable_index) +
+					   " above last_index " + num(s.last.index));
+	return {};
 }
 
 } // namespace mdnode::repl

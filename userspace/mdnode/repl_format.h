@@ -221,6 +221,13 @@ std::vector<std::byte> encode_control(const Control &m);
 // version, -EINVAL for an unknown type or a field out of range.
 mdr::Result<Control> parse_control(std::span<const std::byte> bytes);
 
+// A member's log state as LOG_STATE (and a replication connection's
+// accept, repl_conn.h) carry it: -EINVAL naming the field when
+// fenced_epoch is below epoch, last_epoch above fenced_epoch, one of
+// last_epoch and last_index 0 without the other, or durable_index past
+// last_index.
+mdr::Status check_log_state(const LogState &s);
+
 } // namespace mdnode::repl
 
 #endif // MDNODE_REPL_FORMAT_H

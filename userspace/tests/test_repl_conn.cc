@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// test_repl_conn.cc - what a replication connection carries besides the
+// ring (repl_conn.h), without RDMA: the private data of a request, an
+// accept and a reject round-trip, and every field a parser checks is
+// refused alone with its own error; a leader takes an accept only for the
+// epoch and ring it asked; a follower admits by group, fenced epoch, ring
+// bounds and a settled log; a receive is a notify or a control message
+// only as the protocol shapes them.
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "mdnode/repl_conn.h"
+
+#include "tests/common/cmocka_cxx.h"
+
+using namespace mdnode::repl;
+
+namespace {
+
+using Bytes = std::vector<std::byte>;
+
+constexpr uint64_t kRing = 1 << 20;
+
+const ConnReq kReq{.group = 9, .epoch = 5, .leader_id = 1, .max_batch_bytes = kMinBatchBytes,
+		   .ring_bytes = kRing};
+const ConnAcc kAcc{.epoch = 5, .ring_addr = 0x7f0000001000, .ring_rkey = 0x1234,
+		   .follower_id = 2, .ring_bytes = kRing, .last = {4, 30},
+		   .durable_index = 30, .fenced_epoch = 5};
+
+// bytes with the little-endian value v of size n at offset at.
+Bytes patched(Bytes b, size_t at, size_t n, uint64_t v)
+{
+	for (size_t i = 0; i < n; i++)
+		b[at + i] = static_cast<std::byte>(v >> (8 * i));
+	return b;
+}
+
+template <typename T>
+void expect(const mdr::Result<T> &r, int err, const char *words)
+{
+	assert_false(r.ok());
+	if (r.error() != err || r.message().find(words) == std::string::npos)
+		fail_msg("want %d \"%s\", got %d \"%s\"", err, words, r.error(),
+			 r.message().c_str());
+}
+
+// One field changed: offset, size, value, and the refusal it must get.
+struct Bad {
+	size_t at, n;
+	uint64_t v;
+	int err;
+	const char *words;
+};
+
+void test_round_trip(void **)
+{
+	const Bytes req = encode_conn_req(kReq);
+	const Bytes acc = encode_conn_acc(kAcc);
+	const ConnRej rej{kRejStale, 7};
+
+	assert_int_equal(req.size(), kConnReqBytes);
+	assert_int_equal(acc.size(), kConnAccBytes);
+	assert_int_equal(encode_conn_rej(rej).size(), kConnRejBytes);
+	assert_true(parse_conn_req(req).value() == kReq);
+	assert_true(parse_conn_acc(acc).value() == kAcc);
+	assert_true(parse_conn_rej(encode_conn_rej(rej)).value() == rej);
+	// rdma_cm pads private data with zeros: read no further than ours.
+	Bytes padded = req;
+	padded.resize(56);
+	assert_true(parse_conn_req(padded).value() == kReq);
+	padded = acc;
+	padded.resize(196);
+	assert_true(parse_conn_acc(padded).value() == kAcc);
+	// "MDRP" in a dump, then version 1.
+	assert_int_equal(std::to_integer<int>(req[0]), 'M');
+	assert_int_equal(std::to_integer<int>(req[3]), 'P');
+	assert_int_equal(std::to_integer<int>(req[4]), 1);
+}
+
+void test_request_refused(void **)
+{
+	const Bytes good = encode_conn_req(kReq);
+	const Bad bad[] = {
+		{0, 4, 0x5052444e, -EINVAL, "request: magic"},
+		{4, 2, 2, -EPROTONOSUPPORT, "format version 2"},
+		{6, 2, 2, -EINVAL, "kind 2"},
+		{16, 8, 0, -EINVAL, "epoch 0"},
+		{24, 4, 0, -EINVAL, "leader id 0"},
+		{28, 4, kMinBatchBytes - 8, -EINVAL, "max_batch"},
+		{32, 8, kRing + 4, -EINVAL, "ring"},
+		{32, 8, uint64_t{1} << 33, -EINVAL, "ring"},
+		{40, 8, 1, -EINVAL, "reserved 1"},
+	};
+
+	for (const Bad &b : bad)
+		expect(parse_conn_req(patched(good, b.at, b.n, b.v)), b.err, b.words);
+	expect(parse_conn_req(Bytes(good.begin(), good.end() - 1)), -EMSGSIZE, "47 bytes");
+	expect(parse_conn_req({}), -EMSGSIZE, "0 bytes");
+	// An accept is not a request.
+	expect(parse_conn_req(encode_conn_acc(kAcc)), -EINVAL, "kind 2");
+}
+
+void test_accept_refused(void **)
+{
+	const Bytes good = encode_conn_acc(kAcc);
+	const Bad bad[] = {
+		{6, 2, 1, -EINVAL, "accept: kind 1"},
+		{8, 8, 0, -EINVAL, "epoch 0"},
+		{28, 4, 0, -EINVAL, "follower id 0"},
+		{40, 8, 6, -EINVAL, "last_epoch 6 above fenced_epoch 5"},
+		{40, 8, 0, -EINVAL, "0 only both"},
+		{56, 8, 31, -EINVAL, "durable_index 31 above last_index 30"},
+		{64, 8, 4, -EINVAL, "fenced_epoch 4 below epoch 5"},
+	};
+
+	for (const Bad &b : bad)
+		expect(parse_conn_acc(patched(good, b.at, b.n, b.v)), b.err, b.words);
+	expect(parse_conn_acc(Bytes(good.begin(), good.begin() + 48)), -EMSGSIZE, "48 bytes");
+}
+
+void test_reject_refused(void **)
+{
+	const Bytes good = encode_conn_rej({kRejBusy, 3});
+	const Bad bad[] = {
+		{8, 2, 0, -EINVAL, "reason 0"},
+		{8, 2, 99, -EINVAL, "reason 99"},
+		{10, 2, 1, -EINVAL, "reserved"},
+		{12, 4, 1, -EINVAL, "reserved"},
+	};
+
+	for (const Bad &b : bad)
+		expect(parse_conn_rej(patched(good, b.at, b.n, b.v)), b.err, b.words);
+	// Stale, fenced to nothing: no follower says that.
+	expect(parse_conn_rej(encode_conn_rej({kRejStale, 0})), -EINVAL, "fenced to epoch 0");
+	for (uint16_t r = kRejStale; r <= kRejNoMem; r++)
+		assert_string_not_equal(reject_name(r), "unknown");
+}
+
+void test_accept_against_request(void **)
+{
+	assert_true(check_accept(kReq, kAcc).ok());
+
+	auto differs = [](ConnAcc a, const char *words) {
+		mdr::Status st = check_accept(kReq, a);
+
+		assert_false(st.ok());
+		assert_int_equal(st.error(), -EPROTO);
+		if (st.message().find(words) == std::string::npos)
+			fail_msg("want \"%s\", got \"%s\"", words, st.message().c_str());
+	};
+	ConnAcc a = kAcc;
+
+	a.epoch = a.fenced_epoch = 6;
+	differs(a, "epoch 6, asked 5");
+	a = kAcc;
+	a.fenced_epoch = 6;
+	differs(a, "fenced to epoch 6");
+	a = kAcc;
+	a.ring_bytes = kRing / 2;
+	differs(a, "asked 1048576");
+	a = kAcc;
+	a.ring_addr = 0;
+	differs(a, "a ring at 0");
+	a = kAcc;
+	a.ring_addr = ~uint64_t{0} - 4096;
+	differs(a, "a ring at");
+	a = kAcc;
+	a.last = {6, 1};
+	differs(a, "a log of epoch 6");
+}
+
+void test_admission(void **)
+{
+	const FollowerBounds b{.group = 9, .max_ring_bytes = kRing};
+	ConnReq r = kReq;
+
+	// A new epoch is admitted and fences what is below; the same again.
+	Admission a = admit(r, b, 4, true);
+	assert_int_equal(a.reject, 0);
+	assert_true(a.raises_fence);
+	a = admit(r, b, 5, true);
+	assert_int_equal(a.reject, 0);
+	assert_false(a.raises_fence);
+	// Below the fence: stale, whatever else holds.
+	assert_int_equal(admit(r, b, 6, true).reject, kRejStale);
+	assert_int_equal(admit(r, b, 6, false).reject, kRejStale);
+	// Another group's leader; a ring past the bounds; a log in flight.
+	r.group = 8;
+	assert_int_equal(admit(r, b, 4, true).reject, kRejGroup);
+	r = kReq;
+	r.ring_bytes = 2 * kRing;
+	assert_int_equal(admit(r, b, 4, true).reject, kRejRing);
+	r = kReq;
+	r.max_batch_bytes = kMinBatchBytes - 8;
+	assert_int_equal(admit(r, b, 4, true).reject, kRejRing);
+	assert_int_equal(admit(kReq, b, 4, false).reject, kRejBusy);
+}
+
+void test_receives(void **)
+{
+	constexpr uint32_t kSlot = 64;
+
+	// A notify: WRITE with immediate, no bytes, an aligned offset inside.
+	assert_true(std::get<Notify>(classify_receive(true, true, 0, 0, kRing, kSlot).value()) ==
+		    Notify{0});
+	assert_true(std::get<Notify>(classify_receive(true, true, kRing - 8, 0, kRing, kSlot)
+					     .value()) == Notify{kRing - 8});
+	expect(classify_receive(true, false, 0, 0, kRing, kSlot), -EPROTO, "without immediate");
+	expect(classify_receive(true, true, 0, 8, kRing, kSlot), -EPROTO, "carrying 8 bytes");
+	expect(classify_receive(true, true, 12, 0, kRing, kSlot), -EPROTO, "at 12");
+	expect(classify_receive(true, true, kRing, 0, kRing, kSlot), -EPROTO, "at 1048576");
+	// The leader's side has no ring: no notify is ever right there.
+	expect(classify_receive(true, true, 0, 0, 0, kSlot), -EPROTO, "ring of 0 bytes");
+	// A control message: a SEND of 16 to the slot's bytes.
+	assert_true(std::get<ControlBytes>(classify_receive(false, false, 0, 32, kRing, kSlot)
+						   .value()) == ControlBytes{32});
+	expect(classify_receive(false, true, 7, 32, kRing, kSlot), -EPROTO, "SEND with immediate");
+	expect(classify_receive(false, false, 0, 15, kRing, kSlot), -EPROTO, "of 15 bytes");
+	expect(classify_receive(false, false, 0, 65, kRing, kSlot), -EPROTO, "of 65 bytes");
+}
+
+} // namespace
+
+int main()
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_request_refused),
+		cmocka_unit_test(test_accept_refused),
+		cmocka_unit_test(test_reject_refused),
+		cmocka_unit_test(test_accept_against_request),
+		cmocka_unit_test(test_admission),
+		cmocka_unit_test(test_receives),
+	};
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
