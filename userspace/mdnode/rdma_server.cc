@@ -413,16 +413,9 @@ void RdmaServer::on_connect_request(rdma_cm_event *ev)
 	if (ibv_req_notify_cq(c->cq, 0))
 		return fail("ibv_req_notify_cq");
 
-	ibv_qp_init_attr qa{};
-	qa.send_cq = c->cq;
-	qa.recv_cq = c->cq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.sq_sig_all = 1;
-	qa.cap.max_send_wr = c->send_slots;
-	qa.cap.max_recv_wr = c->recv_slots;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
-	if (rdma_create_qp(id, c->pd, &qa))
+	if (!mdr::verbs::create_rc_qp(id, c->pd, c->cq, {.send_wr = c->send_slots,
+							  .recv_wr = c->recv_slots,
+							  .sig_all = true}).ok())
 		return fail("rdma_create_qp");
 	c->peer.node_qpn = id->qp->qp_num;
 

@@ -157,17 +157,11 @@ Status RdmaClient::setup()
 	if (!mr_)
 		return errno_error("ibv_reg_mr");
 
-	ibv_qp_init_attr qa{};
-	qa.send_cq = cq_;
-	qa.recv_cq = cq_;
-	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = kMaxSendWr;
-	qa.cap.max_recv_wr = kRecvSlots;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
-	qa.cap.max_inline_data = sizeof(mdr_wire_inval_ack);
-	if (rdma_create_qp(id_, pd_, &qa))
-		return errno_error("rdma_create_qp");
+	if (auto st = verbs::create_rc_qp(id_, pd_, cq_, {.send_wr = kMaxSendWr,
+							  .recv_wr = kRecvSlots,
+							  .max_inline = sizeof(mdr_wire_inval_ack)});
+	    !st.ok())
+		return st;
 	for (uint32_t i = 0; i < kRecvSlots; i++)
 		if (auto st = post_recv(i); !st.ok())
 			return st;

@@ -57,6 +57,43 @@ std::string peer_address(rdma_cm_id *id)
 	return std::string(host) + ':' + serv;
 }
 
+void Free::operator()(ibv_pd *pd) const { ibv_dealloc_pd(pd); }
+void Free::operator()(ibv_cq *cq) const { ibv_destroy_cq(cq); }
+void Free::operator()(ibv_comp_channel *ch) const { ibv_destroy_comp_channel(ch); }
+void Free::operator()(rdma_event_channel *ec) const { rdma_destroy_event_channel(ec); }
+
+Result<EventChannelPtr> event_channel()
+{
+	EventChannelPtr ec(rdma_create_event_channel());
+
+	if (!ec)
+		return errno_error("rdma_create_event_channel");
+	if (!set_nonblock(ec->fd))
+		return errno_error("fcntl of the rdma_cm event channel");
+	return ec;
+}
+
+Status create_rc_qp(rdma_cm_id *id, ibv_pd *pd, ibv_cq *cq, const QpCaps &caps)
+{
+	ibv_qp_init_attr qa{};
+
+	qa.send_cq = cq;
+	qa.recv_cq = cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.sq_sig_all = caps.sig_all;
+	qa.cap.max_send_wr = caps.send_wr;
+	qa.cap.max_recv_wr = caps.recv_wr;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	qa.cap.max_inline_data = caps.max_inline;
+	if (rdma_create_qp(id, pd, &qa))
+		return errno_error("rdma_create_qp");
+	if (qa.cap.max_inline_data < caps.max_inline)
+		return Error(-EOPNOTSUPP, "the QP sends " + std::to_string(qa.cap.max_inline_data) +
+					  " bytes inline, not " + std::to_string(caps.max_inline));
+	return {};
+}
+
 Status post_recv(ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey)
 {
 	ibv_sge sge{reinterpret_cast<uintptr_t>(addr), len, lkey};
@@ -115,15 +152,13 @@ Result<Region> Region::create(ibv_pd *pd, size_t len, int access)
 	return r;
 }
 
+// Deregistered before unmapped: the HCA must not reach pages given back.
 void Region::reset()
 {
-	if (mr_)
-		ibv_dereg_mr(mr_);
-	if (data_)
-		munmap(data_, len_);
-	mr_ = nullptr;
-	data_ = nullptr;
-	len_ = 0;
+	if (ibv_mr *mr = std::exchange(mr_, nullptr))
+		ibv_dereg_mr(mr);
+	if (std::byte *data = std::exchange(data_, nullptr))
+		munmap(data, std::exchange(len_, 0));
 }
 
 uint32_t Region::lkey() const { return mr_->lkey; }

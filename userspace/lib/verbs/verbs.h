@@ -18,14 +18,18 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "lib/util/result.h"
 
+struct ibv_comp_channel;
+struct ibv_cq;
 struct ibv_pd;
 struct ibv_mr;
 struct ibv_qp;
 struct rdma_cm_id;
+struct rdma_event_channel;
 
 namespace mdr::verbs {
 
@@ -47,6 +51,33 @@ bool set_nonblock(int fd);
 
 // "192.0.2.1:4791", or "?".
 std::string peer_address(rdma_cm_id *id);
+
+// RAII for the objects a connection owns besides its id (STYLE.md): each
+// pointer frees its object with the provider's destroy call.
+struct Free {
+	void operator()(ibv_pd *pd) const;
+	void operator()(ibv_cq *cq) const;
+	void operator()(ibv_comp_channel *ch) const;
+	void operator()(rdma_event_channel *ec) const;
+};
+using PdPtr = std::unique_ptr<ibv_pd, Free>;
+using CqPtr = std::unique_ptr<ibv_cq, Free>;
+using CompChannelPtr = std::unique_ptr<ibv_comp_channel, Free>;
+using EventChannelPtr = std::unique_ptr<rdma_event_channel, Free>;
+
+// An rdma_cm event channel whose fd reads non-blocking.
+Result<EventChannelPtr> event_channel();
+
+// An RC QP on id, both queues on cq. max_inline: bytes a send may carry
+// inline, at least (-EOPNOTSUPP when the device grants fewer); sig_all:
+// every send signalled.
+struct QpCaps {
+	uint32_t send_wr;
+	uint32_t recv_wr;
+	uint32_t max_inline = 0;
+	bool sig_all = false;
+};
+Status create_rc_qp(rdma_cm_id *id, ibv_pd *pd, ibv_cq *cq, const QpCaps &caps);
 
 // A receive of one buffer. The provider's error as -errno.
 Status post_recv(ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey);
