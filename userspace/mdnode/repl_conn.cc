@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "mdnode/records.h"
@@ -42,10 +43,15 @@ mdr::Error bad(int err, const char *what, const std::string &why)
 	return mdr::Error(err, std::string("replication ") + what + ": " + why);
 }
 
-// The common header, checked; r is left at offset 8.
-mdr::Status check_header(Reader &r, std::span<const std::byte> bytes, size_t want, Kind kind,
-			 const char *what)
+// A message: its header checked (fewer bytes than want, or another magic,
+// version or kind, is an error here), then read(Reader at offset 8) reads
+// and checks the rest.
+template <typename T, typename Read>
+mdr::Result<T> parse(std::span<const std::byte> bytes, size_t want, Kind kind, const char *what,
+		     Read read)
 {
+	Reader r({reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()});
+
 	if (bytes.size() < want)
 		return bad(-EMSGSIZE, what, num(bytes.size()) + " bytes, not " + num(want));
 	if (uint32_t m = r.le32(); m != kConnMagic)
@@ -54,35 +60,19 @@ mdr::Status check_header(Reader &r, std::span<const std::byte> bytes, size_t wan
 		return bad(-EPROTONOSUPPORT, what, "format version " + num(v));
 	if (uint16_t k = r.le16(); k != kind)
 		return bad(-EINVAL, what, "kind " + num(k));
-	return {};
-}
-
-Reader reader(std::span<const std::byte> bytes)
-{
-	return Reader({reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()});
+	return read(r);
 }
 
 } // namespace
 
 const char *reject_name(uint16_t reason)
 {
-	switch (reason) {
-	case kRejStale:
-		return "stale epoch";
-	case kRejBusy:
-		return "busy";
-	case kRejInvalid:
-		return "invalid request";
-	case kRejRing:
-		return "ring out of bounds";
-	case kRejGroup:
-		return "another group";
-	case kRejFailed:
-		return "failed";
-	case kRejNoMem:
-		return "no resources";
-	}
-	return "unknown";
+	static const char *const names[] = {
+		nullptr, "stale epoch", "busy", "invalid request", "ring out of bounds",
+		"another group", "failed", "no resources",
+	};
+
+	return reason < std::size(names) && names[reason] ? names[reason] : "unknown";
 }
 
 std::vector<std::byte> encode_conn_req(const ConnReq &r)
@@ -98,9 +88,9 @@ std::vector<std::byte> encode_conn_acc(const ConnAcc &a)
 {
 	Writer w = header(kAcc);
 
-	w.le64(a.epoch).le64(a.ring_addr).le32(a.ring_rkey).le32(a.follower_id);
-	w.le64(a.ring_bytes).le64(a.last.epoch).le64(a.last.index);
-	w.le64(a.durable_index).le64(a.fenced_epoch);
+	w.le64(a.log.epoch).le64(a.ring_addr).le32(a.ring_rkey).le32(a.follower_id);
+	w.le64(a.ring_bytes).le64(a.log.last.epoch).le64(a.log.last.index);
+	w.le64(a.log.durable_index).le64(a.log.fenced_epoch);
 	return take(w);
 }
 
@@ -112,83 +102,64 @@ std::vector<std::byte> encode_conn_rej(const ConnRej &r)
 	return take(w);
 }
 
+// Each field is read in its order: an initializer list runs left to right.
 mdr::Result<ConnReq> parse_conn_req(std::span<const std::byte> bytes)
 {
-	const char *what = "request";
-	Reader r = reader(bytes);
+	return parse<ConnReq>(bytes, kConnReqBytes, kReq, "request",
+			      [](Reader &in) -> mdr::Result<ConnReq> {
+		const ConnReq q{.group = in.le64(), .epoch = in.le64(), .leader_id = in.le32(),
+				.max_batch_bytes = in.le32(), .ring_bytes = in.le64()};
+		const char *why = in.le64() ? "reserved bytes not 0"
+				  : q.epoch == 0 ? "epoch 0"
+				  : q.leader_id == 0 ? "leader id 0" : nullptr;
 
-	if (mdr::Status ok = check_header(r, bytes, kConnReqBytes, kReq, what); !ok.ok())
-		return mdr::Error(ok.error(), ok.message());
-
-	ConnReq q;
-
-	q.group = r.le64();
-	q.epoch = r.le64();
-	q.leader_id = r.le32();
-	q.max_batch_bytes = r.le32();
-	q.ring_bytes = r.le64();
-	if (uint64_t reserved = r.le64(); reserved)
-		return bad(-EINVAL, what, "reserved " + num(reserved));
-	if (q.epoch == 0)
-		return bad(-EINVAL, what, "epoch 0");
-	if (q.leader_id == 0)
-		return bad(-EINVAL, what, "leader id 0");
-	if (mdr::Status ok = check_ring(q.ring_bytes, q.max_batch_bytes); !ok.ok())
-		return bad(-EINVAL, what, ok.message());
-	return q;
+		if (why)
+			return bad(-EINVAL, "request", why);
+		if (mdr::Status ok = check_ring(q.ring_bytes, q.max_batch_bytes); !ok.ok())
+			return bad(-EINVAL, "request", ok.message());
+		return q;
+	});
 }
 
 mdr::Result<ConnAcc> parse_conn_acc(std::span<const std::byte> bytes)
 {
-	const char *what = "accept";
-	Reader r = reader(bytes);
+	return parse<ConnAcc>(bytes, kConnAccBytes, kAcc, "accept",
+			      [](Reader &in) -> mdr::Result<ConnAcc> {
+		const uint64_t epoch = in.le64();
+		ConnAcc a{.ring_addr = in.le64(), .ring_rkey = in.le32(),
+			  .follower_id = in.le32(), .ring_bytes = in.le64(), .log = {}};
 
-	if (mdr::Status ok = check_header(r, bytes, kConnAccBytes, kAcc, what); !ok.ok())
-		return mdr::Error(ok.error(), ok.message());
+		a.log = {.epoch = epoch, .last = {in.le64(), in.le64()},
+			 .durable_index = in.le64(), .fenced_epoch = in.le64()};
+		const mdr::Status ok = check_log_state(a.log);
 
-	ConnAcc a;
-
-	a.epoch = r.le64();
-	a.ring_addr = r.le64();
-	a.ring_rkey = r.le32();
-	a.follower_id = r.le32();
-	a.ring_bytes = r.le64();
-	a.last.epoch = r.le64();
-	a.last.index = r.le64();
-	a.durable_index = r.le64();
-	a.fenced_epoch = r.le64();
-	if (a.epoch == 0)
-		return bad(-EINVAL, what, "epoch 0");
-	if (a.follower_id == 0)
-		return bad(-EINVAL, what, "follower id 0");
-	if (mdr::Status ok = check_log_state({a.epoch, a.last, a.durable_index, a.fenced_epoch});
-	    !ok.ok())
-		return bad(-EINVAL, what, ok.message());
-	return a;
+		// Epoch 0 named as such, before check_log_state() finds the
+		// fenced epoch above it.
+		if (epoch == 0 || a.follower_id == 0 || !ok.ok())
+			return bad(-EINVAL, "accept", epoch == 0 ? "epoch 0"
+					       : a.follower_id == 0 ? "follower id 0"
+					       : ok.message());
+		return a;
+	});
 }
 
 mdr::Result<ConnRej> parse_conn_rej(std::span<const std::byte> bytes)
 {
-	const char *what = "reject";
-	Reader r = reader(bytes);
+	return parse<ConnRej>(bytes, kConnRejBytes, kRej, "reject",
+			      [](Reader &in) -> mdr::Result<ConnRej> {
+		const uint16_t reason = in.le16();
+		const bool reserved = in.le16() != 0;
+		const bool reserved_too = in.le32() != 0;
+		const ConnRej j{.reason = reason, .fenced_epoch = in.le64()};
 
-	if (mdr::Status ok = check_header(r, bytes, kConnRejBytes, kRej, what); !ok.ok())
-		return mdr::Error(ok.error(), ok.message());
-
-	ConnRej j;
-
-	j.reason = r.le16();
-	const uint16_t res16 = r.le16();
-	const uint32_t res32 = r.le32();
-
-	j.fenced_epoch = r.le64();
-	if (res16 || res32)
-		return bad(-EINVAL, what, "reserved bytes not 0");
-	if (j.reason < kRejStale || j.reason > kRejNoMem)
-		return bad(-EINVAL, what, "reason " + num(j.reason));
-	if (j.reason == kRejStale && j.fenced_epoch == 0)
-		return bad(-EINVAL, what, "stale, fenced to epoch 0");
-	return j;
+		if (reserved || reserved_too)
+			return bad(-EINVAL, "reject", "reserved bytes not 0");
+		if (j.reason < kRejStale || j.reason > kRejNoMem)
+			return bad(-EINVAL, "reject", "reason " + num(j.reason));
+		if (j.reason == kRejStale && j.fenced_epoch == 0)
+			return bad(-EINVAL, "reject", "stale, fenced to epoch 0");
+		return j;
+	});
 }
 
 mdr::Status check_accept(const ConnReq &asked, const ConnAcc &got)
@@ -197,10 +168,10 @@ mdr::Status check_accept(const ConnReq &asked, const ConnAcc &got)
 		return mdr::Error(-EPROTO, "replication accept: " + why);
 	};
 
-	if (got.epoch != asked.epoch)
-		return differs("epoch " + num(got.epoch) + ", asked " + num(asked.epoch));
-	if (got.fenced_epoch != asked.epoch)
-		return differs("fenced to epoch " + num(got.fenced_epoch) + " accepting epoch " +
+	if (got.log.epoch != asked.epoch)
+		return differs("epoch " + num(got.log.epoch) + ", asked " + num(asked.epoch));
+	if (got.log.fenced_epoch != asked.epoch)
+		return differs("fenced to epoch " + num(got.log.fenced_epoch) + " accepting epoch " +
 			       num(asked.epoch));
 	if (got.ring_bytes != asked.ring_bytes)
 		return differs("a ring of " + num(got.ring_bytes) + " bytes, asked " +
@@ -208,8 +179,8 @@ mdr::Status check_accept(const ConnReq &asked, const ConnAcc &got)
 	if (got.ring_addr == 0 || got.ring_addr + got.ring_bytes < got.ring_addr)
 		return differs("a ring at " + num(got.ring_addr) + " of " + num(got.ring_bytes) +
 			       " bytes");
-	if (got.last.epoch > asked.epoch)
-		return differs("a log of epoch " + num(got.last.epoch) + " in epoch " +
+	if (got.log.last.epoch > asked.epoch)
+		return differs("a log of epoch " + num(got.log.last.epoch) + " in epoch " +
 			       num(asked.epoch));
 	return {};
 }

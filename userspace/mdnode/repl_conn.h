@@ -72,24 +72,22 @@ inline constexpr size_t kConnRejBytes = 24;
 // rdma_cm's room for private data in a REQ, a REP and a REJ.
 static_assert(kConnReqBytes <= 56 && kConnAccBytes <= 196 && kConnRejBytes <= 148);
 
+// Fields as the table above has them; what is not named in an
+// initializer is 0.
 struct ConnReq {
-	uint64_t group = 0;
-	uint64_t epoch = 0;
-	uint32_t leader_id = 0;
-	uint32_t max_batch_bytes = 0;
-	uint64_t ring_bytes = 0;
+	uint64_t group, epoch;
+	uint32_t leader_id, max_batch_bytes;
+	uint64_t ring_bytes;
 	bool operator==(const ConnReq &) const = default;
 };
 
+// The follower's log travels as LOG_STATE's fields (log.epoch is the
+// request's epoch).
 struct ConnAcc {
-	uint64_t epoch = 0;
-	uint64_t ring_addr = 0;
-	uint32_t ring_rkey = 0;
-	uint32_t follower_id = 0;
-	uint64_t ring_bytes = 0;
-	LogPosition last;
-	uint64_t durable_index = 0;
-	uint64_t fenced_epoch = 0;
+	uint64_t ring_addr;
+	uint32_t ring_rkey, follower_id;
+	uint64_t ring_bytes;
+	LogState log;
 	bool operator==(const ConnAcc &) const = default;
 };
 
@@ -105,8 +103,8 @@ enum RejectReason : uint16_t {
 const char *reject_name(uint16_t reason);
 
 struct ConnRej {
-	uint16_t reason = 0;
-	uint64_t fenced_epoch = 0;
+	uint16_t reason;
+	uint64_t fenced_epoch;
 	bool operator==(const ConnRej &) const = default;
 };
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mdnode/repl_conn.h"
@@ -27,9 +28,9 @@ constexpr uint64_t kRing = 1 << 20;
 
 const ConnReq kReq{.group = 9, .epoch = 5, .leader_id = 1, .max_batch_bytes = kMinBatchBytes,
 		   .ring_bytes = kRing};
-const ConnAcc kAcc{.epoch = 5, .ring_addr = 0x7f0000001000, .ring_rkey = 0x1234,
-		   .follower_id = 2, .ring_bytes = kRing, .last = {4, 30},
-		   .durable_index = 30, .fenced_epoch = 5};
+const ConnAcc kAcc{.ring_addr = 0x7f0000001000, .ring_rkey = 0x1234, .follower_id = 2,
+		   .ring_bytes = kRing,
+		   .log = {.epoch = 5, .last = {4, 30}, .durable_index = 30, .fenced_epoch = 5}};
 
 // bytes with the little-endian value v of size n at offset at.
 Bytes patched(Bytes b, size_t at, size_t n, uint64_t v)
@@ -48,92 +49,85 @@ void expect(const mdr::Result<T> &r, int err, const char *words)
 			 r.message().c_str());
 }
 
-// One field changed: offset, size, value, and the refusal it must get.
-struct Bad {
+// One field of a good message changed: the field's offset and size, its
+// new value, and the refusal it must get.
+struct Field {
 	size_t at, n;
 	uint64_t v;
 	int err;
 	const char *words;
 };
 
+const Field kRequestRefused[] = {
+	{0, 4, 0x5052444e, -EINVAL, "request: magic"},
+	{4, 2, 2, -EPROTONOSUPPORT, "format version 2"},
+	{6, 2, 2, -EINVAL, "kind 2"},
+	{16, 8, 0, -EINVAL, "epoch 0"},
+	{24, 4, 0, -EINVAL, "leader id 0"},
+	{28, 4, kMinBatchBytes - 8, -EINVAL, "max_batch"},
+	{32, 8, kRing + 4, -EINVAL, "ring"},
+	{32, 8, uint64_t{1} << 33, -EINVAL, "ring"},
+	{40, 8, 1, -EINVAL, "reserved bytes not 0"},
+};
+
+// The follower's answers, accept (a) and reject (j).
+const std::pair<char, Field> kAnswerRefused[] = {
+	{'a', {6, 2, 1, -EINVAL, "accept: kind 1"}},
+	{'a', {8, 8, 0, -EINVAL, "epoch 0"}},
+	{'a', {28, 4, 0, -EINVAL, "follower id 0"}},
+	{'a', {40, 8, 6, -EINVAL, "last_epoch 6 above fenced_epoch 5"}},
+	{'a', {40, 8, 0, -EINVAL, "0 only both"}},
+	{'a', {56, 8, 31, -EINVAL, "durable_index 31 above last_index 30"}},
+	{'a', {64, 8, 4, -EINVAL, "fenced_epoch 4 below epoch 5"}},
+	{'j', {8, 2, 0, -EINVAL, "reason 0"}},
+	{'j', {8, 2, 99, -EINVAL, "reason 99"}},
+	{'j', {10, 2, 1, -EINVAL, "reserved"}},
+	{'j', {12, 4, 1, -EINVAL, "reserved"}},
+};
+
 void test_round_trip(void **)
 {
-	const Bytes req = encode_conn_req(kReq);
-	const Bytes acc = encode_conn_acc(kAcc);
-	const ConnRej rej{kRejStale, 7};
+	const Bytes q = encode_conn_req(kReq);
+	const Bytes a = encode_conn_acc(kAcc);
+	const ConnRej j{kRejStale, 7};
 
-	assert_int_equal(req.size(), kConnReqBytes);
-	assert_int_equal(acc.size(), kConnAccBytes);
-	assert_int_equal(encode_conn_rej(rej).size(), kConnRejBytes);
-	assert_true(parse_conn_req(req).value() == kReq);
-	assert_true(parse_conn_acc(acc).value() == kAcc);
-	assert_true(parse_conn_rej(encode_conn_rej(rej)).value() == rej);
+	assert_int_equal(q.size(), kConnReqBytes);
+	assert_int_equal(a.size(), kConnAccBytes);
+	assert_int_equal(encode_conn_rej(j).size(), kConnRejBytes);
+	assert_true(parse_conn_req(q).value() == kReq);
+	assert_true(parse_conn_acc(a).value() == kAcc);
+	assert_true(parse_conn_rej(encode_conn_rej(j)).value() == j);
 	// rdma_cm pads private data with zeros: read no further than ours.
-	Bytes padded = req;
+	Bytes padded = q;
 	padded.resize(56);
 	assert_true(parse_conn_req(padded).value() == kReq);
-	padded = acc;
+	padded = a;
 	padded.resize(196);
 	assert_true(parse_conn_acc(padded).value() == kAcc);
 	// "MDRP" in a dump, then version 1.
-	assert_int_equal(std::to_integer<int>(req[0]), 'M');
-	assert_int_equal(std::to_integer<int>(req[3]), 'P');
-	assert_int_equal(std::to_integer<int>(req[4]), 1);
+	assert_int_equal(std::to_integer<int>(q[0]), 'M');
+	assert_int_equal(std::to_integer<int>(q[3]), 'P');
+	assert_int_equal(std::to_integer<int>(q[4]), 1);
 }
 
-void test_request_refused(void **)
+void test_each_field_refused(void **)
 {
-	const Bytes good = encode_conn_req(kReq);
-	const Bad bad[] = {
-		{0, 4, 0x5052444e, -EINVAL, "request: magic"},
-		{4, 2, 2, -EPROTONOSUPPORT, "format version 2"},
-		{6, 2, 2, -EINVAL, "kind 2"},
-		{16, 8, 0, -EINVAL, "epoch 0"},
-		{24, 4, 0, -EINVAL, "leader id 0"},
-		{28, 4, kMinBatchBytes - 8, -EINVAL, "max_batch"},
-		{32, 8, kRing + 4, -EINVAL, "ring"},
-		{32, 8, uint64_t{1} << 33, -EINVAL, "ring"},
-		{40, 8, 1, -EINVAL, "reserved 1"},
-	};
+	const Bytes q = encode_conn_req(kReq), a = encode_conn_acc(kAcc);
+	const Bytes j = encode_conn_rej({kRejBusy, 3});
 
-	for (const Bad &b : bad)
-		expect(parse_conn_req(patched(good, b.at, b.n, b.v)), b.err, b.words);
-	expect(parse_conn_req(Bytes(good.begin(), good.end() - 1)), -EMSGSIZE, "47 bytes");
+	for (const Field &f : kRequestRefused)
+		expect(parse_conn_req(patched(q, f.at, f.n, f.v)), f.err, f.words);
+	for (const auto &[which, f] : kAnswerRefused) {
+		if (which == 'a')
+			expect(parse_conn_acc(patched(a, f.at, f.n, f.v)), f.err, f.words);
+		else
+			expect(parse_conn_rej(patched(j, f.at, f.n, f.v)), f.err, f.words);
+	}
+	// Short ones, and an accept where a request belongs.
+	expect(parse_conn_req(Bytes(q.begin(), q.end() - 1)), -EMSGSIZE, "47 bytes");
 	expect(parse_conn_req({}), -EMSGSIZE, "0 bytes");
-	// An accept is not a request.
-	expect(parse_conn_req(encode_conn_acc(kAcc)), -EINVAL, "kind 2");
-}
-
-void test_accept_refused(void **)
-{
-	const Bytes good = encode_conn_acc(kAcc);
-	const Bad bad[] = {
-		{6, 2, 1, -EINVAL, "accept: kind 1"},
-		{8, 8, 0, -EINVAL, "epoch 0"},
-		{28, 4, 0, -EINVAL, "follower id 0"},
-		{40, 8, 6, -EINVAL, "last_epoch 6 above fenced_epoch 5"},
-		{40, 8, 0, -EINVAL, "0 only both"},
-		{56, 8, 31, -EINVAL, "durable_index 31 above last_index 30"},
-		{64, 8, 4, -EINVAL, "fenced_epoch 4 below epoch 5"},
-	};
-
-	for (const Bad &b : bad)
-		expect(parse_conn_acc(patched(good, b.at, b.n, b.v)), b.err, b.words);
-	expect(parse_conn_acc(Bytes(good.begin(), good.begin() + 48)), -EMSGSIZE, "48 bytes");
-}
-
-void test_reject_refused(void **)
-{
-	const Bytes good = encode_conn_rej({kRejBusy, 3});
-	const Bad bad[] = {
-		{8, 2, 0, -EINVAL, "reason 0"},
-		{8, 2, 99, -EINVAL, "reason 99"},
-		{10, 2, 1, -EINVAL, "reserved"},
-		{12, 4, 1, -EINVAL, "reserved"},
-	};
-
-	for (const Bad &b : bad)
-		expect(parse_conn_rej(patched(good, b.at, b.n, b.v)), b.err, b.words);
+	expect(parse_conn_req(a), -EINVAL, "kind 2");
+	expect(parse_conn_acc(Bytes(a.begin(), a.begin() + 48)), -EMSGSIZE, "48 bytes");
 	// Stale, fenced to nothing: no follower says that.
 	expect(parse_conn_rej(encode_conn_rej({kRejStale, 0})), -EINVAL, "fenced to epoch 0");
 	for (uint16_t r = kRejStale; r <= kRejNoMem; r++)
@@ -154,10 +148,10 @@ void test_accept_against_request(void **)
 	};
 	ConnAcc a = kAcc;
 
-	a.epoch = a.fenced_epoch = 6;
+	a.log.epoch = a.log.fenced_epoch = 6;
 	differs(a, "epoch 6, asked 5");
 	a = kAcc;
-	a.fenced_epoch = 6;
+	a.log.fenced_epoch = 6;
 	differs(a, "fenced to epoch 6");
 	a = kAcc;
 	a.ring_bytes = kRing / 2;
@@ -169,7 +163,7 @@ void test_accept_against_request(void **)
 	a.ring_addr = ~uint64_t{0} - 4096;
 	differs(a, "a ring at");
 	a = kAcc;
-	a.last = {6, 1};
+	a.log.last = {6, 1};
 	differs(a, "a log of epoch 6");
 }
 
@@ -229,9 +223,7 @@ int main()
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_request_refused),
-		cmocka_unit_test(test_accept_refused),
-		cmocka_unit_test(test_reject_refused),
+		cmocka_unit_test(test_each_field_refused),
 		cmocka_unit_test(test_accept_against_request),
 		cmocka_unit_test(test_admission),
 		cmocka_unit_test(test_receives),
