@@ -65,6 +65,7 @@
 #include "mdnode/repl_conn.h"
 #include "mdnode/repl_follower.h"
 #include "mdnode/repl_leader.h"
+#include "mdnode/repl_sendq.h"
 
 struct rdma_event_channel;
 struct rdma_cm_id;
@@ -135,11 +136,10 @@ public:
 
 private:
 	struct Conn;
-	struct Op;
 
 	explicit RdmaShipLink(const LinkOptions &opts);
 	Conn *live(const std::string &member);
-	mdr::Status enqueue(const std::string &member, Op op);
+	mdr::Status enqueue(const std::string &member, SendQueue::Op op);
 	void flush(Conn &c);
 	void begin(Conn &c);
 	void on_cm_event(rdma_cm_event *ev);

@@ -21,7 +21,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <deque>
 #include <limits>
 #include <utility>
 
@@ -32,6 +31,7 @@
 #include "lib/verbs/verbs.h"
 #include "mdnode/log.h"
 #include "mdnode/repl_rdma_ep.h"
+#include "mdnode/repl_sendq.h"
 
 namespace mdnode::repl {
 
@@ -47,12 +47,6 @@ int64_t now_ms()
 
 } // namespace
 
-struct RdmaShipLink::Op {
-	enum Kind { write, notify, send } kind;
-	uint32_t offset = 0;
-	std::vector<std::byte> bytes;
-};
-
 struct RdmaShipLink::Conn {
 	enum class St { idle, resolving, connecting, live } st = St::idle;
 
@@ -64,18 +58,10 @@ struct RdmaShipLink::Conn {
 	ConnAcc acc;
 	int64_t retry_at = 0;
 	std::string broken;		// why it ends, at the next reap()
-	// Send queue: WRs posted, and the highest signalled one completed
-	// (every WR up to it is done). posted - completed are in the SQ.
-	uint64_t posted = 0;
-	uint64_t completed = 0;
-	std::deque<Op> queue;		// waiting for the SQ, in order
-	// WRITEs not known complete: their mirror bytes are not rewritten.
-	struct Inflight {
-		uint64_t seq;
-		uint64_t from, to;
-	};
-	std::deque<Inflight> writes;
+	SendQueue sq;
 	MemberLinkStats stats;
+
+	Conn(uint32_t depth, size_t max_queued) : sq(depth, max_queued) {}
 };
 
 RdmaShipLink::RdmaShipLink(const LinkOptions &opts) : opts_(opts) {}
@@ -114,7 +100,7 @@ mdr::Result<std::unique_ptr<RdmaShipLink>> RdmaShipLink::create(const LinkOption
 		return mdr::Error(ec.error(), ec.message());
 	l->ec_ = std::move(ec).value();
 	for (const auto &[member, where] : opts.followers) {
-		auto c = std::make_unique<Conn>();
+		auto c = std::make_unique<Conn>(opts.send_depth, opts.max_queued);
 
 		c->member = member;
 		c->where = where;
@@ -183,9 +169,7 @@ void RdmaShipLink::reap()
 			    c.broken.c_str());
 		c.stats.last_error = std::exchange(c.broken, {});
 		release(c);
-		c.queue.clear();
-		c.writes.clear();
-		c.posted = c.completed = 0;
+		c.sq.clear();
 		c.st = Conn::St::idle;
 		if (c.retry_at != std::numeric_limits<int64_t>::max())
 			c.retry_at = now_ms() + opts_.retry_ms;
@@ -348,18 +332,16 @@ const MemberLinkStats *RdmaShipLink::stats(const std::string &member) const
 	return it == conns_.end() ? nullptr : &it->second->stats;
 }
 
-mdr::Status RdmaShipLink::enqueue(const std::string &member, Op op)
+mdr::Status RdmaShipLink::enqueue(const std::string &member, SendQueue::Op op)
 {
 	Conn *c = live(member);
 
 	if (!c)
 		return mdr::Error(-ENOTCONN, "replication link: " + member + " not connected");
-	if (c->queue.size() >= opts_.max_queued) {
-		fail(*c, "the send queue stayed full for " + std::to_string(c->queue.size()) +
-				 " operations");
-		return mdr::Error(-ENOBUFS, "replication link: " + c->broken);
+	if (mdr::Status st = c->sq.push(std::move(op)); !st.ok()) {
+		fail(*c, st.message());
+		return mdr::Error(st.error(), "replication link: " + st.message());
 	}
-	c->queue.push_back(std::move(op));
 	flush(*c);
 	if (!c->broken.empty())
 		return mdr::Error(-ECONNRESET, "replication link: " + c->broken);
@@ -376,12 +358,12 @@ mdr::Status RdmaShipLink::write(const std::string &member, uint32_t offset,
 		return mdr::Error(-ERANGE, "replication link: a write of " +
 						   std::to_string(bytes.size()) + " bytes at " +
 						   std::to_string(offset));
-	return enqueue(member, {Op::write, offset, {bytes.begin(), bytes.end()}});
+	return enqueue(member, {SendQueue::write, offset, {bytes.begin(), bytes.end()}});
 }
 
 mdr::Status RdmaShipLink::notify(const std::string &member, uint32_t offset)
 {
-	return enqueue(member, {Op::notify, offset, {}});
+	return enqueue(member, {SendQueue::notify, offset, {}});
 }
 
 mdr::Status RdmaShipLink::send(const std::string &member, std::span<const std::byte> msg)
@@ -389,59 +371,50 @@ mdr::Status RdmaShipLink::send(const std::string &member, std::span<const std::b
 	if (msg.size() > kControlSlot)
 		return mdr::Error(-EMSGSIZE, "replication link: a control message of " +
 						     std::to_string(msg.size()) + " bytes");
-	return enqueue(member, {Op::send, 0, {msg.begin(), msg.end()}});
+	return enqueue(member, {SendQueue::send, 0, {msg.begin(), msg.end()}});
 }
 
-// Posts what the SQ has room for, in order. A WRITE waits while one not
-// known complete covers the same mirror bytes (the follower consumed them,
-// so it is done there, but the local completion is what says so).
+// Posts what the send queue lets go now, in order (repl_sendq.h). A WRITE
+// copies its bytes into the mirror at its ring offset and goes from there.
 void RdmaShipLink::flush(Conn &c)
 {
-	while (!c.queue.empty() && c.broken.empty()) {
-		Op &op = c.queue.front();
+	while (c.broken.empty()) {
+		const SendQueue::Op *op = c.sq.next();
 
-		if (c.posted - c.completed >= opts_.send_depth) {
-			c.stats.sq_waits++;
-			return;
-		}
-		if (op.kind == Op::write &&
-		    std::any_of(c.writes.begin(), c.writes.end(), [&](const Conn::Inflight &w) {
-			    return op.offset < w.to && w.from < op.offset + op.bytes.size();
-		    }))
-			return;
+		if (!op)
+			break;
 
-		const uint64_t seq = c.posted + 1;
+		const uint64_t seq = c.sq.next_seq();
+		const unsigned flags = SendQueue::signalled(*op) ? IBV_SEND_SIGNALED : 0;
 		mdr::Status st;
 
-		switch (op.kind) {
-		case Op::write:
-			std::memcpy(c.mirror.data() + op.offset, op.bytes.data(), op.bytes.size());
-			// Not signalled: the notify after it is, and retires it.
+		switch (op->kind) {
+		case SendQueue::write:
+			std::memcpy(c.mirror.data() + op->offset, op->bytes.data(), op->bytes.size());
 			st = mdr::verbs::post_send(c.ep->cm()->qp, {
 				.opcode = IBV_WR_RDMA_WRITE, .wr_id = seq,
-				.addr = c.mirror.data() + op.offset, .len = uint32_t(op.bytes.size()),
-				.lkey = c.mirror.lkey(), .remote_addr = c.acc.ring_addr + op.offset,
-				.rkey = c.acc.ring_rkey});
-			c.writes.push_back({seq, op.offset, op.offset + op.bytes.size()});
+				.addr = c.mirror.data() + op->offset, .len = uint32_t(op->bytes.size()),
+				.lkey = c.mirror.lkey(), .flags = flags,
+				.remote_addr = c.acc.ring_addr + op->offset, .rkey = c.acc.ring_rkey});
 			c.stats.writes++;
 			break;
-		case Op::notify:
+		case SendQueue::notify:
 			st = mdr::verbs::post_send(c.ep->cm()->qp, {
-				.opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .wr_id = seq,
-				.flags = IBV_SEND_SIGNALED, .remote_addr = c.acc.ring_addr,
-				.rkey = c.acc.ring_rkey, .imm = op.offset});
+				.opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .wr_id = seq, .flags = flags,
+				.remote_addr = c.acc.ring_addr, .rkey = c.acc.ring_rkey,
+				.imm = op->offset});
 			c.stats.notifies++;
 			break;
-		case Op::send:
-			st = c.ep->send_inline(op.bytes, seq);
+		case SendQueue::send:
+			st = c.ep->send_inline(op->bytes, seq);
 			c.stats.sends++;
 			break;
 		}
 		if (!st.ok())
 			return fail(c, st.message());
-		c.posted = seq;
-		c.queue.pop_front();
+		c.sq.pop();
 	}
+	c.stats.sq_waits = c.sq.waits();
 }
 
 void RdmaShipLink::on_completion(Conn &c, const ibv_wc &wc)
@@ -452,9 +425,7 @@ void RdmaShipLink::on_completion(Conn &c, const ibv_wc &wc)
 		return fail(c, std::string(wc.wr_id & kRecvTag ? "receive" : "send") +
 				       " completion: " + ibv_wc_status_str(wc.status));
 	if (!(wc.wr_id & kRecvTag)) {
-		c.completed = std::max(c.completed, wc.wr_id);
-		while (!c.writes.empty() && c.writes.front().seq <= c.completed)
-			c.writes.pop_front();
+		c.sq.completed(wc.wr_id);
 		return flush(c);
 	}
 

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// repl_sendq.h - the leader's send queue of one replication connection,
+// without verbs: which of the operations the shipper asked for may be
+// posted now (repl_rdma.h says why the rules are these). Pure; the
+// transport posts what next() gives and reports completions, and
+// tests/test_repl_sendq.cc checks the rules with no RDMA.
+//
+//	q.push({SendQueue::write, offset, bytes});	// -ENOBUFS when too many wait
+//	while (const SendQueue::Op *op = q.next()) {
+//		post op with wr_id q.next_seq(), signalled if q.signalled(*op);
+//		q.pop();
+//	}
+//	on a signalled completion:	q.completed(wc.wr_id);
+//
+// The rules: at most depth WRs are in the send queue, counting every WR
+// up to the last signalled one completed as done; a WRITE is not
+// signalled (the notify after it is, and retires it); a WRITE that would
+// copy into mirror bytes a WRITE not completed yet reads waits for it.
+// What cannot go waits in order: back-pressure, never an error.
+#ifndef MDNODE_REPL_SENDQ_H
+#define MDNODE_REPL_SENDQ_H
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "lib/util/result.h"
+
+namespace mdnode::repl {
+
+class SendQueue {
+public:
+	enum Kind { write, notify, send };
+	struct Op {
+		Kind kind;
+		uint32_t offset;		// of the ring (write, notify)
+		std::vector<std::byte> bytes;	// write, send
+	};
+
+	SendQueue(uint32_t depth, size_t max_queued) : depth_(depth), max_queued_(max_queued) {}
+
+	// -ENOBUFS when max_queued wait already (the peer took nothing for
+	// that long: the connection is to be given up).
+	mdr::Status push(Op op);
+	// The operation to post now, or nullptr: none waits, the send queue
+	// is full (counted in waits()), or a WRITE waits for one under it.
+	const Op *next();
+	// The wr_id the next post takes, and whether it is signalled.
+	uint64_t next_seq() const { return posted_ + 1; }
+	static bool signalled(const Op &op) { return op.kind != write; }
+	// The operation next() gave was posted.
+	void pop();
+	// The signalled WR seq completed, and with it every WR before it.
+	void completed(uint64_t seq);
+	void clear();
+
+	size_t queued() const { return queue_.size(); }
+	uint64_t in_flight() const { return posted_ - completed_; }
+	uint64_t waits() const { return waits_; }
+
+private:
+	struct Inflight {
+		uint64_t seq;
+		uint64_t from, to;	// mirror bytes it reads
+	};
+
+	const uint32_t depth_;
+	const size_t max_queued_;
+	std::deque<Op> queue_;
+	std::deque<Inflight> writes_;	// WRITEs not known complete
+	uint64_t posted_ = 0;
+	uint64_t completed_ = 0;
+	uint64_t waits_ = 0;
+};
+
+} // namespace mdnode::repl
+
+#endif // MDNODE_REPL_SENDQ_H
