@@ -84,13 +84,21 @@ void NodeCore::request_end(Session &s)
 		return;
 	// Answered later (a journal write, a zeroing, a fan-out, a move):
 	// its clock waits in the session. A connection cut meanwhile takes
-	// its table with it.
-	for (Session::InFlight &f : s.in_flight)
-		if (!f.used) {
-			f = {current_.req_id, current_.start_us, current_.opcode, true};
-			return;
+	// its table with it. A req_id in flight already (the peer reused
+	// it) is not timed twice: one reply would stop both clocks.
+	Session::InFlight *free_slot = nullptr;
+	for (Session::InFlight &f : s.in_flight) {
+		if (f.used && f.req_id == current_.req_id) {
+			free_slot = nullptr;
+			break;
 		}
-	stats.req.untimed++;
+		if (!f.used && !free_slot)
+			free_slot = &f;
+	}
+	if (free_slot)
+		*free_slot = {current_.req_id, current_.start_us, current_.opcode, true};
+	else
+		stats.req.untimed++;
 }
 
 void NodeCore::request_replied(ConnId conn, uint64_t req_id)
@@ -116,6 +124,11 @@ void NodeCore::request_replied(ConnId conn, uint64_t req_id)
 void NodeCore::reply(ConnId conn, uint64_t req_id, const wire::Body &body)
 {
 	request_replied(conn, req_id);
+	send_reply(conn, req_id, body);
+}
+
+void NodeCore::send_reply(ConnId conn, uint64_t req_id, const wire::Body &body)
+{
 	std::vector<std::byte> buf(wire::encoded_size(body));
 	auto n = wire::encode(buf, req_id, body);
 
@@ -143,6 +156,13 @@ void NodeCore::reply_error(ConnId conn, uint64_t req_id, uint16_t opcode, int er
 		stats.req.errors[opcode]++;
 	reply(conn, req_id, wire::ErrorRep{.opcode = opcode,
 					   .status = wire::errno_to_status(err)});
+}
+
+void NodeCore::reply_unparsed(ConnId conn, uint64_t req_id, uint16_t opcode, int err)
+{
+	stats.errors++;
+	send_reply(conn, req_id, wire::ErrorRep{.opcode = opcode,
+						.status = wire::errno_to_status(err)});
 }
 
 void NodeCore::change(Change c, std::function<void(int err, const Applied *applied)> done)

@@ -111,7 +111,8 @@ struct RequestStats {
 	std::array<uint64_t, kOpcodeSlots> requests{}, errors{};
 	std::array<LatencyHistogram, kOpcodeSlots> latency{};
 	// Requests answered but not timed: more outstanding on a connection
-	// than its queue depth (a client beyond what it was granted).
+	// than its queue depth (a client beyond what it was granted), or of
+	// a req_id the connection has in flight already.
 	uint64_t untimed = 0;
 	// Requests by slot; tenant_ids[i] is slot kFirstTenant + i's.
 	std::array<uint64_t, kFirstTenant + kTenantSlots> by_tenant{};
@@ -187,6 +188,11 @@ struct NodeCore {
 
 	void reply(ConnId conn, uint64_t req_id, const mdr::wire::Body &body);
 	void reply_error(ConnId conn, uint64_t req_id, uint16_t opcode, int err);
+	// The error answer to a message that did not parse: counted as a bad
+	// message by the caller, not as a request of its opcode, and it stops
+	// no request's clock. Its req_id is the peer's word only: a request
+	// of that id still in flight keeps its clock for its real reply.
+	void reply_unparsed(ConnId conn, uint64_t req_id, uint16_t opcode, int err);
 
 	// Journals the change, commits it, then calls done(status).
 	void change(Change c, std::function<void(int err, const Applied *applied)> done);
@@ -248,6 +254,8 @@ private:
 	void checkpoint_failed(const mdr::Status &st, uint64_t covered);
 	// reply()'s half of the request clock: stops the one of req_id.
 	void request_replied(ConnId conn, uint64_t req_id);
+	// Encodes and sends a reply; cuts the connection if it cannot.
+	void send_reply(ConnId conn, uint64_t req_id, const mdr::wire::Body &body);
 
 	// The request being handled, whose reply most often goes before
 	// handle() returns: timed from here, without a look into the table.

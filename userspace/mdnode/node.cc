@@ -80,7 +80,7 @@ void Node::on_message(ConnId conn, std::span<const std::byte> msg)
 		// a peer that cannot frame its messages is cut off.
 		auto hdr = wire::peek_header(msg);
 		if (hdr && !hdr->reply() && (m.error() == -EINVAL || m.error() == -EPERM))
-			core_.reply_error(conn, hdr->req_id, hdr->opcode, m.error());
+			core_.reply_unparsed(conn, hdr->req_id, hdr->opcode, m.error());
 		else
 			core_.net->disconnect(conn);
 		return;

@@ -29,6 +29,7 @@
 
 #include "lib/util/prometheus.h"
 #include "lib/util/release.h"
+#include "lib/wire/table.h"
 #include "mdnode/histogram.h"
 #include "mdnode/log.h"
 #include "mdnode/metrics.h"
@@ -254,6 +255,54 @@ void test_histogram_bounds_are_inclusive(void **)
 // ---------------------------------------------------------------------------
 // What a node counts
 
+// A message that does not parse counts as a bad message, not as an error
+// of its opcode, and the req_id it carries stops no request's clock: an
+// ALLOC in flight under that id is timed when its real reply goes. A
+// req_id a connection has in flight already is not timed a second time.
+// Every opcode the codec knows has its slot.
+void test_request_clocks_trust_no_req_id(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "v", 4 * MiB, 7);
+	const ConnId a = r.host(7, 0xa);
+	r.open(a, vol);
+
+	r.send(a, 10, wire::AllocReq{.volume_id = vol, .index = 0});
+	Bytes buf(wire::encoded_size(wire::OpenReq{.volume_id = vol}));
+	auto n = wire::encode(buf, 10, wire::OpenReq{.volume_id = vol});
+	assert_true(n.ok());
+	// OPEN by id 0 without the by-name flag: well framed, a bad field
+	wire::store(reinterpret_cast<mdr_wire_open_req *>(buf.data())->volume_id, 0);
+	r.node->on_message(a, std::span(buf.data(), n.value()));
+	assert_int_equal(status_of(r.one(a)), MDR_ST_INVAL);
+
+	MetricsSnapshot snap;
+	mdnode::take_snapshot(snap, *r.node, *r.journal, *r.store);
+	assert_int_equal(snap.node.bad_messages, 1);
+	assert_int_equal(snap.node.req.errors[MDR_OP_OPEN], 0);
+	assert_int_equal(snap.node.req.requests[MDR_OP_OPEN], 1);
+	assert_int_equal(snap.node.req.latency[MDR_OP_ALLOC].count(), 0);
+	r.flush();
+	assert_int_equal(status_of(r.one(a)), MDR_ST_OK);
+	mdnode::take_snapshot(snap, *r.node, *r.journal, *r.store);
+	assert_int_equal(snap.node.req.latency[MDR_OP_ALLOC].count(), 1);
+	assert_int_equal(snap.node.req.untimed, 0);
+
+	// Two ALLOCs under one req_id: the second is not timed.
+	r.send(a, 12, wire::AllocReq{.volume_id = vol, .index = 1});
+	r.send(a, 12, wire::AllocReq{.volume_id = vol, .index = 2});
+	r.flush();
+	assert_int_equal(r.take(a).size(), 2);
+	mdnode::take_snapshot(snap, *r.node, *r.journal, *r.store);
+	assert_int_equal(snap.node.req.requests[MDR_OP_ALLOC], 3);
+	assert_int_equal(snap.node.req.untimed, 1);
+	assert_int_equal(snap.node.req.latency[MDR_OP_ALLOC].count(), 2);
+
+	for (const wire::OpInfo &op : wire::opcode_table())
+		assert_true(op.opcode < mdnode::kOpcodeSlots);
+}
+
 // Requests by opcode and tenant, their latencies (an OPEN answered at once,
 // an ALLOC answered after its journal write), errors, leases, pushes and
 // their acks, the journal's batches, all from a real node's snapshot; and
@@ -332,7 +381,7 @@ void test_node_counts_requests_leases_pushes_and_batches(void **)
 	assert_true(has_line(text, "mdnode_tenant_requests_total{tenant=\"7\"} 5"));
 	assert_true(has_line(text, "mdnode_leases{state=\"valid\"} 2"));
 	assert_true(has_line(text, "mdnode_push_ack_duration_seconds_count 1"));
-	assert_true(has_line(text, "mdnode_connections{role=\"host\"} 2"));
+	assert_true(has_line(text, "mdnode_connections_open{role=\"host\"} 2"));
 	// INVALIDATE is mdnode's push, not a request.
 	assert_false(text.find("opcode=\"invalidate\"") != std::string::npos);
 
@@ -633,6 +682,7 @@ int main(void)
 		cmocka_unit_test(test_prometheus_refuses_bad_names),
 		cmocka_unit_test(test_histogram_bounds_are_inclusive),
 		cmocka_unit_test(test_node_counts_requests_leases_pushes_and_batches),
+		cmocka_unit_test(test_request_clocks_trust_no_req_id),
 		cmocka_unit_test(test_tenant_series_are_bounded),
 		cmocka_unit_test(test_endpoint_serves_snapshots_while_counters_move),
 		cmocka_unit_test(test_endpoint_refuses_other_methods_and_paths),
