@@ -129,9 +129,9 @@ void connections(prom::Writer &w, const NodeStats &s)
 {
 	counter(w, "mdnode_connections_total", "Connections established since the start.",
 		s.connections);
-	w.family("mdnode_connections", "Connections open now, by role.", prom::Type::gauge);
-	w.sample("mdnode_connections", {{"role", "host"}}, s.connected_hosts);
-	w.sample("mdnode_connections", {{"role", "admin"}}, s.connected_admins);
+	w.family("mdnode_connections_open", "Connections open now, by role.", prom::Type::gauge);
+	w.sample("mdnode_connections_open", {{"role", "host"}}, s.connected_hosts);
+	w.sample("mdnode_connections_open", {{"role", "admin"}}, s.connected_admins);
 	counter(w, "mdnode_connections_refused_total",
 		"Connect requests refused by the transport: bad private data, no common "
 		"version, a connection cap.", s.conn_refused);
