@@ -224,7 +224,9 @@ void family(prom::Writer &w, const AttrMetric &a, const std::vector<Source> &sou
 
 // Numeric attributes no table knows (a newer kernel's), whose name makes
 // a valid metric name: untyped samples, so that nothing the kernel shows
-// is lost; skip names what the caller shows otherwise.
+// is lost; skip names what the caller shows otherwise. A name that would
+// clash with a family written already (node_exporter's textfile collector
+// refuses a whole file over a family declared twice) is left out.
 void unknown(prom::Writer &w, std::string_view prefix, std::span<const AttrMetric> table,
 	     std::span<const std::string_view> skip, const std::vector<Source> &sources)
 {
@@ -233,7 +235,8 @@ void unknown(prom::Writer &w, std::string_view prefix, std::span<const AttrMetri
 	for (const Source &s : sources)
 		for (const auto &[name, value] : s.attrs)
 			if (!find_attr(table, name) && !std::ranges::count(skip, name) &&
-			    number(value) && prom::valid_metric_name(std::string(prefix) + name))
+			    number(value) && prom::valid_metric_name(std::string(prefix) + name) &&
+			    !w.taken(std::string(prefix) + name))
 				names.insert(name);
 	for (const std::string &name : names) {
 		const std::string metric = std::string(prefix) + name;

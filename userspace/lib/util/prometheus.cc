@@ -134,6 +134,21 @@ void Writer::family(std::string_view name, std::string_view help, Type type)
 	out_ += ' ';
 	out_ += type_name(type);
 	out_ += '\n';
+	families_.emplace(name);
+}
+
+bool Writer::taken(std::string_view name) const
+{
+	static constexpr std::string_view kSuffixes[] = {"_bucket", "_sum", "_count",
+							 "_total", "_created", "_info"};
+
+	if (families_.contains(name) || families_.contains(std::string(name) + "_total"))
+		return true;
+	for (std::string_view suffix : kSuffixes)
+		if (name.ends_with(suffix) &&
+		    families_.contains(name.substr(0, name.size() - suffix.size())))
+			return true;
+	return false;
 }
 
 void Writer::line(std::string_view name, std::string_view suffix,

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -75,6 +76,13 @@ public:
 		       std::span<const double> le, std::span<const uint64_t> counts,
 		       std::optional<double> sum);
 
+	// Whether a family of this name could not be added beside the ones
+	// written so far: one of that name, a name one of theirs takes with a
+	// sample suffix (x_bucket, x_sum, x_count, x_total, x_created,
+	// x_info of a family x), or the name of a counter family x_total
+	// without its _total (the same family to OpenMetrics).
+	bool taken(std::string_view name) const;
+
 	const std::string &str() const { return out_; }
 	std::string take() { return std::move(out_); }
 
@@ -84,6 +92,7 @@ private:
 		  std::string_view value);
 
 	std::string out_;
+	std::set<std::string, std::less<>> families_;
 };
 
 } // namespace mdr::prom
