@@ -235,12 +235,16 @@ void unknown(prom::Writer &w, std::string_view prefix, std::span<const AttrMetri
 	for (const Source &s : sources)
 		for (const auto &[name, value] : s.attrs)
 			if (!find_attr(table, name) && !std::ranges::count(skip, name) &&
-			    number(value) && prom::valid_metric_name(std::string(prefix) + name) &&
-			    !w.taken(std::string(prefix) + name))
+			    number(value) && prom::valid_metric_name(std::string(prefix) + name))
 				names.insert(name);
+	// In name order, so that of two unknown ones, x and x_total, the
+	// second is found taken by the first.
 	for (const std::string &name : names) {
 		const std::string metric = std::string(prefix) + name;
 		bool declared = false;
+
+		if (w.taken(metric))
+			continue;
 
 		for (const Source &s : sources) {
 			auto it = s.attrs.find(name);

@@ -591,6 +591,7 @@ static void test_stats_prometheus(void **)
 	// mdctl has: left out, or the collector refuses the whole file.
 	w.host.files[v0 + "info"] = "7001\n";
 	w.host.files[v0 + "cache_hits_total"] = "7002\n";
+	w.host.files[v0 + "new_counter_total"] = "7004\n";
 	w.host.files[v3 + "volume_id"] = "9\n";
 	w.host.files[v3 + "lease"] = "expired\n";
 	w.host.files[v3 + "cache_hits"] = "garbage\n";
@@ -624,7 +625,7 @@ static void test_stats_prometheus(void **)
 	has("# TYPE mdroute_volume_new_counter untyped");
 	has("mdroute_volume_new_counter{device=\"mdr0\",volume_id=\"42\"} 5");
 	assert_null(strstr(t.c_str(), "bad-name"));
-	for (const char *v : {"} 7001\n", "} 7002\n", "} 7003\n"})
+	for (const char *v : {"} 7001\n", "} 7002\n", "} 7003\n", "} 7004\n"})
 		assert_null(strstr(t.c_str(), v));
 	has("mdroute_debugfs_readable 1");
 	const std::string c = "{node=\"192.0.2.2:4791\",tenant=\"7\",host_id=\"0000000000000091\"";
