@@ -4,11 +4,14 @@
 #include "mdnode/config.h"
 
 #include <cerrno>
+#include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <fstream>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -26,6 +29,8 @@ const char kUsage[] =
 	"              [--max-connections-per-tenant N] [--admin-connections N]\n"
 	"              [--host-auth required|optional] [--host-auth-timeout-ms N]\n"
 	"              [--forget-device ID] [--metrics ADDR:PORT]\n"
+	"              [--group G --replica-id ID --etcd URL[,URL...]\n"
+	"               --replica ID=ADDR:PORT --replica ...]\n"
 	"\n"
 	"The storage-node metadata responder of mdroute: serves the extent tables\n"
 	"of its volumes to hosts over RDMA, and journals every change in DIR.\n"
@@ -57,6 +62,14 @@ const char kUsage[] =
 	"      --metrics ADDR:PORT   serve Prometheus metrics at http://ADDR:PORT/metrics\n"
 	"                            (numeric address, IPv6 as [ADDR]:PORT; off unless\n"
 	"                            given): bind it to loopback or a management network\n"
+	"      --group G             member of replica group G, 1..2^63-1: the four\n"
+	"                            group options go together, or none (a single node)\n"
+	"      --replica-id ID       this replica's id in the set, 1..4294967295\n"
+	"      --etcd URL[,URL...]   etcd's endpoints, http://HOST:PORT each\n"
+	"      --replica ID=ADDR:PORT\n"
+	"                            a member of the replica set and the numeric\n"
+	"                            address its log listener takes (repeat: 3 to 7\n"
+	"                            members, this one among them)\n"
 	"      --forget-device ID    drop the disk the journal recorded for device ID\n"
 	"                            and record the one configured now (repeat; command\n"
 	"                            line only): after replacing or re-creating a disk\n"
@@ -78,7 +91,8 @@ namespace {
 enum Opt {
 	kListen, kDataDir, kDevice, kConfig, kAdminKey, kLeaseMs, kIoHoldMs, kMaxConn,
 	kLogLevel, kHelp, kVersion, kTestDropInval, kHostAuth, kHostAuthTimeout,
-	kMaxConnTenant, kAdminConn, kForgetDevice, kMetrics,
+	kMaxConnTenant, kAdminConn, kForgetDevice, kMetrics, kGroup, kReplicaId, kEtcd,
+	kReplica,
 };
 
 constexpr mdr::OptionSpec kSpecs[] = {
@@ -102,6 +116,10 @@ constexpr mdr::OptionSpec kSpecs[] = {
 	{kAdminConn, "admin-connections", 0, true},
 	{kForgetDevice, "forget-device", 0, true},
 	{kMetrics, "metrics", 0, true},
+	{kGroup, "group", 0, true},
+	{kReplicaId, "replica-id", 0, true},
+	{kEtcd, "etcd", 0, true},
+	{kReplica, "replica", 0, true},
 };
 
 // By id: without MDR_TEST_HOOKS an entry is missing, so ids are not
@@ -185,10 +203,83 @@ mdr::Result<HostPort> split_address(std::string_view value, std::string_view whe
 	return hp;
 }
 
-// Applies one setting; devices go to *devices so the caller decides
-// whether they add to or replace the file's.
-mdr::Status apply(Config &c, std::vector<DeviceArg> &devices, int opt,
-		  std::string_view value, std::string_view where)
+// The repeated settings of one source (the file, or the command line):
+// the caller decides whether they add to or replace the file's.
+struct Lists {
+	std::vector<DeviceArg> devices;
+	std::vector<ReplicaArg> replicas;
+};
+
+bool numeric_address(const std::string &a)
+{
+	in6_addr any;
+
+	return inet_pton(AF_INET, a.c_str(), &any) == 1 ||
+	       inet_pton(AF_INET6, a.c_str(), &any) == 1;
+}
+
+// ID=ADDR:PORT, the address numeric: the listener binds it, and a
+// leader dials it as given.
+mdr::Status parse_replica(std::string_view value, std::string_view where,
+			  std::vector<ReplicaArg> &out)
+{
+	const size_t eq = value.find('=');
+	ReplicaArg r{};
+
+	if (eq == std::string_view::npos ||
+	    !parse_uint<uint32_t>(value.substr(0, eq), r.id, 1, UINT32_MAX))
+		return bad(where, "replica '" + std::string(value) +
+				  "': want ID=ADDR:PORT with ID from 1 to 4294967295");
+	auto hp = split_address(value.substr(eq + 1), where, "replica");
+	if (!hp.ok())
+		return mdr::Error(hp.error(), hp.message());
+	if (!numeric_address(hp.value().address))
+		return bad(where, "replica " + std::to_string(r.id) + " address '" +
+				  hp.value().address + "': want a numeric IPv4 address or an "
+				  "IPv6 one in brackets");
+	if (!hp.value().port)
+		return bad(where, "replica " + std::to_string(r.id) + " address '" +
+				  std::string(value.substr(eq + 1)) +
+				  "' lacks its port: ADDR:PORT or [ADDR]:PORT");
+	r.address = std::move(hp.value().address);
+	r.port = *hp.value().port;
+	out.push_back(std::move(r));
+	return {};
+}
+
+// URL[,URL...], each http://HOST:PORT (lib/etcd speaks plain HTTP to
+// etcd's JSON gateway).
+mdr::Status parse_etcd(std::string_view value, std::string_view where,
+		       std::vector<std::string> &out)
+{
+	std::vector<std::string> eps;
+
+	while (true) {
+		const size_t comma = value.find(',');
+		std::string ep = trim(value.substr(0, comma));
+		const std::string_view rest = std::string_view(ep).substr(
+			std::min<size_t>(ep.size(), 7));
+
+		if (!ep.starts_with("http://") || rest.empty() ||
+		    rest.find_first_of("/?#") != std::string_view::npos)
+			return bad(where, "etcd endpoint '" + ep + "': want http://HOST:PORT");
+		auto hp = split_address(rest, where, "etcd");
+		if (!hp.ok())
+			return mdr::Error(hp.error(), hp.message());
+		if (!hp.value().port)
+			return bad(where, "etcd endpoint '" + ep + "' lacks its port");
+		eps.push_back(std::move(ep));
+		if (comma == std::string_view::npos)
+			break;
+		value.remove_prefix(comma + 1);
+	}
+	out = std::move(eps);
+	return {};
+}
+
+// Applies one setting.
+mdr::Status apply(Config &c, Lists &lists, int opt, std::string_view value,
+		  std::string_view where)
 {
 	switch (opt) {
 	case kListen: {
@@ -205,11 +296,9 @@ mdr::Status apply(Config &c, std::vector<DeviceArg> &devices, int opt,
 		if (!hp.ok())
 			return mdr::Error(hp.error(), hp.message());
 		const std::string &a = hp.value().address;
-		in6_addr any;
 		// Numeric only: the endpoint binds one address, and a name
 		// could resolve to another one at each start.
-		if (inet_pton(AF_INET, a.c_str(), &any) != 1 &&
-		    inet_pton(AF_INET6, a.c_str(), &any) != 1)
+		if (!numeric_address(a))
 			return bad(where, "metrics address '" + a +
 					  "': want a numeric IPv4 address or an IPv6 one in brackets");
 		if (!hp.value().port)
@@ -236,9 +325,25 @@ mdr::Status apply(Config &c, std::vector<DeviceArg> &devices, int opt,
 		if (d.path.empty() || d.path[0] != '/')
 			return bad(where, "device " + std::to_string(d.id) +
 					  ": path must be absolute");
-		devices.push_back(std::move(d));
+		lists.devices.push_back(std::move(d));
 		return {};
 	}
+	case kGroup:
+		// A number: the replication connection carries it as one, and
+		// etcd's keys name it in decimal.
+		if (!parse_uint<uint64_t>(value, c.group, 1, INT64_MAX))
+			return bad(where, "group '" + std::string(value) +
+					  "': want a number from 1 to " + std::to_string(INT64_MAX));
+		return {};
+	case kReplicaId:
+		if (!parse_uint<uint32_t>(value, c.replica_id, 1, UINT32_MAX))
+			return bad(where, "replica-id '" + std::string(value) +
+					  "': want 1..4294967295");
+		return {};
+	case kEtcd:
+		return parse_etcd(value, where, c.etcd_endpoints);
+	case kReplica:
+		return parse_replica(value, where, lists.replicas);
 	case kAdminKey:
 		c.admin_key_file = std::string(value);
 		return {};
@@ -289,8 +394,8 @@ mdr::Status apply(Config &c, std::vector<DeviceArg> &devices, int opt,
 	return bad(where, "not allowed here");
 }
 
-mdr::Status apply_file(Config &c, std::vector<DeviceArg> &devices,
-		       const std::string &path, const std::string &text)
+mdr::Status apply_file(Config &c, Lists &lists, const std::string &path,
+		       const std::string &text)
 {
 	std::istringstream in(text);
 	std::string line;
@@ -314,14 +419,68 @@ mdr::Status apply_file(Config &c, std::vector<DeviceArg> &devices,
 				spec = &s;
 		if (!spec)
 			return bad(where, "unknown setting '" + key + "'");
-		auto st = apply(c, devices, spec->id, value, where);
+		auto st = apply(c, lists, spec->id, value, where);
 		if (!st.ok())
 			return st;
 	}
 	return {};
 }
 
+// All four group settings or none; the set distinct, this replica in it,
+// its log listener not on the hosts' address and port.
+mdr::Status check_group(const Config &c)
+{
+	const bool any = c.group || c.replica_id || !c.etcd_endpoints.empty() ||
+			 !c.replicas.empty();
+
+	if (!any)
+		return {};
+	if (!c.group)
+		return bad("settings", "replica group settings without --group");
+	if (!c.replica_id)
+		return bad("settings", "group " + std::to_string(c.group) +
+				       " without this replica's id (--replica-id)");
+	if (c.etcd_endpoints.empty())
+		return bad("settings", "group " + std::to_string(c.group) +
+				       " without etcd's endpoints (--etcd)");
+	if (c.replicas.size() < kMinReplicas || c.replicas.size() > kMaxReplicas)
+		return bad("settings", "group " + std::to_string(c.group) + " has " +
+				       std::to_string(c.replicas.size()) +
+				       " replicas (--replica): want " +
+				       std::to_string(kMinReplicas) + " to " +
+				       std::to_string(kMaxReplicas));
+	std::set<uint32_t> ids;
+	std::set<std::pair<std::string, uint16_t>> at;
+	for (const ReplicaArg &r : c.replicas) {
+		if (!ids.insert(r.id).second)
+			return bad("settings", "replica id " + std::to_string(r.id) +
+					       " given twice");
+		if (!at.insert({r.address, r.port}).second)
+			return bad("settings", "replicas " + std::to_string(r.id) +
+					       " and another share address " + r.address +
+					       " port " + std::to_string(r.port));
+	}
+	const ReplicaArg *self = self_replica(c);
+	if (!self)
+		return bad("settings", "replica-id " + std::to_string(c.replica_id) +
+				       " is not in the replica set (--replica)");
+	if (self->address == c.listen_address && self->port == c.port)
+		return bad("settings", "replica " + std::to_string(self->id) + "'s address " +
+				       self->address + ":" + std::to_string(self->port) +
+				       " is the hosts' (--listen): give the log listener "
+				       "another port");
+	return {};
+}
+
 } // namespace
+
+const ReplicaArg *self_replica(const Config &c)
+{
+	for (const ReplicaArg &r : c.replicas)
+		if (c.group && r.id == c.replica_id)
+			return &r;
+	return nullptr;
+}
 
 mdr::Result<std::string> read_file(const std::string &path)
 {
@@ -341,7 +500,7 @@ mdr::Result<Config> parse_config(std::span<const std::string_view> args,
 {
 	auto parsed = mdr::parse_args(args, kSpecs);
 	Config c;
-	std::vector<DeviceArg> file_devices, cli_devices;
+	Lists file, cli;
 
 	if (!parsed.ok())
 		return mdr::Error(parsed.error(), parsed.message());
@@ -365,7 +524,7 @@ mdr::Result<Config> parse_config(std::span<const std::string_view> args,
 		auto text = reader(path);
 		if (!text.ok())
 			return mdr::Error(text.error(), "cannot read config file " + path);
-		auto st = apply_file(c, file_devices, path, text.value());
+		auto st = apply_file(c, file, path, text.value());
 		if (!st.ok())
 			return mdr::Error(st.error(), st.message());
 	}
@@ -387,11 +546,12 @@ mdr::Result<Config> parse_config(std::span<const std::string_view> args,
 			continue;
 		}
 		std::string where = "--" + spec_name(o.id);
-		auto st = apply(c, cli_devices, o.id, o.value, where);
+		auto st = apply(c, cli, o.id, o.value, where);
 		if (!st.ok())
 			return mdr::Error(st.error(), st.message());
 	}
-	c.devices = cli_devices.empty() ? file_devices : cli_devices;
+	c.devices = cli.devices.empty() ? file.devices : cli.devices;
+	c.replicas = cli.replicas.empty() ? file.replicas : cli.replicas;
 
 	if (c.listen_address.empty())
 		return bad("settings", "no listen address (--listen)");
@@ -408,6 +568,8 @@ mdr::Result<Config> parse_config(std::span<const std::string_view> args,
 		if (!paths.insert(d.path).second)
 			return bad("settings", "device " + d.path + " given twice");
 	}
+	if (auto st = check_group(c); !st.ok())
+		return mdr::Error(st.error(), st.message());
 	return c;
 }
 

@@ -9,9 +9,18 @@
 //	device = 1=/dev/nvme0n1
 //	device = 2=/dev/vda
 //	metrics = 127.0.0.1:9464
+//	group = 7
+//	replica-id = 1
+//	etcd = http://192.0.2.9:2379
+//	replica = 1=192.0.2.11:4800
+//	replica = 2=192.0.2.12:4800
+//	replica = 3=192.0.2.13:4800
 // Blank lines and lines starting with '#' are ignored. The command line
 // overrides the file; --device on the command line replaces the file's
-// devices rather than adding to them.
+// devices rather than adding to them, and --replica the file's replicas.
+//
+// A replica group (Documentation/replication.md) takes all four of group,
+// replica-id, etcd and replica, or none of them: none is a single node.
 #ifndef MDNODE_CONFIG_H
 #define MDNODE_CONFIG_H
 
@@ -31,6 +40,18 @@ struct DeviceArg {
 	uint32_t id;		// cluster-wide device id, >= 1
 	std::string path;
 };
+
+// A member of the replica set: its replica id and the address its
+// replication listener takes (the leader's log connections come there).
+struct ReplicaArg {
+	uint32_t id;		// >= 1
+	std::string address;	// numeric IPv4, or IPv6
+	uint16_t port;
+};
+
+// Members a replica set may have: three in the design, up to seven.
+inline constexpr size_t kMinReplicas = 3;
+inline constexpr size_t kMaxReplicas = 7;
 
 // The most --io-hold-ms takes: 10 minutes, far beyond any device's timeout.
 inline constexpr uint32_t kIoHoldMsMax = 600000;
@@ -62,6 +83,11 @@ struct Config {
 	// --forget-device (repeatable, never from a file): device ids whose
 	// recorded disk the start-up check drops (startup_devices.h).
 	std::vector<uint32_t> forget_devices;
+	// The replica group; group 0: a single node, the rest empty.
+	uint64_t group = 0;
+	uint32_t replica_id = 0;
+	std::vector<std::string> etcd_endpoints;	// http://HOST:PORT
+	std::vector<ReplicaArg> replicas;		// this one among them
 	bool help = false;
 	bool version = false;
 };
@@ -74,6 +100,9 @@ mdr::Result<std::string> read_file(const std::string &path);
 // -EINVAL with a message naming the option (or file:line) and the value.
 mdr::Result<Config> parse_config(std::span<const std::string_view> args,
 				 const FileReader &reader = read_file);
+
+// This replica's entry of the replica set; nullptr for a single node.
+const ReplicaArg *self_replica(const Config &c);
 
 extern const char kUsage[];
 

@@ -53,6 +53,16 @@ int run(const Config &cfg)
 	const sigset_t mask = handled_signals();
 	sigprocmask(SIG_BLOCK, &mask, nullptr);
 
+	// The group's settings are parsed and checked, but the daemon of a
+	// replica is not built yet (replication.md, "Not built yet"): a
+	// process asked to be one does not start as a single node instead.
+	if (cfg.group) {
+		log_error("refusing to start: group %llu: the daemon of a replica group is not "
+			  "built yet; start without --group, --replica-id, --etcd and --replica",
+			  (unsigned long long)cfg.group);
+		return kExitFailure;
+	}
+
 	if (!lock_data_dir(cfg))
 		return kExitFailure;
 	// What systemctl status shows while the start takes its time.

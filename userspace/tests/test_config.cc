@@ -491,6 +491,119 @@ void test_config_help_skips_the_rest(void **)
 	assert_fails(parse({"stray"}), "command line: unexpected argument 'stray'");
 }
 
+
+// The replica group's settings: from a file, all four together.
+constexpr std::string_view kGroup =
+	"group = 7\n"
+	"replica-id = 2\n"
+	"etcd = http://192.0.2.9:2379, http://etcd-b:2379\n"
+	"replica = 1=192.0.2.11:4800\n"
+	"replica = 2=192.0.2.12:4800\n"
+	"replica = 3=[fd00::13]:4801\n";
+
+void test_config_group(void **)
+{
+	TempFile f(std::string(kRequired) + std::string(kGroup));
+	Result<Config> r = parse_file(f);
+
+	assert_true(r.ok());
+	const Config &c = r.value();
+	assert_int_equal(c.group, 7);
+	assert_int_equal(c.replica_id, 2);
+	assert_int_equal(c.etcd_endpoints.size(), 2);
+	assert_string_equal(c.etcd_endpoints[0].c_str(), "http://192.0.2.9:2379");
+	assert_string_equal(c.etcd_endpoints[1].c_str(), "http://etcd-b:2379");
+	assert_int_equal(c.replicas.size(), 3);
+	assert_int_equal(c.replicas[2].id, 3);
+	assert_string_equal(c.replicas[2].address.c_str(), "fd00::13");
+	assert_int_equal(c.replicas[2].port, 4801);
+	const mdnode::ReplicaArg *self = mdnode::self_replica(c);
+	assert_non_null(self);
+	assert_int_equal(self->id, 2);
+	assert_string_equal(self->address.c_str(), "192.0.2.12");
+
+	// None of them: a single node, no replica of its own.
+	TempFile single(kRequired);
+	r = parse_file(single);
+	assert_true(r.ok());
+	assert_int_equal(r.value().group, 0);
+	assert_true(r.value().replicas.empty());
+	assert_null(mdnode::self_replica(r.value()));
+
+	// The command line's replicas replace the file's; its other group
+	// settings override the file's one by one.
+	r = parse({"--config", f.path.c_str(), "--replica-id", "4", "--replica",
+		   "4=192.0.2.14:4800", "--replica", "5=192.0.2.15:4800", "--replica",
+		   "6=192.0.2.16:4800"});
+	assert_true(r.ok());
+	assert_int_equal(r.value().replicas.size(), 3);
+	assert_int_equal(r.value().replicas[0].id, 4);
+	assert_int_equal(mdnode::self_replica(r.value())->id, 4);
+	assert_int_equal(r.value().group, 7);
+}
+
+// Each group setting's bad values, and a set that cannot work.
+void test_config_group_errors(void **)
+{
+	const std::string base = std::string(kRequired);
+	struct {
+		const char *text;
+		const char *message;	// after "FILE:" or as is for "settings:"
+	} cases[] = {
+		{"group = 0\n", ":4: group '0': want a number from 1 to 9223372036854775807"},
+		{"group = g1\n", ":4: group 'g1': want a number from 1 to 9223372036854775807"},
+		{"group = 9223372036854775808\n",
+		 ":4: group '9223372036854775808': want a number from 1 to 9223372036854775807"},
+		{"replica-id = 0\n", ":4: replica-id '0': want 1..4294967295"},
+		{"etcd = 192.0.2.9:2379\n",
+		 ":4: etcd endpoint '192.0.2.9:2379': want http://HOST:PORT"},
+		{"etcd = https://192.0.2.9:2379\n",
+		 ":4: etcd endpoint 'https://192.0.2.9:2379': want http://HOST:PORT"},
+		{"etcd = http://192.0.2.9:2379/v3\n",
+		 ":4: etcd endpoint 'http://192.0.2.9:2379/v3': want http://HOST:PORT"},
+		{"etcd = http://192.0.2.9\n", ":4: etcd endpoint 'http://192.0.2.9' lacks its port"},
+		{"etcd = http://192.0.2.9:2379,\n", ":4: etcd endpoint '': want http://HOST:PORT"},
+		{"replica = 192.0.2.11:4800\n",
+		 ":4: replica '192.0.2.11:4800': want ID=ADDR:PORT with ID from 1 to 4294967295"},
+		{"replica = 1=node-a:4800\n",
+		 ":4: replica 1 address 'node-a': want a numeric IPv4 address or an IPv6 one "
+		 "in brackets"},
+		{"replica = 1=192.0.2.11\n",
+		 ":4: replica 1 address '192.0.2.11' lacks its port: ADDR:PORT or [ADDR]:PORT"},
+		{"replica = 1=192.0.2.11:0\n", ":4: bad port '0'"},
+		{"replica-id = 1\n", "settings: replica group settings without --group"},
+		{"group = 7\netcd = http://e:2379\n",
+		 "settings: group 7 without this replica's id (--replica-id)"},
+		{"group = 7\nreplica-id = 1\n",
+		 "settings: group 7 without etcd's endpoints (--etcd)"},
+		{"group = 7\nreplica-id = 1\netcd = http://e:2379\nreplica = 1=192.0.2.11:4800\n"
+		 "replica = 2=192.0.2.12:4800\n",
+		 "settings: group 7 has 2 replicas (--replica): want 3 to 7"},
+		{"group = 7\nreplica-id = 1\netcd = http://e:2379\nreplica = 1=192.0.2.11:4800\n"
+		 "replica = 1=192.0.2.12:4800\nreplica = 3=192.0.2.13:4800\n",
+		 "settings: replica id 1 given twice"},
+		{"group = 7\nreplica-id = 1\netcd = http://e:2379\nreplica = 1=192.0.2.11:4800\n"
+		 "replica = 2=192.0.2.11:4800\nreplica = 3=192.0.2.13:4800\n",
+		 "settings: replicas 2 and another share address 192.0.2.11 port 4800"},
+		{"group = 7\nreplica-id = 4\netcd = http://e:2379\nreplica = 1=192.0.2.11:4800\n"
+		 "replica = 2=192.0.2.12:4800\nreplica = 3=192.0.2.13:4800\n",
+		 "settings: replica-id 4 is not in the replica set (--replica)"},
+		{"group = 7\nreplica-id = 1\netcd = http://e:2379\nreplica = 1=192.0.2.2:4791\n"
+		 "replica = 2=192.0.2.12:4800\nreplica = 3=192.0.2.13:4800\n",
+		 "settings: replica 1's address 192.0.2.2:4791 is the hosts' (--listen): give "
+		 "the log listener another port"},
+	};
+	for (const auto &c : cases) {
+		TempFile f(base + c.text);
+		const std::string m = c.message;
+
+		assert_fails(parse_file(f), m.starts_with(":") ? f.path + m : m);
+	}
+	// On the command line, the option names the error.
+	assert_fails(parse({"-l", "192.0.2.2", "-d", "/d", "-D", "1=/dev/a", "--group", "0x7"}),
+		     "--group: group '0x7': want a number from 1 to 9223372036854775807");
+}
+
 } // namespace
 
 int main()
@@ -521,6 +634,8 @@ int main()
 		cmocka_unit_test(test_config_cli_address_keeps_file_port),
 		cmocka_unit_test(test_config_help_skips_the_rest),
 		cmocka_unit_test(test_config_metrics),
+		cmocka_unit_test(test_config_group),
+		cmocka_unit_test(test_config_group_errors),
 	};
 
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
