@@ -167,6 +167,9 @@ void NodeCore::reply_unparsed(ConnId conn, uint64_t req_id, uint16_t opcode, int
 
 void NodeCore::change(Change c, std::function<void(int err, const Applied *applied)> done)
 {
+	if (repl)
+		return change_replicated(std::move(c), std::move(done));
+
 	auto shared = std::make_shared<Change>(std::move(c));
 
 	auto queued = journal.append(shared->type, std::as_bytes(std::span(shared->payload)),
@@ -177,17 +180,8 @@ void NodeCore::change(Change c, std::function<void(int err, const Applied *appli
 			(void)store.abort(*shared);
 			return done(-EIO, nullptr);
 		}
-		auto applied = store.commit(*shared);
-		if (!applied.ok()) {
-			// The journal now holds a change the state cannot take: a
-			// bug. Stop, and let recovery rebuild from the journal.
-			log_error("cannot apply a journaled change: %s",
-				  applied.message().c_str());
-			log_flush();
-			std::abort();
-		}
-		records_since_checkpoint_++;
-		done(0, &applied.value());
+		const Applied applied = commit_journaled(*shared);
+		done(0, &applied);
 	});
 	if (!queued.ok()) {
 		// The journal is read-only after a write error: fail-stop for
@@ -196,6 +190,74 @@ void NodeCore::change(Change c, std::function<void(int err, const Applied *appli
 		(void)store.abort(*shared);
 		done(-EIO, nullptr);
 	}
+}
+
+Applied NodeCore::commit_journaled(const Change &c)
+{
+	auto applied = store.commit(c);
+
+	if (!applied.ok()) {
+		// The journal now holds a change the state cannot take: a
+		// bug. Stop, and let recovery rebuild from the journal.
+		log_error("cannot apply a journaled change: %s", applied.message().c_str());
+		log_flush();
+		std::abort();
+	}
+	records_since_checkpoint_++;
+	return std::move(applied).value();
+}
+
+// A replica's change: journaled, shipped, committed in the store and
+// answered only at the commit index (repl_answer.h). The journal's callback
+// only tells the log its record is durable here; the answer comes from the
+// log alone, once: committed(0) when a majority has it durable (the local
+// journal counting only once it has it), committed(err) when this replica
+// stops leading first, its fate unknown here. A failed local journal
+// answers nothing: the record may still commit on the followers, and the
+// process stops (journal.h, fail-stop), which ends the leadership.
+void NodeCore::change_replicated(Change c,
+				 std::function<void(int err, const Applied *applied)> done)
+{
+	if (!repl->accepting()) {
+		(void)store.abort(c);
+		return done(-EAGAIN, nullptr);
+	}
+
+	auto shared = std::make_shared<Change>(std::move(c));
+	auto index = std::make_shared<uint64_t>(0);
+	auto queued = journal.append(shared->type, std::as_bytes(std::span(shared->payload)),
+				     [this, index](const mdr::Status &st) {
+		if (st.ok())
+			repl->local_durable(*index);
+		else
+			log_error_rl("journal write failed: %s; the change waits for the "
+				     "group's commit while the process stops",
+				     st.message().c_str());
+	});
+	if (!queued.ok()) {
+		log_error_rl("journal refuses the change: %s", queued.message().c_str());
+		(void)store.abort(*shared);
+		return done(-EIO, nullptr);
+	}
+	auto shipped = repl->ship(shared->type, std::as_bytes(std::span(shared->payload)),
+				  [this, shared, done](int err) {
+		if (err) {
+			(void)store.abort(*shared);
+			return done(err, nullptr);
+		}
+		const Applied applied = commit_journaled(*shared);
+		done(0, &applied);
+	});
+	if (!shipped.ok()) {
+		// The journal holds a record the group's log lacks: the logs
+		// would part from here on. A bug: stop, as for a journaled
+		// change the state cannot take.
+		log_error("cannot ship a journaled change: %s", shipped.message().c_str());
+		log_flush();
+		std::abort();
+	}
+	// The journal's callback runs later than this, never from append().
+	*index = shipped.value();
 }
 
 // From tick(), never from a journal callback (the journal refuses), and

@@ -10,6 +10,12 @@
 // table that hosts READ changes only now), and then the caller goes on
 // (tells lease holders, replies).
 //
+// On a replica of a group (replication.md) the path has one more step: the
+// journal's record is also the group log's next, shipped to the followers
+// (ReplicatedLog), and the store commits it and the caller goes on only
+// once a majority has it durable; a replica that does not lead refuses
+// the change before it is journaled.
+//
 // Leases (leases.h) are granted and extended by the host RPCs, and lapse
 // or go in tick(); the rooms that must hear of it (moves, pushes) are
 // LeaseEvents, told in the order they subscribed.
@@ -21,9 +27,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "lib/util/result.h"
 #include "lib/wire/wire.h"
 #include "mdnode/copier.h"
 #include "mdnode/histogram.h"
@@ -161,6 +169,29 @@ struct NodeStats {
 	RequestStats req{};
 };
 
+// The group's log under the change path, on a replica of a group; none on a
+// single node. repl_answer.h has the rule it keeps and why it loses no
+// acknowledged change.
+class ReplicatedLog {
+public:
+	virtual ~ReplicatedLog() = default;
+	// Whether changes are answered here now: a leader that may serve (its
+	// etcd lease holds, a majority's logs were heard, a record of its
+	// epoch committed). Otherwise a change is refused, -EAGAIN, before it
+	// is journaled, and so are host requests (a follower grants no lease).
+	virtual bool accepting() const = 0;
+	// The change's record was just appended to the local journal, the
+	// log's next: ship it, and call committed(0) once the commit index
+	// covers it, or committed(err < 0) if this replica stops leading
+	// first; never from ship() itself. Its log index, or an error (a bug:
+	// the journal holds a record the log lacks).
+	virtual mdr::Result<uint64_t> ship(uint16_t type, std::span<const std::byte> payload,
+					   std::function<void(int err)> committed) = 0;
+	// The local journal has the record at index durable (and every one
+	// before it: its callbacks run in append order).
+	virtual void local_durable(uint64_t index) = 0;
+};
+
 // Told when a lease is granted (OPEN), lapses (its host sends no new IO)
 // or goes (closed, dropped, or lapsed for io_hold_ms: no IO of its host is
 // left).
@@ -194,8 +225,12 @@ struct NodeCore {
 	// of that id still in flight keeps its clock for its real reply.
 	void reply_unparsed(ConnId conn, uint64_t req_id, uint16_t opcode, int err);
 
-	// Journals the change, commits it, then calls done(status).
+	// Journals the change, commits it, then calls done(status). On a
+	// replica of a group: also ships it, and commits it once committed.
 	void change(Change c, std::function<void(int err, const Applied *applied)> done);
+	// Whether this process answers host requests and changes now: a
+	// single node always, a replica only while repl accepts them.
+	bool accepting() const { return !repl || repl->accepting(); }
 	// A checkpoint once enough records are journaled, with no change in
 	// flight and no extent moving, none in flight and no retry pending
 	// (kCheckpointRetryMinMs). The snapshot is taken here; the journal
@@ -244,6 +279,7 @@ struct NodeCore {
 	Store &store;
 	Journal &journal;
 	Transport *net = nullptr;
+	ReplicatedLog *repl = nullptr;		// a replica of a group's
 	std::map<ConnId, Session> sessions;
 	Leases leases;
 	NodeStats stats;
@@ -251,6 +287,9 @@ struct NodeCore {
 	Copier copier;
 
 private:
+	void change_replicated(Change c, std::function<void(int err, const Applied *applied)> done);
+	// The journaled change c takes effect in the store: a failure is a bug.
+	Applied commit_journaled(const Change &c);
 	void checkpoint_failed(const mdr::Status &st, uint64_t covered);
 	// reply()'s half of the request clock: stops the one of req_id.
 	void request_replied(ConnId conn, uint64_t req_id);

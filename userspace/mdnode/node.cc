@@ -20,6 +20,29 @@ MDNODE_LOG_SUBSYSTEM("node");
 
 namespace wire = mdr::wire;
 
+// What a replica that does not lead refuses: every request that grants,
+// keeps or uses a lease, and every admin change. Reads of the state (the
+// lists, a volume's info, the statistics) and the proofs are answered.
+bool leader_only(uint16_t opcode)
+{
+	switch (opcode) {
+	case MDR_OP_OPEN:
+	case MDR_OP_CLOSE:
+	case MDR_OP_RENEW:
+	case MDR_OP_ALLOC:
+	case MDR_OP_VOL_CREATE:
+	case MDR_OP_VOL_DELETE:
+	case MDR_OP_VOL_RESIZE:
+	case MDR_OP_MOVE:
+	case MDR_OP_DRAIN:
+	case MDR_OP_HOST_ADD:
+	case MDR_OP_HOST_REMOVE:
+		return true;
+	default:
+		return false;
+	}
+}
+
 } // namespace
 
 Node::Node(const NodeOptions &opts, Store &store, Journal &journal,
@@ -127,6 +150,11 @@ void Node::handle(Session &s, const wire::Msg &m)
 	// says which); without it the host is cut off.
 	if (!auth_.allowed(s, m.hdr))
 		return;
+	// A replica that does not lead: AGAIN, the client asks again or asks
+	// another replica. (The leader's address in the answer, a status of
+	// its own, is not built: replication.md, "Not built yet".)
+	if (!m.hdr.reply() && leader_only(m.hdr.opcode) && !core_.accepting())
+		return core_.reply_error(s.peer.id, id, m.hdr.opcode, -EAGAIN);
 	std::visit([&](const auto &b) {
 		using T = std::decay_t<decltype(b)>;
 		if constexpr (std::is_same_v<T, wire::OpenReq>)
@@ -173,6 +201,18 @@ void Node::handle(Session &s, const wire::Msg &m)
 			// parse() lets through only what a node receives
 			core_.reply_error(s.peer.id, id, m.hdr.opcode, -EPROTO);
 	}, m.body);
+}
+
+void Node::stop_serving_hosts()
+{
+	std::vector<ConnId> hosts;
+
+	for (const auto &[conn, s] : core_.sessions)
+		if (s.peer.role == MDR_ROLE_HOST)
+			hosts.push_back(conn);
+	// Each goes through on_disconnected() when the transport has it down.
+	for (ConnId conn : hosts)
+		core_.net->disconnect(conn);
 }
 
 void Node::tick()

@@ -51,6 +51,14 @@ public:
 	Node &operator=(const Node &) = delete;
 
 	void attach(Transport &net) { core_.net = &net; }
+	// A replica of a group: changes go through the group's log, and
+	// nothing that grants a lease or changes the state is answered while
+	// it does not accept (core.h, ReplicatedLog). Before any request.
+	void replicate(ReplicatedLog &log) { core_.repl = &log; }
+	// The replica stopped leading (its etcd lease ran out, or it lost the
+	// key): every host is disconnected, and with its connection go the
+	// registrations of the tables it READ. Admins stay: they may read.
+	void stop_serving_hosts();
 
 	uint16_t on_connect(const PeerInfo &peer) override;
 	void on_established(const PeerInfo &peer) override;

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// test_node_replicated.cc - mdnode's change path on a replica of a group
+// (core.h, ReplicatedLog), through the Net seam with a fake transport and a
+// log that commits by hand: a change is journaled and shipped at the log's
+// next index, answered (and seen in the store) only once the commit index
+// covers it, however long its local journal has had it durable; a replica
+// that stops leading answers what waits with AGAIN and leaves the store as
+// it was; a replica that does not lead refuses leases and changes with
+// AGAIN, journals nothing, and still answers reads; stopping to serve cuts
+// the hosts and keeps the admins.
+#include <cerrno>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "lib/wire/wire.h"
+#include "mdnode/core.h"
+#include "mdnode/repl_answer.h"
+
+#include "tests/test_node.h"
+
+#include "tests/common/cmocka_cxx.h"
+
+namespace wire = mdr::wire;
+using mdnode::ConnId;
+
+namespace {
+
+using namespace mdr::test;
+
+// The group's log as the node sees it: records shipped in order, the
+// local journal's durable index, and a commit index moved by hand.
+class FakeLog : public mdnode::ReplicatedLog {
+public:
+	bool accepting() const override { return accept; }
+	mdr::Result<uint64_t> ship(uint16_t type, std::span<const std::byte>,
+				   std::function<void(int err)> committed) override
+	{
+		const uint64_t index = next++;
+
+		types.push_back(type);
+		if (auto st = answers.hold(index, std::move(committed)); !st.ok())
+			return mdr::Error(st.error(), st.message());
+		return index;
+	}
+	void local_durable(uint64_t index) override
+	{
+		assert_int_equal(index, durable + 1);
+		durable = index;
+	}
+
+	bool accept = true;
+	uint64_t next = 1;
+	uint64_t durable = 0;
+	std::vector<uint16_t> types;
+	mdnode::repl::AnswerQueue answers;
+};
+
+struct Replica : Rig {
+	Replica() { node->replicate(log); }
+
+	FakeLog log;
+};
+
+void test_change_answered_at_commit(void **)
+{
+	Replica r;
+	const ConnId adm = r.admin();
+	const uint64_t records = r.journal->stats().records;
+
+	r.send(adm, 1, wire::VolCreateReq{.size = 4 * MiB, .extent_shift = kShift, .tenant = 1,
+					  .name = "v"});
+	r.send(adm, 2, wire::VolCreateReq{.size = 4 * MiB, .extent_shift = kShift, .tenant = 1,
+					  .name = "w"});
+	assert_int_equal(r.log.next, 3);
+	assert_int_equal(r.log.types.size(), 2);
+	assert_int_equal(r.log.types[0], mdnode::kVolumeCreate);
+	// Durable here: told to the log, and still neither answered nor seen.
+	r.flush();
+	assert_int_equal(r.journal->stats().records, records + 2);
+	assert_int_equal(r.log.durable, 2);
+	assert_true(r.quiet(adm));
+	assert_null(r.store->volume("v"));
+	// The commit index covers the first: it alone takes effect.
+	r.log.answers.release(1);
+	wire::Msg m = r.one(adm);
+	assert_int_equal(m.hdr.req_id, 1);
+	assert_int_equal(status_of(m), MDR_ST_OK);
+	assert_non_null(r.store->volume("v"));
+	assert_null(r.store->volume("w"));
+	r.log.answers.release(2);
+	assert_int_equal(status_of(r.one(adm)), MDR_ST_OK);
+	assert_non_null(r.store->volume("w"));
+
+	// An ALLOC the same way: its host hears of it only at the commit.
+	const uint64_t vol = r.store->volume("v")->id;
+	const ConnId h = r.host(1, 0xa);
+	r.open(h, vol);
+	r.send(h, 3, wire::AllocReq{.volume_id = vol, .index = 0});
+	r.flush();
+	assert_true(r.quiet(h));
+	assert_int_equal(r.store->volume(vol)->allocated, 0);
+	r.log.answers.release(3);
+	expect_alloc(r, r.one(h), 3, vol, 0);
+}
+
+// Stopping to lead answers every change that waits with AGAIN (the client
+// asks again), and none of them took effect here.
+void test_abandoned_changes(void **)
+{
+	Replica r;
+	const ConnId adm = r.admin();
+
+	r.send(adm, 1, wire::VolCreateReq{.size = 4 * MiB, .extent_shift = kShift, .tenant = 1,
+					  .name = "v"});
+	r.flush();
+	r.log.accept = false;
+	r.log.answers.abandon(-EAGAIN);
+	wire::Msg m = r.one(adm);
+	assert_int_equal(status_of(m), MDR_ST_AGAIN);
+	assert_int_equal(std::get<wire::ErrorRep>(m.body).opcode, MDR_OP_VOL_CREATE);
+	assert_null(r.store->volume("v"));
+	assert_int_equal(r.store->counts().in_flight, 0);
+}
+
+// A replica that does not lead: every lease and change refused with AGAIN
+// before the journal sees it; reads answered.
+void test_follower_refuses(void **)
+{
+	Replica r;
+	const ConnId adm = r.admin();
+	r.send(adm, 1, wire::VolCreateReq{.size = 4 * MiB, .extent_shift = kShift, .tenant = 1,
+					  .name = "v"});
+	r.flush();
+	r.log.answers.release(1);
+	assert_int_equal(status_of(r.one(adm)), MDR_ST_OK);
+	const uint64_t vol = r.store->volume("v")->id;
+	const ConnId h = r.host(1, 0xa);
+	r.open(h, vol);
+
+	r.log.accept = false;
+	const uint64_t records = r.journal->stats().records;
+	struct {
+		ConnId conn;
+		wire::Body body;
+		uint16_t opcode;
+	} refused[] = {
+		{h, wire::AllocReq{.volume_id = vol, .index = 0}, MDR_OP_ALLOC},
+		{h, wire::OpenReq{.volume_id = vol}, MDR_OP_OPEN},
+		{h, wire::RenewReq{}, MDR_OP_RENEW},
+		{adm, wire::VolCreateReq{.size = MiB, .extent_shift = kShift, .tenant = 1,
+					 .name = "w"}, MDR_OP_VOL_CREATE},
+		{adm, wire::VolDeleteReq{.name = "v"}, MDR_OP_VOL_DELETE},
+	};
+	uint64_t id = 10;
+	for (const auto &c : refused) {
+		r.send(c.conn, id, c.body);
+		wire::Msg m = r.one(c.conn);
+		assert_int_equal(m.hdr.req_id, id);
+		assert_int_equal(status_of(m), MDR_ST_AGAIN);
+		assert_int_equal(std::get<wire::ErrorRep>(m.body).opcode, c.opcode);
+		id++;
+	}
+	r.flush();
+	assert_int_equal(r.journal->stats().records, records);
+	assert_int_equal(r.log.next, 2);
+	assert_non_null(r.store->volume("v"));
+	assert_null(r.store->volume("w"));
+	// Reads go on.
+	assert_int_equal(r.info(adm, "v").vol.volume_id, vol);
+	assert_int_equal(r.call(adm, 20, wire::VolListReq{}), MDR_ST_OK);
+
+	// Leading again: changes are taken.
+	r.log.accept = true;
+	r.send(adm, 21, wire::VolCreateReq{.size = MiB, .extent_shift = kShift, .tenant = 1,
+					   .name = "w"});
+	r.flush();
+	r.log.answers.release(2);
+	assert_int_equal(status_of(r.one(adm)), MDR_ST_OK);
+	assert_non_null(r.store->volume("w"));
+}
+
+// A replica that stops serving cuts its hosts and keeps its admins.
+void test_stop_serving_hosts(void **)
+{
+	Replica r;
+	const ConnId adm = r.admin();
+	const ConnId a = r.host(1, 0xa);
+	const ConnId b = r.host(2, 0xb);
+
+	r.node->stop_serving_hosts();
+	assert_true(r.net.cut(a));
+	assert_true(r.net.cut(b));
+	assert_false(r.net.cut(adm));
+}
+
+} // namespace
+
+int main()
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_change_answered_at_commit),
+		cmocka_unit_test(test_abandoned_changes),
+		cmocka_unit_test(test_follower_refuses),
+		cmocka_unit_test(test_stop_serving_hosts),
+	};
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
