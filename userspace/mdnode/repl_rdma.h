@@ -129,6 +129,11 @@ public:
 	mdr::Status send(const std::string &member, std::span<const std::byte> msg) override;
 
 	bool connected(const std::string &member) const;
+	// The log the member's accept carried (check_accept() verified it is
+	// this epoch's connection), while that connection is live; nullptr
+	// otherwise. Taken after the member fenced every lower epoch: what a
+	// new leader counts before it serves (repl_answer.h).
+	const LogState *log_state(const std::string &member) const;
 	// The highest epoch a follower said it is fenced to, above ours: a
 	// newer leader exists and this one must stop. 0 while none did.
 	uint64_t deposed_by() const { return deposed_by_; }

@@ -325,6 +325,15 @@ bool RdmaShipLink::connected(const std::string &member) const
 	return it != conns_.end() && it->second->st == Conn::St::live;
 }
 
+const LogState *RdmaShipLink::log_state(const std::string &member) const
+{
+	auto it = conns_.find(member);
+
+	if (it == conns_.end() || it->second->st != Conn::St::live)
+		return nullptr;
+	return &it->second->acc.log;
+}
+
 const MemberLinkStats *RdmaShipLink::stats(const std::string &member) const
 {
 	auto it = conns_.find(member);
