@@ -30,7 +30,7 @@ const char kUsage[] =
 	"              [--host-auth required|optional] [--host-auth-timeout-ms N]\n"
 	"              [--forget-device ID] [--metrics ADDR:PORT]\n"
 	"              [--group G --replica-id ID --etcd URL[,URL...]\n"
-	"               --replica ID=ADDR:PORT --replica ...]\n"
+	"               --replica ID=ADDR:PORT --replica ... [--group-ttl-s N]]\n"
 	"\n"
 	"The storage-node metadata responder of mdroute: serves the extent tables\n"
 	"of its volumes to hosts over RDMA, and journals every change in DIR.\n"
@@ -70,6 +70,8 @@ const char kUsage[] =
 	"                            a member of the replica set and the numeric\n"
 	"                            address its log listener takes (repeat: 3 to 7\n"
 	"                            members, this one among them)\n"
+	"      --group-ttl-s N       etcd lease of the leader key, 1..60 s (1): a leader\n"
+	"                            that died holds the group this long\n"
 	"      --forget-device ID    drop the disk the journal recorded for device ID\n"
 	"                            and record the one configured now (repeat; command\n"
 	"                            line only): after replacing or re-creating a disk\n"
@@ -92,7 +94,7 @@ enum Opt {
 	kListen, kDataDir, kDevice, kConfig, kAdminKey, kLeaseMs, kIoHoldMs, kMaxConn,
 	kLogLevel, kHelp, kVersion, kTestDropInval, kHostAuth, kHostAuthTimeout,
 	kMaxConnTenant, kAdminConn, kForgetDevice, kMetrics, kGroup, kReplicaId, kEtcd,
-	kReplica,
+	kReplica, kGroupTtl,
 };
 
 constexpr mdr::OptionSpec kSpecs[] = {
@@ -120,6 +122,7 @@ constexpr mdr::OptionSpec kSpecs[] = {
 	{kReplicaId, "replica-id", 0, true},
 	{kEtcd, "etcd", 0, true},
 	{kReplica, "replica", 0, true},
+	{kGroupTtl, "group-ttl-s", 0, true},
 };
 
 // By id: without MDR_TEST_HOOKS an entry is missing, so ids are not
@@ -344,6 +347,11 @@ mdr::Status apply(Config &c, Lists &lists, int opt, std::string_view value,
 		return parse_etcd(value, where, c.etcd_endpoints);
 	case kReplica:
 		return parse_replica(value, where, lists.replicas);
+	case kGroupTtl:
+		if (!parse_uint<uint32_t>(value, c.group_ttl_s, 1, kGroupTtlMaxS))
+			return bad(where, "group-ttl-s '" + std::string(value) + "': want 1.." +
+					  std::to_string(kGroupTtlMaxS));
+		return {};
 	case kAdminKey:
 		c.admin_key_file = std::string(value);
 		return {};

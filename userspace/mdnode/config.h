@@ -52,6 +52,8 @@ struct ReplicaArg {
 // Members a replica set may have: three in the design, up to seven.
 inline constexpr size_t kMinReplicas = 3;
 inline constexpr size_t kMaxReplicas = 7;
+// The longest --group-ttl-s: a leader that died holds the group this long.
+inline constexpr uint32_t kGroupTtlMaxS = 60;
 
 // The most --io-hold-ms takes: 10 minutes, far beyond any device's timeout.
 inline constexpr uint32_t kIoHoldMsMax = 600000;
@@ -88,6 +90,9 @@ struct Config {
 	uint32_t replica_id = 0;
 	std::vector<std::string> etcd_endpoints;	// http://HOST:PORT
 	std::vector<ReplicaArg> replicas;		// this one among them
+	// --group-ttl-s: the etcd lease of the leader key and of the member
+	// record (GroupOptions::ttl_s).
+	uint32_t group_ttl_s = 1;
 	bool help = false;
 	bool version = false;
 };

@@ -507,7 +507,7 @@ void test_config_group(void **)
 	Result<Config> r = parse_file(f);
 
 	assert_true(r.ok());
-	const Config &c = r.value();
+	const Config c = r.value();
 	assert_int_equal(c.group, 7);
 	assert_int_equal(c.replica_id, 2);
 	assert_int_equal(c.etcd_endpoints.size(), 2);
@@ -521,6 +521,10 @@ void test_config_group(void **)
 	assert_non_null(self);
 	assert_int_equal(self->id, 2);
 	assert_string_equal(self->address.c_str(), "192.0.2.12");
+	assert_int_equal(c.group_ttl_s, 1);
+	r = parse({"--config", f.path.c_str(), "--group-ttl-s", "5"});
+	assert_true(r.ok());
+	assert_int_equal(r.value().group_ttl_s, 5);
 
 	// None of them: a single node, no replica of its own.
 	TempFile single(kRequired);
@@ -555,6 +559,8 @@ void test_config_group_errors(void **)
 		{"group = 9223372036854775808\n",
 		 ":4: group '9223372036854775808': want a number from 1 to 9223372036854775807"},
 		{"replica-id = 0\n", ":4: replica-id '0': want 1..4294967295"},
+		{"group-ttl-s = 0\n", ":4: group-ttl-s '0': want 1..60"},
+		{"group-ttl-s = 61\n", ":4: group-ttl-s '61': want 1..60"},
 		{"etcd = 192.0.2.9:2379\n",
 		 ":4: etcd endpoint '192.0.2.9:2379': want http://HOST:PORT"},
 		{"etcd = https://192.0.2.9:2379\n",
