@@ -265,6 +265,11 @@ void NodeCore::change_replicated(Change c,
 // journal holds.
 void NodeCore::maybe_checkpoint()
 {
+	// Not on a replica of a group yet: a follower's journal holds records
+	// past what its store applied, which the store's snapshot would claim
+	// (replication.md, "Not built yet").
+	if (repl)
+		return;
 	// A snapshot holds mapped entries only: none while an extent moves.
 	if (records_since_checkpoint_ < opts.checkpoint_records ||
 	    journal.checkpoint_in_flight() || now_ms_() < checkpoint_retry_ms_ ||

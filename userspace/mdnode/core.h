@@ -233,8 +233,9 @@ struct NodeCore {
 	bool accepting() const { return !repl || repl->accepting(); }
 	// A checkpoint once enough records are journaled, with no change in
 	// flight and no extent moving, none in flight and no retry pending
-	// (kCheckpointRetryMinMs). The snapshot is taken here; the journal
-	// writes it on its worker while the loop serves. From tick() only.
+	// (kCheckpointRetryMinMs); none on a replica of a group (yet). The
+	// snapshot is taken here; the journal writes it on its worker while
+	// the loop serves. From tick() only.
 	void maybe_checkpoint();
 	// The delay before the next try of a failed checkpoint; 0 when the
 	// last one did not fail.

@@ -10,7 +10,9 @@
 // a checkpoint, exit 0. SIGHUP: logged, ignored. A failed journal: stop at
 // once, no checkpoint, exit kExitJournalFailed. With --metrics, the
 // endpoint listens before READY=1 and shows what the loop published at its
-// last tick (metrics_http.h).
+// last tick (metrics_http.h). With --group, the process is a replica of a
+// group (group_replica.h): it stops when it stops leading, and writes no
+// checkpoint.
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -25,6 +27,7 @@
 #include "lib/util/errors.h"
 #include "lib/util/release.h"
 #include "mdnode/config.h"
+#include "mdnode/group_replica.h"
 #include "mdnode/log.h"
 #include "mdnode/loop.h"
 #include "mdnode/metrics.h"
@@ -45,6 +48,23 @@ constexpr int kTickMs = 50;
 // connections in turns (RdmaServer::on_cq_event()): no one sender takes it.
 constexpr unsigned kRdmaBudget = 256;
 
+// A replica's settings: etcd's records name the hosts' address of it.
+ReplicaSettings replica_settings(const Config &cfg)
+{
+	ReplicaSettings s;
+	const bool v6 = cfg.listen_address.find(':') != std::string::npos;
+
+	s.group = cfg.group;
+	s.self = cfg.replica_id;
+	s.replicas = cfg.replicas;
+	s.etcd = cfg.etcd_endpoints;
+	s.client_address = (v6 ? "[" + cfg.listen_address + "]" : cfg.listen_address) + ":" +
+			   std::to_string(cfg.port);
+	s.data_dir = cfg.data_dir;
+	s.ttl_s = int(cfg.group_ttl_s);
+	return s;
+}
+
 int run(const Config &cfg)
 {
 	set_log_level(cfg.log_level);
@@ -52,16 +72,6 @@ int run(const Config &cfg)
 	// must reach the loop's signalfd, not end the process elsewhere.
 	const sigset_t mask = handled_signals();
 	sigprocmask(SIG_BLOCK, &mask, nullptr);
-
-	// The group's settings are parsed and checked, but the daemon of a
-	// replica is not built yet (replication.md, "Not built yet"): a
-	// process asked to be one does not start as a single node instead.
-	if (cfg.group) {
-		log_error("refusing to start: group %llu: the daemon of a replica group is not "
-			  "built yet; start without --group, --replica-id, --etcd and --replica",
-			  (unsigned long long)cfg.group);
-		return kExitFailure;
-	}
 
 	if (!lock_data_dir(cfg))
 		return kExitFailure;
@@ -91,6 +101,19 @@ int run(const Config &cfg)
 		log_error("cannot roll back the moves the journal holds unfinished: %s",
 			  st.message().c_str());
 		return kExitFailure;
+	}
+
+	// A replica of a group: its changes go through the group's log from
+	// the first request on (group_replica.h).
+	std::unique_ptr<GroupReplica> replica;
+	if (cfg.group) {
+		auto r = GroupReplica::start(replica_settings(cfg), node, *store, j);
+		if (!r.ok()) {
+			log_error("refusing to start: %s", r.message().c_str());
+			return kExitFailure;
+		}
+		replica = std::move(r).value();
+		node.replicate(*replica);
 	}
 
 	ServerOptions so;
@@ -140,9 +163,12 @@ int run(const Config &cfg)
 		return kExitFailure;
 	}
 
-	// In this order each round: transport, journal, copier, signals, tick.
+	// In this order each round: transport, a replica's group and log
+	// connections, journal, copier, signals, tick.
 	loop.add({"rdma", [&srv] { return srv.fds(); }, kRdmaBudget,
 		  [&srv](int fd, unsigned budget) { return srv.process(fd, budget); }});
+	if (replica)
+		replica->add_to(loop);
 	loop.add_fd("journal", j.event_fd(), [&j] { j.process_completions(); });
 	loop.add_fd("copier", node.copier_fd(), [&node] { node.process_copies(); });
 	loop.add_fd("signals", sig_fd, [sig_fd, &loop] {
@@ -151,6 +177,8 @@ int run(const Config &cfg)
 			loop.stop();
 	});
 	auto tick = [&] {
+		if (replica)
+			replica->tick(steady_ms());
 		node.tick();
 		// The endpoint formats this copy on its own thread; a scrape
 		// holding the lock makes this tick skip, never wait.
@@ -173,6 +201,14 @@ int run(const Config &cfg)
 				  e->message.c_str(), kExitJournalFailed);
 			loop.stop();
 			rc = kExitJournalFailed;
+			return;
+		}
+		if (replica && replica->failed() && rc == kExitOk) {
+			notify_systemd(("STATUS=stopping: " + replica->failure()).c_str());
+			log_error("stopping: replica %u of group %llu: %s", cfg.replica_id,
+				  (unsigned long long)cfg.group, replica->failure().c_str());
+			loop.stop();
+			rc = kExitFailure;
 			return;
 		}
 		if (!srv.device_lost())
@@ -205,6 +241,17 @@ int run(const Config &cfg)
 	// the next start recovers.
 	if (rc == kExitJournalFailed)
 		return rc;
+	// A replica's journal may hold records past what its store applied
+	// (a follower's uncommitted ones): a checkpoint of the store would
+	// claim them. It only makes the journal durable.
+	if (replica) {
+		if (auto st = j.flush(); !st.ok()) {
+			log_error("shutdown: %s", st.message().c_str());
+			return j.failed() ? kExitJournalFailed : kExitFailure;
+		}
+		log_info("stopped%s", rc ? " on a failure" : " cleanly");
+		return rc;
+	}
 	if (!shut_down(j, *store))
 		return j.failed() ? kExitJournalFailed : kExitFailure;
 	settle_lease_bounds(cfg, no, !node.in_restart_grace());
