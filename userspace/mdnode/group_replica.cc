@@ -222,6 +222,9 @@ void GroupReplica::tick(int64_t now_ms)
 		return;
 	if (follower_->failed())
 		return stop("its journal or store refused a record of the leader's");
+	// As the hosts' transport does: hold nothing on a removed device.
+	if (follower_->device_lost())
+		return stop("the RDMA device of its log listener was removed");
 	if (!shipper_)
 		return;
 	if (!member_->serving(GroupMember::Clock::now()))

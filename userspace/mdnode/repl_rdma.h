@@ -209,6 +209,9 @@ public:
 	uint64_t applied_index() const;
 	// Its journal or store refused a record: the replica must stop.
 	bool failed() const;
+	// The RDMA device of its listener was removed: its removal waits
+	// until this follower is destroyed, and the replica must stop.
+	bool device_lost() const { return device_lost_; }
 	const FollowerStats &stats() const { return stats_; }
 
 private:
@@ -235,6 +238,7 @@ private:
 	// journal callbacks still come, and the next one starts from it.
 	std::unique_ptr<LogReceiver> rx_;
 	uint64_t fenced_;
+	bool device_lost_ = false;
 	FollowerStats stats_;
 };
 

@@ -213,8 +213,12 @@ void RdmaFollower::on_cm_event(rdma_cm_event *ev)
 
 	rdma_ack_cm_event(ev);
 	if (id == listen_id_) {
-		if (type == RDMA_CM_EVENT_DEVICE_REMOVAL)
+		if (type == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+			// The removal waits until every verbs object on the
+			// device is gone: the owner must let go (device_lost()).
 			stats_.last_error = "the RDMA device of the listener was removed";
+			device_lost_ = true;
+		}
 		return;
 	}
 	if (!conn_ || conn_->ep->cm() != id || type == RDMA_CM_EVENT_ESTABLISHED)
