@@ -56,8 +56,10 @@ public:
 	// it does not accept (core.h, ReplicatedLog). Before any request.
 	void replicate(ReplicatedLog &log) { core_.repl = &log; }
 	// The replica stopped leading (its etcd lease ran out, or it lost the
-	// key): every host is disconnected, and with its connection go the
-	// registrations of the tables it READ. Admins stay: they may read.
+	// key): every host is disconnected, so no QP of theirs READs a table
+	// any more. The tables' registrations (the transport's, per tenant)
+	// stay until the process ends, which GroupReplica makes it do at
+	// once. Admins stay: they may read.
 	void stop_serving_hosts();
 
 	uint16_t on_connect(const PeerInfo &peer) override;
