@@ -208,13 +208,14 @@ Applied NodeCore::commit_journaled(const Change &c)
 }
 
 // A replica's change: journaled, shipped, committed in the store and
-// answered only at the commit index (repl_answer.h). The journal's callback
-// only tells the log its record is durable here; the answer comes from the
-// log alone, once: committed(0) when a majority has it durable (the local
-// journal counting only once it has it), committed(err) when this replica
-// stops leading first, its fate unknown here. A failed local journal
-// answers nothing: the record may still commit on the followers, and the
-// process stops (journal.h, fail-stop), which ends the leadership.
+// answered only at the commit index (repl_answer.h); the log journals it
+// (with its mark) and tells its shipper when the local journal has it.
+// The answer comes from the log alone, once: committed(0) when a majority
+// has it durable (the local journal counting only once it has it),
+// committed(err) when this replica stops leading first, its fate unknown
+// here. A failed local journal answers nothing: the record may still
+// commit on the followers, and the process stops (journal.h, fail-stop),
+// which ends the leadership.
 void NodeCore::change_replicated(Change c,
 				 std::function<void(int err, const Applied *applied)> done)
 {
@@ -224,21 +225,6 @@ void NodeCore::change_replicated(Change c,
 	}
 
 	auto shared = std::make_shared<Change>(std::move(c));
-	auto index = std::make_shared<uint64_t>(0);
-	auto queued = journal.append(shared->type, std::as_bytes(std::span(shared->payload)),
-				     [this, index](const mdr::Status &st) {
-		if (st.ok())
-			repl->local_durable(*index);
-		else
-			log_error_rl("journal write failed: %s; the change waits for the "
-				     "group's commit while the process stops",
-				     st.message().c_str());
-	});
-	if (!queued.ok()) {
-		log_error_rl("journal refuses the change: %s", queued.message().c_str());
-		(void)store.abort(*shared);
-		return done(-EIO, nullptr);
-	}
 	auto shipped = repl->ship(shared->type, std::as_bytes(std::span(shared->payload)),
 				  [this, shared, done](int err) {
 		if (err) {
@@ -249,15 +235,10 @@ void NodeCore::change_replicated(Change c,
 		done(0, &applied);
 	});
 	if (!shipped.ok()) {
-		// The journal holds a record the group's log lacks: the logs
-		// would part from here on. A bug: stop, as for a journaled
-		// change the state cannot take.
-		log_error("cannot ship a journaled change: %s", shipped.message().c_str());
-		log_flush();
-		std::abort();
+		log_error_rl("the group's log refuses the change: %s", shipped.message().c_str());
+		(void)store.abort(*shared);
+		return done(shipped.error() == -EAGAIN ? -EAGAIN : -EIO, nullptr);
 	}
-	// The journal's callback runs later than this, never from append().
-	*index = shipped.value();
 }
 
 // From tick(), never from a journal callback (the journal refuses), and

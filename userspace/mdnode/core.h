@@ -180,16 +180,14 @@ public:
 	// epoch committed). Otherwise a change is refused, -EAGAIN, before it
 	// is journaled, and so are host requests (a follower grants no lease).
 	virtual bool accepting() const = 0;
-	// The change's record was just appended to the local journal, the
-	// log's next: ship it, and call committed(0) once the commit index
-	// covers it, or committed(err < 0) if this replica stops leading
-	// first; never from ship() itself. Its log index, or an error (a bug:
-	// the journal holds a record the log lacks).
+	// Journals the change's record as the log's next (with its mark,
+	// repl_journal.h) and ships it; calls committed(0) once the commit
+	// index covers it, or committed(err < 0) if this replica stops
+	// leading first; never from ship() itself. Its log index, or an
+	// error with nothing journaled: -EAGAIN when not leading, the
+	// journal's refusal otherwise.
 	virtual mdr::Result<uint64_t> ship(uint16_t type, std::span<const std::byte> payload,
 					   std::function<void(int err)> committed) = 0;
-	// The local journal has the record at index durable (and every one
-	// before it: its callbacks run in append order).
-	virtual void local_durable(uint64_t index) = 0;
 };
 
 // Told when a lease is granted (OPEN), lapses (its host sends no new IO)

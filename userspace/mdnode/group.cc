@@ -135,6 +135,10 @@ void GroupMember::process()
 		// After resign() the loop's state stays what resign() made it.
 		if (resigned_)
 			break;
+		// Renewals of an epoch it stepped down from, posted before the
+		// thread heard of it.
+		if (s.role == GroupState::Role::leader && s.epoch == stepped_down_)
+			continue;
 		const bool changed = !same_change(state_, s);
 		state_ = std::move(s);
 		if (changed && on_change_)
@@ -166,6 +170,22 @@ mdr::Status GroupMember::resign()
 		return Error(-ETIMEDOUT, "group '" + opts_.group +
 			     "': etcd did not take the resignation in time; the leases lapse");
 	return resign_status_;
+}
+
+void GroupMember::step_down(milliseconds hold)
+{
+	if (state_.role != GroupState::Role::leader)
+		return;
+	// Stop serving first: the key goes after, by the thread.
+	stepped_down_ = state_.epoch;
+	state_.role = GroupState::Role::follower;
+	state_.reason = "stepped down";
+	state_.since = Clock::now();
+
+	std::lock_guard lock(lock_);
+	step_down_hold_ = hold;
+	step_down_asked_ = true;
+	cv_.notify_all();
 }
 
 #ifdef MDR_TEST_HOOKS
@@ -212,7 +232,7 @@ bool GroupMember::idle_until(Clock::time_point t)
 {
 	std::unique_lock lock(lock_);
 	cv_.wait_until(lock, t, [this] {
-		return stopping_ || resign_asked_ || key_lost_ || paused_;
+		return stopping_ || resign_asked_ || key_lost_ || paused_ || step_down_asked_;
 	});
 	return !stopping_ && !resign_asked_;
 }
@@ -328,8 +348,12 @@ void GroupMember::follow()
 		post(s);
 
 	// A campaign of a third of the TTL: the record is kept alive and the
-	// leader read again between two.
+	// leader read again between two. None while a step down holds.
 	const auto third = milliseconds(opts_.ttl_s * 1000 / 3);
+	if (Clock::now() < campaign_after_) {
+		(void)idle_until(std::min(campaign_after_, Clock::now() + third));
+		return;
+	}
 	auto c = election_owned_->campaign(opts_.replica + "\n" + opts_.address, opts_.ttl_s,
 					   Clock::now() + third);
 	if (!c.ok()) {
@@ -405,6 +429,8 @@ void GroupMember::lead()
 	if (lost)
 		return lose("the leader key of epoch " + std::to_string(epoch) +
 			    " was deleted or replaced");
+	if (take_step_down())
+		return;
 	if (Clock::now() < renew_due_)
 		return keep_record();	// due, and the renewal is not
 
@@ -424,6 +450,25 @@ void GroupMember::lead()
 		s.since = Clock::now();
 	}
 	post(std::move(s));
+}
+
+// The loop asked to step down: the key goes now (its lease revoked), and
+// no campaign until the hold passed. False when it was not asked.
+bool GroupMember::take_step_down()
+{
+	milliseconds hold;
+	{
+		std::lock_guard lock(lock_);
+		if (!std::exchange(step_down_asked_, false))
+			return false;
+		hold = step_down_hold_;
+	}
+	const int64_t epoch = posted_.epoch;
+	Status r = election_owned_->resign();
+	campaign_after_ = Clock::now() + hold;
+	lose("stepped down from epoch " + std::to_string(epoch) +
+	     (r.ok() ? "" : " (the key lapses with its lease: " + r.message() + ")"));
+	return true;
 }
 
 void GroupMember::finish_resign()

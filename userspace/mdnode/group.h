@@ -110,6 +110,12 @@ public:
 	// more. Waits for that, bounded by the request timeout.
 	mdr::Status resign();
 
+	// Gives up leading and stays a follower: serving() is false from
+	// now; the thread deletes the leader key (revokes its lease) and
+	// campaigns again only after hold, so that another replica wins the
+	// next epoch. Nothing when not leading. Returns at once.
+	void step_down(std::chrono::milliseconds hold);
+
 #ifdef MDR_TEST_HOOKS
 	// The thread stops doing anything (no renewal, no campaign, no
 	// record keepalive) until resume_renewals(): a frozen process.
@@ -132,6 +138,7 @@ private:
 	bool idle_until(Clock::time_point t);	// false: stop or resign asked
 	bool asked_to_stop();
 	void finish_resign();
+	bool take_step_down();
 
 	const GroupOptions opts_;
 	const OnChange on_change_;
@@ -148,6 +155,7 @@ private:
 	bool record_failed_ = false;
 	Clock::time_point record_due_{};
 	Clock::time_point renew_due_{};
+	Clock::time_point campaign_after_{};	// a step down's hold
 	GroupState posted_;
 
 	// Shared with the thread, under lock_.
@@ -159,12 +167,15 @@ private:
 	bool resign_done_ = false;
 	mdr::Status resign_status_;
 	bool key_lost_ = false;		// the watch saw the leader key go
+	bool step_down_asked_ = false;
+	std::chrono::milliseconds step_down_hold_{0};
 	bool paused_ = false;
 	std::deque<GroupState> pending_;
 
 	// The loop's.
 	GroupState state_;
 	bool resigned_ = false;
+	int64_t stepped_down_ = 0;	// the epoch it stepped down from
 
 	std::thread thread_;
 };

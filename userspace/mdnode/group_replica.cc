@@ -3,9 +3,6 @@
 // group_replica.cc - see group_replica.h.
 #include "mdnode/group_replica.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -22,9 +19,6 @@ namespace {
 
 MDNODE_LOG_SUBSYSTEM("group");
 
-// Marks a data directory whose journal holds records of the group's log.
-constexpr const char kLogMark[] = "/group-log";
-
 // Ops of the leader's and the follower's channels per round of the loop.
 constexpr unsigned kReplBudget = 64;
 
@@ -33,23 +27,13 @@ std::string member_name(uint32_t id)
 	return std::to_string(id);
 }
 
-bool exists(const std::string &path)
-{
-	return access(path.c_str(), F_OK) == 0;
-}
-
 } // namespace
 
 mdr::Result<std::unique_ptr<GroupReplica>> GroupReplica::start(const ReplicaSettings &s,
 							      Node &node, Store &store,
-							      Journal &journal)
+							      Journal &journal,
+							      repl::RecoveredLog log)
 {
-	if (exists(s.data_dir + kLogMark))
-		return mdr::Error(-EEXIST, s.data_dir + kLogMark + ": its journal holds records "
-					   "of the group's log, and a replica's restart is not built "
-					   "yet (replication.md, \"Not built yet\"): start it on an "
-					   "empty data directory");
-
 	std::unique_ptr<GroupReplica> r(new GroupReplica(s, node, store, journal));
 	const ReplicaArg *self = nullptr;
 
@@ -62,7 +46,17 @@ mdr::Result<std::unique_ptr<GroupReplica>> GroupReplica::start(const ReplicaSett
 	repl::FollowerOptions fo;
 	fo.self = {self->id, self->address, self->port};
 	fo.bounds = {.group = s.group, .max_ring_bytes = s.ring_bytes};
-	// An empty log (above): nothing durable, applied or fenced yet.
+	// Its log as the journal left it: all durable (replayed), applied
+	// up to log.applied, the rest held. Fenced to the epoch of its last
+	// record: it took that epoch's leader already.
+	log_info("group %llu: its log ends at (%llu, %llu), applied up to %llu, %zu records "
+		 "held%s", (unsigned long long)s.group, (unsigned long long)log.last.epoch,
+		 (unsigned long long)log.last.index, (unsigned long long)log.applied,
+		 log.held.size(), log.cut ? ", a tail cut" : "");
+	fo.last = log.last;
+	fo.applied = log.applied;
+	fo.held = std::move(log.held);
+	fo.fenced_epoch = log.last.epoch;
 	auto f = repl::RdmaFollower::listen(std::move(fo), *r);
 	if (!f.ok())
 		return mdr::Error(f.error(), "the log listener on " + self->address + ":" +
@@ -119,16 +113,25 @@ bool GroupReplica::accepting() const
 }
 
 // The group's log on the follower: what its receiver appends goes to the
-// journal, what is committed to the store, as a restart replays it.
+// journal after its batch's mark, what is committed to the store, as a
+// restart replays it.
+mdr::Status GroupReplica::begin_batch(const repl::BatchHeader &h)
+{
+	const repl::LogMark m{.epoch = h.epoch, .first_index = h.first_index, .count = h.count,
+			      .commit_index = h.commit_index};
+
+	return journal_.append(kLogMark, repl::encode_mark(m), {});
+}
+
 mdr::Status GroupReplica::append(uint16_t type, std::span<const std::byte> payload, Done done)
 {
-	if (!mark_log_begun())
-		return mdr::Error(-EIO, "cannot mark the data directory's log begun");
 	return journal_.append(type, payload, std::move(done));
 }
 
 mdr::Status GroupReplica::apply(uint64_t, uint16_t type, std::span<const std::byte> payload)
 {
+	if (!repl::changes_store(type))
+		return {};
 	return store_.replay(type, {reinterpret_cast<const uint8_t *>(payload.data()),
 				    payload.size()});
 }
@@ -159,6 +162,11 @@ void GroupReplica::lead(uint64_t epoch)
 	// Its own end first: the leader before this one writes no more into
 	// its ring, and what it wrote there is checked against epoch.
 	follower_->fence(epoch);
+	// What its log holds is durable before it counts as its own
+	// (LogShipper's start): the follower's last batch may still be on
+	// its way to the disk.
+	if (mdr::Status st = journal_.flush(); !st.ok())
+		return stop("its journal: " + st.message());
 
 	const repl::LogPosition own = follower_->last();
 	const uint64_t applied = follower_->applied_index();
@@ -188,8 +196,6 @@ void GroupReplica::lead(uint64_t epoch)
 	auto gate = repl::LeaderGate::create(epoch, own, applied, names);
 	if (!gate.ok())
 		return stop("its gate: " + gate.message());
-	if (!mark_log_begun())
-		return stop("cannot mark the data directory's log begun");
 	auto link = repl::RdmaShipLink::create(lo);
 	if (!link.ok())
 		return stop("its links to the followers: " + link.message());
@@ -204,6 +210,8 @@ void GroupReplica::lead(uint64_t epoch)
 	epoch_ = epoch;
 	next_index_ = own.index + 1;
 	commit_index_ = applied;
+	epoch_shipped_ = false;
+	held_applied_ = false;
 	gate_.emplace(std::move(gate).value());
 	link_ = std::move(link).value();
 	shipper_ = std::move(shipper).value();
@@ -241,18 +249,24 @@ void GroupReplica::tick(int64_t now_ms)
 	}
 	switch (gate_->phase()) {
 	case repl::LeaderGate::Phase::behind:
-		return stop("replica " + gate_->ahead_member() + "'s log at (" +
-			    std::to_string(gate_->ahead_log().epoch) + ", " +
-			    std::to_string(gate_->ahead_log().index) +
-			    ") is ahead of its own, and adopting it is not built");
+		return step_down("replica " + gate_->ahead_member() + "'s log at (" +
+				 std::to_string(gate_->ahead_log().epoch) + ", " +
+				 std::to_string(gate_->ahead_log().index) + ") is ahead of its own");
 	case repl::LeaderGate::Phase::committing:
-		return stop("its log holds records it has not applied, which wait for the "
-			    "EPOCH record (not built)");
 	case repl::LeaderGate::Phase::serving:
-		if (!was_serving)
-			log_info("group %llu: serving in epoch %llu, %zu replicas' logs heard",
-				 (unsigned long long)settings_.group, (unsigned long long)epoch_,
-				 gate_->heard());
+		if (!epoch_shipped_) {
+			// Its epoch's first record: after a majority's logs, none
+			// ahead, were heard, never before (it would go over the
+			// tail of a log ahead).
+			const std::vector<std::byte> rec = repl::encode_epoch_record(epoch_);
+			auto idx = append_and_ship(kEpochRecord, rec, [](int) {});
+			if (!idx.ok())
+				return stop("its EPOCH record: " + idx.message());
+			epoch_shipped_ = true;
+			if (gate_->phase() == repl::LeaderGate::Phase::committing)
+				if (mdr::Status st = gate_->epoch_record(idx.value()); !st.ok())
+					return stop("its gate: " + st.message());
+		}
 		break;
 	case repl::LeaderGate::Phase::gathering:
 		break;
@@ -260,25 +274,69 @@ void GroupReplica::tick(int64_t now_ms)
 	shipper_->tick(now_ms);
 	link_->tick();
 	answer_committed();
+	if (!was_serving && gate_ && gate_->serving())
+		log_info("group %llu: serving in epoch %llu, %zu replicas' logs heard",
+			 (unsigned long long)settings_.group, (unsigned long long)epoch_,
+			 gate_->heard());
 }
 
 mdr::Result<uint64_t> GroupReplica::ship(uint16_t type, std::span<const std::byte> payload,
 					 std::function<void(int err)> committed)
 {
-	// NodeCore asked accepting() before it journaled the record; the
-	// clock may have passed the validity since, but the record is in the
-	// journal and must be in the log: only a leader that stopped (or
-	// never led) ships nothing.
+	// NodeCore asked accepting() just before; only a leader that
+	// stopped (or never led) ships nothing.
 	if (!shipper_ || stopped_)
 		return mdr::Error(-EAGAIN, "not leading");
+	return append_and_ship(type, payload, std::move(committed));
+}
 
+// The mark and the record go to the journal back to back (nothing else is
+// journaled between them: one thread), then to the shipper. A journal
+// that refuses the mark took nothing; one that takes the mark and refuses
+// the record has failed (journal.h: it refuses only what is too large,
+// and a change never is), and the next start reads the mark's record as
+// lost at a crash.
+mdr::Result<uint64_t> GroupReplica::append_and_ship(uint16_t type,
+						    std::span<const std::byte> payload,
+						    std::function<void(int err)> committed)
+{
 	const uint64_t index = next_index_;
+	const repl::LogMark m{.epoch = epoch_, .first_index = index, .count = 1,
+			      .commit_index = commit_index_};
+
+	if (mdr::Status st = journal_.append(kLogMark, repl::encode_mark(m), {}); !st.ok())
+		return mdr::Error(st.error(), st.message());
+	mdr::Status st = journal_.append(type, payload, [this, index](const mdr::Status &s) {
+		if (s.ok())
+			local_durable(index);
+		else
+			log_error_rl("journal write failed: %s; the record at %llu waits for the "
+				     "group's commit while the process stops", s.message().c_str(),
+				     (unsigned long long)index);
+	});
+	if (!st.ok()) {
+		stop("its journal refused the record at " + std::to_string(index) + " after its "
+		     "mark: " + st.message());
+		return mdr::Error(st.error(), st.message());
+	}
+
 	const repl::RecordRef r{type, payload};
 
-	if (mdr::Status st = shipper_->ship(index, std::span(&r, 1)); !st.ok())
-		return mdr::Error(st.error(), st.message());
-	if (mdr::Status st = answers_.hold(index, std::move(committed)); !st.ok())
-		return mdr::Error(st.error(), st.message());
+	if (mdr::Status sh = shipper_->ship(index, std::span(&r, 1)); !sh.ok()) {
+		// The journal holds a record the group's log lacks: the logs
+		// would part from here on. A bug: stop, as for a journaled
+		// change the state cannot take.
+		log_error("cannot ship the journaled record at %llu: %s",
+			  (unsigned long long)index, sh.message().c_str());
+		log_flush();
+		std::abort();
+	}
+	if (mdr::Status h = answers_.hold(index, std::move(committed)); !h.ok()) {
+		log_error("cannot wait for the commit of %llu: %s", (unsigned long long)index,
+			  h.message().c_str());
+		log_flush();
+		std::abort();
+	}
 	next_index_++;
 	return index;
 }
@@ -294,12 +352,45 @@ void GroupReplica::local_durable(uint64_t index)
 	answer_committed();
 }
 
+// The held records go to the store in the same step that lets the gate
+// serve: no change is prepared against a store without them.
 void GroupReplica::answer_committed()
 {
 	if (!gate_)
 		return;
 	gate_->on_commit(commit_index_);
+	if (gate_->serving() && !held_applied_) {
+		if (mdr::Status st = apply_held(); !st.ok())
+			return stop("applying the records its log held before epoch " +
+				    std::to_string(epoch_) + ": " + st.message());
+		held_applied_ = true;
+	}
 	answers_.release(commit_index_);
+}
+
+// Its EPOCH record committed, so did every record before it: its follower
+// end's held records go to the store. That end takes nothing more (fenced
+// to this epoch), and this process never follows again once it served.
+mdr::Status GroupReplica::apply_held()
+{
+	for (const repl::HeldRecord &r : follower_->take_held())
+		if (mdr::Status st = apply(r.index, r.type, r.payload); !st.ok())
+			return mdr::Error(st.error(), "record " + std::to_string(r.index) + ": " +
+						      st.message());
+	return {};
+}
+
+// Before it shipped anything of its epoch: it goes back to following, and
+// campaigns again only after two TTLs, so that the replica ahead wins.
+void GroupReplica::step_down(const std::string &why)
+{
+	log_warn("group %llu: stepping down from epoch %llu: %s",
+		 (unsigned long long)settings_.group, (unsigned long long)epoch_, why.c_str());
+	answers_.abandon(-EAGAIN);
+	shipper_.reset();
+	link_.reset();
+	gate_.reset();
+	member_->step_down(std::chrono::milliseconds(2 * settings_.ttl_s * 1000));
 }
 
 // Stops leading (or following) for good in this process: what waits is
@@ -321,31 +412,6 @@ void GroupReplica::stop(const std::string &why)
 	// Bounded by etcd's request timeout; what it leaves lapses with its
 	// lease.
 	(void)member_->resign();
-}
-
-bool GroupReplica::mark_log_begun()
-{
-	if (log_begun_)
-		return true;
-
-	const std::string path = settings_.data_dir + kLogMark;
-	int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		log_error("%s: %s", path.c_str(), strerror(errno));
-		return false;
-	}
-	const bool ok = fsync(fd) == 0;
-	close(fd);
-	int dir = open(settings_.data_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	const bool dir_ok = dir >= 0 && fsync(dir) == 0;
-	if (dir >= 0)
-		close(dir);
-	if (!ok || !dir_ok) {
-		log_error("%s: cannot make it durable: %s", path.c_str(), strerror(errno));
-		return false;
-	}
-	log_begun_ = true;
-	return true;
 }
 
 } // namespace mdnode

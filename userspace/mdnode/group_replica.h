@@ -18,20 +18,27 @@
 //			it stale): every change waiting is answered AGAIN,
 //			hosts are cut, and failed() asks the process to stop
 //
-// This first step's bounds, each refused rather than run unsafely
-// (replication.md, "Not built yet"):
-//   - A replica starts from an empty group log only: the journal does not
-//     record the (epoch, index) of a record yet (the EPOCH record), so a
-//     restarted replica could not say where its log ends. The data
-//     directory keeps a mark once its first log record is journaled; a
-//     start that finds it refuses.
-//   - A leader whose log holds records it has not applied (they wait for
-//     a record of its own epoch, the EPOCH record), or that hears a log
-//     ahead of its own (adoption), does not serve: it resigns, and the
-//     process stops.
-//   - A replica that stops leading does not become a follower again in
-//     this process (its journal may hold records no majority has): the
-//     process stops.
+// The log in its journal (repl_journal.h): a leader journals a LOG_MARK
+// and the record of each change, a follower a mark and the records of each
+// batch, so that a restart (start() with the RecoveredLog) knows where its
+// log ends and which records wait for a commit.
+//
+// A new leader (replication.md, "A new leader"):
+//   - hears a majority's logs (LeaderGate); one ahead of its own makes it
+//     step down before it ships anything, and campaign again only after
+//     two TTLs: the replica ahead wins the next epoch (Raft's rule that
+//     the most up-to-date log leads, kept through etcd's election);
+//   - otherwise it journals and ships its EPOCH record first; when its log
+//     held records not applied, it serves only once that record is
+//     committed, and applies them (follower_'s held records) to its store
+//     in the same step, before any change is prepared against it.
+//
+// Bounds, refused rather than run unsafely (replication.md, "Not built
+// yet"): a replica that stops leading after it shipped does not become a
+// follower again in this process (its journal may hold records no
+// majority has; the next start cuts them as its new leader's batches
+// come); a replica writes no checkpoint; a move its store holds
+// unfinished at a start waits for the leader (no roll back of its own).
 #ifndef MDNODE_GROUP_REPLICA_H
 #define MDNODE_GROUP_REPLICA_H
 
@@ -49,6 +56,7 @@
 #include "mdnode/group.h"
 #include "mdnode/journal.h"
 #include "mdnode/repl_answer.h"
+#include "mdnode/repl_journal.h"
 #include "mdnode/repl_rdma.h"
 #include "mdnode/store.h"
 
@@ -65,7 +73,6 @@ struct ReplicaSettings {
 	// What the member record and the leader key name: the hosts'
 	// address of this replica, ADDR:PORT.
 	std::string client_address;
-	std::string data_dir;			// the mark of a log begun
 	int ttl_s = 1;
 	int drift_margin_ms = 200;
 	uint64_t ring_bytes = 16 << 20;
@@ -74,12 +81,13 @@ struct ReplicaSettings {
 
 class GroupReplica final : public ReplicatedLog, private repl::Sink {
 public:
-	// -EEXIST: the data directory holds a group log already (a restart,
-	// not built); -EINVAL for settings GroupMember refuses; errors of
-	// the follower's listener.
+	// From the log its journal held (startup.h, recover()); the store
+	// holds what of it was applied. -EINVAL for settings GroupMember
+	// refuses; errors of the follower's listener.
 	static mdr::Result<std::unique_ptr<GroupReplica>> start(const ReplicaSettings &s,
 								Node &node, Store &store,
-								Journal &journal);
+								Journal &journal,
+								repl::RecoveredLog log);
 	~GroupReplica() override;
 	GroupReplica(const GroupReplica &) = delete;
 	GroupReplica &operator=(const GroupReplica &) = delete;
@@ -102,19 +110,28 @@ public:
 	bool accepting() const override;
 	mdr::Result<uint64_t> ship(uint16_t type, std::span<const std::byte> payload,
 				   std::function<void(int err)> committed) override;
-	void local_durable(uint64_t index) override;
 
 private:
 	GroupReplica(const ReplicaSettings &s, Node &node, Store &store, Journal &journal);
 
 	// Sink: the follower's journal and store.
+	mdr::Status begin_batch(const repl::BatchHeader &h) override;
 	mdr::Status append(uint16_t type, std::span<const std::byte> payload, Done done) override;
 	mdr::Status apply(uint64_t index, uint16_t type, std::span<const std::byte> payload) override;
 
 	void on_group(const GroupState &s);
 	void lead(uint64_t epoch);
 	void stop(const std::string &why);
-	bool mark_log_begun();
+	// A majority's log is ahead: back to following, no campaign for a
+	// while.
+	void step_down(const std::string &why);
+	void local_durable(uint64_t index);
+	// Its log's next record, journaled (with its mark) and shipped.
+	mdr::Result<uint64_t> append_and_ship(uint16_t type, std::span<const std::byte> payload,
+					      std::function<void(int err)> committed);
+	// The records its log held before its epoch, applied once its EPOCH
+	// record is committed.
+	mdr::Status apply_held();
 	// Answers the changes up to the shipper's commit index, outside its
 	// calls.
 	void answer_committed();
@@ -133,7 +150,8 @@ private:
 	uint64_t epoch_ = 0;
 	uint64_t next_index_ = 0;	// the leader's next record's
 	uint64_t commit_index_ = 0;	// the shipper's, last told
-	bool log_begun_ = false;
+	bool epoch_shipped_ = false;	// its EPOCH record
+	bool held_applied_ = false;
 	bool stopped_ = false;
 	std::string failure_;
 };

@@ -60,7 +60,6 @@ ReplicaSettings replica_settings(const Config &cfg)
 	s.etcd = cfg.etcd_endpoints;
 	s.client_address = (v6 ? "[" + cfg.listen_address + "]" : cfg.listen_address) + ":" +
 			   std::to_string(cfg.port);
-	s.data_dir = cfg.data_dir;
 	s.ttl_s = int(cfg.group_ttl_s);
 	return s;
 }
@@ -83,7 +82,8 @@ int run(const Config &cfg)
 	auto store = open_store(cfg);
 	if (!store)
 		return kExitFailure;
-	auto journal = recover(cfg, *store);
+	repl::RecoveredLog log;
+	auto journal = recover(cfg, *store, cfg.group ? &log : nullptr);
 	if (!journal)
 		return kExitFailure;
 	Journal &j = *journal;
@@ -97,7 +97,9 @@ int run(const Config &cfg)
 	if (!carry_lease_bounds(cfg, no))
 		return kExitFailure;
 	Node node(no, *store, j, steady_ms);
-	if (auto st = node.recover_moves(); !st.ok()) {
+	// A replica's store changes only by its group's log: a move left
+	// unfinished there is the leader's to end, through the log.
+	if (auto st = cfg.group ? mdr::Status() : node.recover_moves(); !st.ok()) {
 		log_error("cannot roll back the moves the journal holds unfinished: %s",
 			  st.message().c_str());
 		return kExitFailure;
@@ -107,7 +109,8 @@ int run(const Config &cfg)
 	// the first request on (group_replica.h).
 	std::unique_ptr<GroupReplica> replica;
 	if (cfg.group) {
-		auto r = GroupReplica::start(replica_settings(cfg), node, *store, j);
+		auto r = GroupReplica::start(replica_settings(cfg), node, *store, j,
+					     std::move(log));
 		if (!r.ok()) {
 			log_error("refusing to start: %s", r.message().c_str());
 			return kExitFailure;

@@ -82,6 +82,10 @@ enum RecordType : uint16_t {
 	kHostRemove = 9,
 	kDeviceRecord = 10,
 	kDeviceForget = 11,
+	// A replica's journal only (repl_journal.h): never given to the
+	// store. LOG_MARK is its own, EPOCH a record of the group's log.
+	kLogMark = 12,
+	kEpochRecord = 13,
 };
 
 // A device's identity in DEVICE_RECORD and the snapshot: NUL-padded, so

@@ -168,16 +168,17 @@ mdr::Status LogReceiver::take_batch(uint32_t offset)
 		send_durable();
 		return failure_ ? *failure_ : mdr::Status();
 	}
-	if (h.first_index <= last_.index)
-		return set_failure(-EPROTO, "batch of " + num(h.first_index) + ".." + num(end) +
-				     " overlaps the log's end at " + num(last_.index));
 	if (h.first_index > last_.index + 1)
 		return set_failure(-EPROTO, "batch at " + num(h.first_index) + " after a gap: the log "
 				     "ends at " + num(last_.index));
-	if (h.prev_epoch != last_.epoch)
+	if (h.first_index <= last_.index) {
+		if (mdr::Status st = cut_tail(h); !st.ok())
+			return st;
+	} else if (h.prev_epoch != last_.epoch) {
 		return set_failure(-EPROTO, "batch at " + num(h.first_index) + " follows a record of "
 				     "epoch " + num(h.prev_epoch) + "; the log's last is of epoch " +
 				     num(last_.epoch));
+	}
 
 	size_t bytes = 0;
 
@@ -188,6 +189,8 @@ mdr::Status LogReceiver::take_batch(uint32_t offset)
 				      num(held_bytes_ + bytes) + " bytes, past " +
 				      num(max_held_bytes_));
 
+	if (mdr::Status st = sink_.begin_batch(h); !st.ok())
+		return set_failure(st.error(), "journal refused the batch's mark: " + st.message());
 	for (size_t i = 0; i < b.records.size(); i++) {
 		const RecordRef &r = b.records[i];
 		Sink::Done done;
@@ -208,7 +211,7 @@ mdr::Status LogReceiver::take_batch(uint32_t offset)
 			};
 		if (mdr::Status st = sink_.append(r.type, r.payload, std::move(done)); !st.ok())
 			return set_failure(st.error(), "journal refused a record: " + st.message());
-		held_.push_back({h.first_index + i, r.type,
+		held_.push_back({h.first_index + i, h.epoch, r.type,
 				 std::vector<std::byte>(r.payload.begin(), r.payload.end())});
 	}
 	held_bytes_ += bytes;
@@ -220,6 +223,38 @@ mdr::Status LogReceiver::take_batch(uint32_t offset)
 	stats_.records += h.count;
 	apply_committed();
 	return failure_ ? *failure_ : mdr::Status();
+}
+
+// A batch over the end of its log (step 4 of the header): only an older
+// epoch's tail, after what was applied, that the batch's prev_epoch
+// matches.
+mdr::Status LogReceiver::cut_tail(const BatchHeader &h)
+{
+	const uint64_t prev = h.first_index - 1;
+
+	if (last_.epoch >= epoch_)
+		return set_failure(-EPROTO, "batch of " + num(h.first_index) + ".." +
+				     num(h.first_index + h.count - 1) + " overlaps the log's end at " +
+				     num(last_.index) + ", of this epoch");
+	if (prev < applied_)
+		return set_failure(-EPROTO, "batch at " + num(h.first_index) + " would cut records "
+				     "up to " + num(applied_) + ", applied");
+	if (prev > applied_ && held_[prev - applied_ - 1].epoch != h.prev_epoch)
+		return set_failure(-EPROTO, "batch at " + num(h.first_index) + " follows a record of "
+				     "epoch " + num(h.prev_epoch) + "; the log's record " + num(prev) +
+				     " is of epoch " + num(held_[prev - applied_ - 1].epoch));
+
+	const size_t keep = prev - applied_;
+
+	while (held_.size() > keep) {
+		held_bytes_ -= held_cost(held_.back().payload);
+		held_.pop_back();
+		stats_.cut++;
+	}
+	last_ = {prev > applied_ ? held_.back().epoch : h.prev_epoch, prev};
+	durable_ = std::min(durable_, prev);
+	matched_ = std::min(matched_, prev);
+	return {};
 }
 
 mdr::Status LogReceiver::on_control(std::span<const std::byte> msg)

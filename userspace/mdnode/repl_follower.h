@@ -30,10 +30,17 @@
 //      dropped and counted; above it, a protocol error. After fence() to a
 //      higher epoch every notify is dropped and counted.
 //   4. Index: a batch whose records it holds all, when its log ends in
-//      this epoch, is skipped (a resend);
-//      one that overlaps the end of its log or leaves a gap is a protocol
-//      error; one that follows must carry, as prev_epoch, the epoch of its
-//      last record (Raft's log matching), else a protocol error.
+//      this epoch, is skipped (a resend); one that leaves a gap is a
+//      protocol error; one that follows must carry, as prev_epoch, the
+//      epoch of its last record (Raft's log matching), else a protocol
+//      error. One that overlaps the end of a log that ends in an older
+//      epoch (a tail the new leader may not have) cuts the tail: it must
+//      begin past what was applied (committed records are never cut:
+//      every leader's log holds them), and carry as prev_epoch the epoch
+//      of the record before it (of the last applied one, a committed
+//      record the leader holds at the same index, it is taken as it
+//      says); the held records from its first index on go, and its
+//      records follow. Anything else overlapping is a protocol error.
 //   5. Its records go to the journal (Sink::append) and are held in memory
 //      until committed. Its ring bytes are consumed at once: the journal
 //      copied them.
@@ -41,7 +48,8 @@
 //      consumed} goes to the leader. A batch skipped or dropped frees its
 //      bytes at once with a DURABLE of the same durable index.
 // Records are applied in index order up to min(commit index, durable
-// index, matched index). The commit index is the highest a batch header or
+// index, matched index). A cut lowers the durable index to the record
+// before the batch: what follows is durable once the batch is. The commit index is the highest a batch header or
 // HEARTBEAT carried. The matched index is how far its log is known to be
 // the leader's (Raft's rule: a commit index says nothing of records the
 // leader never vouched for): its applied records at first, or its whole log
@@ -81,6 +89,9 @@ public:
 	using Done = std::function<void(const mdr::Status &)>;
 
 	virtual ~Sink() = default;
+	// A batch's records follow (repl_journal.h, LOG_MARK): journaled
+	// before them, in the same run.
+	virtual mdr::Status begin_batch(const BatchHeader &h) = 0;
 	// Appends a record to the journal (Journal::append()): done, which
 	// may be empty, runs once it is durable or with the journal's
 	// failure, in append order, never from append() itself.
@@ -104,6 +115,7 @@ public:
 // A record durable in the journal and not yet applied.
 struct HeldRecord {
 	uint64_t index;
+	uint64_t epoch;		// the leader's that shipped it
 	uint16_t type;
 	std::vector<std::byte> payload;
 };
@@ -133,6 +145,7 @@ struct ReceiverStats {
 	uint64_t wraps = 0;
 	uint64_t durables = 0;		// DURABLE sent
 	uint64_t applied = 0;		// records
+	uint64_t cut = 0;		// records of an older epoch's tail cut
 };
 
 class LogReceiver {
@@ -183,6 +196,7 @@ private:
 
 	mdr::Status set_failure(int err, const std::string &what);
 	mdr::Status take_batch(uint32_t offset);
+	mdr::Status cut_tail(const BatchHeader &h);
 	void durable(uint64_t index);
 	void send_durable();
 	void apply_committed();

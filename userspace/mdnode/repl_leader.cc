@@ -117,21 +117,29 @@ mdr::Status LogShipper::connect(const std::string &member, const LogPosition &la
 	// the window still has the next of. A log that ends anywhere else
 	// either lacks records from before the epoch or holds a tail that
 	// diverges: not the shipper's to mend.
+	// Or it ends past where the epoch began, in an older epoch: a tail
+	// no majority had (the new leader's log holds every committed
+	// record), which the follower cuts when this epoch's first batch
+	// comes over it, if its record at the start matches (its receiver
+	// checks).
 	const bool at_start = last == opts_.start;
 	const bool in_epoch = last.epoch == opts_.epoch && last.index > opts_.start.index &&
 			      last.index <= last_index_;
+	const bool old_tail = last.epoch < opts_.epoch && last.index > opts_.start.index;
 
-	if (!at_start && !in_epoch) {
+	if (!at_start && !in_epoch && !old_tail) {
 		need_checkpoint(f, "its log ends at " + pos(last) + "; epoch " +
 				   num(opts_.epoch) + " began at " + pos(opts_.start));
 		return {};
 	}
 	// Durable on its disk, of this epoch's log (or the log it began
-	// with): counted for commit.
+	// with, up to its start): counted for commit.
+	const LogPosition from = old_tail ? opts_.start : last;
+
 	f.counted = true;
-	f.durable_index = durable_index;
-	f.next_index = last.index + 1;
-	f.shipped_index = last.index;
+	f.durable_index = std::min(durable_index, from.index);
+	f.next_index = from.index + 1;
+	f.shipped_index = from.index;
 	if (f.next_index <= last_index_ && !frame_at(f.next_index)) {
 		need_checkpoint(f, "index " + num(f.next_index) + " is not in the window");
 		advance_commit();

@@ -147,8 +147,11 @@ public:
 	// at last with durable_index durable (its LOG_STATE). It streams on
 	// from last when last is where this epoch began, or a record of this
 	// epoch the window still holds the batch after; otherwise it needs a
-	// checkpoint. -ENOENT for a member not a follower, -EINVAL for a
-	// durable index past last.
+	// checkpoint. A log that ends past the start in an older epoch (a
+	// tail no majority had) is streamed from the start, for the follower
+	// to cut (repl_follower.h, step 4), and counts as durable only up to
+	// the start until it reports more. -ENOENT for a member not a
+	// follower, -EINVAL for a durable index past last.
 	mdr::Status connect(const std::string &member, const LogPosition &last,
 			    uint64_t durable_index);
 	// Its connection is gone: nothing more is written to it.

@@ -207,6 +207,10 @@ public:
 	LogPosition last() const;
 	uint64_t durable_index() const;
 	uint64_t applied_index() const;
+	// The durable records not applied, for a leader that serves after
+	// its EPOCH record committed them: this end, fenced to that leader's
+	// epoch, takes nothing more and is never asked to follow again.
+	std::vector<HeldRecord> take_held();
 	// Its journal or store refused a record: the replica must stop.
 	bool failed() const;
 	// The RDMA device of its listener was removed: its removal waits

@@ -42,6 +42,14 @@ class RdmaFollower::Guard final : public Sink {
 public:
 	explicit Guard(Sink &inner) : inner_(inner) {}
 
+	mdr::Status begin_batch(const BatchHeader &h) override
+	{
+		mdr::Status st = inner_.begin_batch(h);
+
+		if (!st.ok())
+			*failed = true;
+		return st;
+	}
 	mdr::Status append(uint16_t type, std::span<const std::byte> payload, Done done) override
 	{
 		mdr::Status st = inner_.append(type, payload,
@@ -163,6 +171,11 @@ uint64_t RdmaFollower::durable_index() const
 uint64_t RdmaFollower::applied_index() const
 {
 	return rx_ ? rx_->applied_index() : opts_.applied;
+}
+
+std::vector<HeldRecord> RdmaFollower::take_held()
+{
+	return rx_ ? rx_->take_held() : std::exchange(opts_.held, {});
 }
 
 bool RdmaFollower::failed() const { return *guard_->failed; }

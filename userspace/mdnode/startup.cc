@@ -179,24 +179,51 @@ std::optional<Store> open_store(const Config &cfg)
 	return std::move(store).value();
 }
 
-std::unique_ptr<Journal> recover(const Config &cfg, Store &store)
+std::unique_ptr<Journal> recover(const Config &cfg, Store &store, repl::RecoveredLog *log)
 {
 	const int64_t t0 = steady_ms();
 	uint64_t replayed = 0;
 	JournalOptions jo;
 	jo.dir = cfg.data_dir;
 	jo.log = [](const std::string &line) { log_warn("%s", line.c_str()); };
+
+	auto replay = [&store](uint16_t type, std::span<const std::byte> payload) {
+		return store.replay(type, {reinterpret_cast<const uint8_t *>(payload.data()),
+					   payload.size()});
+	};
+	// A replica's journal holds the group's log (repl_journal.h): its
+	// committed records go to the store, the rest wait; only the
+	// records of its disks stand outside it.
+	repl::LogRecovery group(
+		[&](uint64_t, uint16_t type, std::span<const std::byte> payload) -> mdr::Status {
+			return repl::changes_store(type) ? replay(type, payload) : mdr::Status();
+		},
+		[&](uint16_t type, std::span<const std::byte> payload) -> mdr::Status {
+			if (!repl::is_local(type))
+				return mdr::Error(-EINVAL, "a record of type " + std::to_string(type) +
+							   " outside the group's log: this data "
+							   "directory is a single node's, not a "
+							   "replica's");
+			return replay(type, payload);
+		});
 	auto journal = Journal::open(
 		jo,
-		[&](std::span<const std::byte> snap) {
+		[&](std::span<const std::byte> snap) -> mdr::Status {
+			if (log)
+				return mdr::Error(-EINVAL, "a checkpoint: this data directory is a "
+							   "single node's, not a replica's");
 			return store.load_snapshot(
 				{reinterpret_cast<const uint8_t *>(snap.data()), snap.size()});
 		},
-		[&](uint16_t type, std::span<const std::byte> payload) {
+		[&](uint16_t type, std::span<const std::byte> payload) -> mdr::Status {
 			replayed++;
-			return store.replay(
-				type, {reinterpret_cast<const uint8_t *>(payload.data()),
-				       payload.size()});
+			if (log)
+				return group.record(type, payload);
+			if (type == kLogMark)
+				return mdr::Error(-EINVAL, "a mark of a group's log: this data "
+							   "directory is a replica's; start it with "
+							   "--group and the group's settings");
+			return replay(type, payload);
 		});
 	if (!journal.ok()) {
 		log_error("cannot recover from %s: %s (%s)%s", cfg.data_dir.c_str(),
@@ -208,6 +235,8 @@ std::unique_ptr<Journal> recover(const Config &cfg, Store &store)
 				  : "");
 		return nullptr;
 	}
+	if (log)
+		*log = group.finish();
 	log_info("recovered %" PRIu64 " volumes and %" PRIu64 " hosts from a checkpoint "
 		 "and %" PRIu64 " journal records in %" PRId64 " ms%s",
 		 store.counts().volumes, store.counts().hosts, replayed, steady_ms() - t0,

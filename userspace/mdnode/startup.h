@@ -19,6 +19,7 @@
 #include "mdnode/config.h"
 #include "mdnode/journal.h"
 #include "mdnode/node.h"
+#include "mdnode/repl_journal.h"
 #include "mdnode/store.h"
 
 namespace mdnode {
@@ -50,8 +51,11 @@ bool lock_data_dir(const Config &cfg);
 std::optional<uint64_t> load_node_id(const Config &cfg);
 // Probes every configured device.
 std::optional<Store> open_store(const Config &cfg);
-// Exactly the acknowledged state, or a refusal to start.
-std::unique_ptr<Journal> recover(const Config &cfg, Store &store);
+// Exactly the acknowledged state, or a refusal to start. With log, a
+// replica's: the store gets the committed records of the group's log, and
+// *log the log itself (repl_journal.h); a data directory of the other kind
+// is refused either way.
+std::unique_ptr<Journal> recover(const Config &cfg, Store &store, repl::RecoveredLog *log);
 // After recover(), before the node serves (startup_devices.cc): every
 // configured device must be the disk the journal recorded for its id
 // (identity and size), and no disk recorded for one id may be configured

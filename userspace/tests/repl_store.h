@@ -21,7 +21,9 @@
 #include <vector>
 
 #include "mdnode/journal.h"
+#include "mdnode/records.h"
 #include "mdnode/repl_follower.h"
+#include "mdnode/repl_journal.h"
 #include "mdnode/store.h"
 #include "tests/test_journal.h"
 #include "tests/test_store.h"
@@ -76,6 +78,13 @@ struct Replica : mdnode::repl::Sink {
 	{
 	}
 
+	mdr::Status begin_batch(const mdnode::repl::BatchHeader &h) override
+	{
+		const mdnode::repl::LogMark m{.epoch = h.epoch, .first_index = h.first_index,
+					      .count = h.count, .commit_index = h.commit_index};
+
+		return journal->append(mdnode::kLogMark, mdnode::repl::encode_mark(m), {});
+	}
 	mdr::Status append(uint16_t type, std::span<const std::byte> payload, Done done) override
 	{
 		return journal->append(type, payload, [this, done](const mdr::Status &st) {
@@ -102,18 +111,44 @@ struct Replica : mdnode::repl::Sink {
 		return durable != before;
 	}
 	// The replica stops (its journal flushed and closed) and starts
-	// again: the store is what its journal replays, every record of it
-	// counted durable and applied.
+	// again: its journal, read as a replica's start reads it
+	// (repl_journal.h), gives the store the records known committed and
+	// the log (log.held: the records after them).
 	void restart()
 	{
 		journal_test::flush_ok(*journal);
 		journal.reset();
+		store = mdr::test::make_store();
 
-		Reopened r = reopen(dir.path);
+		mdnode::repl::LogRecovery rec(
+			[this](uint64_t, uint16_t type, std::span<const std::byte> p) {
+				return mdnode::repl::changes_store(type) ? store.replay(type, u8_of(p))
+									 : mdr::Status();
+			},
+			[](uint16_t type, std::span<const std::byte>) {
+				return mdr::Status(mdr::Error(-EINVAL, "local record " +
+								     std::to_string(type)));
+			});
+		auto j = Journal::open(journal_test::small_options(dir.path),
+				       [](std::span<const std::byte>) {
+			return mdr::Status(mdr::Error(-EINVAL, "a replica writes no checkpoint"));
+		}, [&rec](uint16_t type, std::span<const std::byte> p) { return rec.record(type, p); });
 
-		journal = std::move(r.journal);
-		store = std::move(r.store);
-		durable = applied = r.records;
+		if (!j.ok())
+			fail_msg("reopen %s: %s", dir.path.c_str(), j.message().c_str());
+		journal = std::move(j).value();
+		log = rec.finish();
+		durable = log.last.index;
+		applied = log.applied;
+	}
+	// What a leader's commit index would do to the held records.
+	void apply_held()
+	{
+		for (const mdnode::repl::HeldRecord &r : log.held)
+			if (mdnode::repl::changes_store(r.type))
+				assert_true(store.replay(r.type, u8_of(r.payload)).ok());
+		applied = log.last.index;
+		log.held.clear();
 	}
 
 	std::function<uint64_t()> commit_index;
@@ -122,6 +157,7 @@ struct Replica : mdnode::repl::Sink {
 	Store store = mdr::test::make_store();
 	uint64_t durable = 0;
 	uint64_t applied = 0;
+	mdnode::repl::RecoveredLog log;	// as the last restart read it
 };
 
 class Leader {

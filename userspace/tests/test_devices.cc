@@ -201,7 +201,7 @@ struct Start {
 		mdnode::Config cfg;
 		cfg.data_dir = dir;
 		store.emplace(make_store(std::move(devices)));
-		journal = mdnode::recover(cfg, *store);
+		journal = mdnode::recover(cfg, *store, nullptr);
 		recovered = journal != nullptr;
 		if (recovered)
 			check = mdnode::check_devices(*store, *journal, forget);

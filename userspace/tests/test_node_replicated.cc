@@ -31,27 +31,32 @@ namespace {
 
 using namespace mdr::test;
 
-// The group's log as the node sees it: records shipped in order, the
-// local journal's durable index, and a commit index moved by hand.
+// The group's log as the node sees it: records journaled and shipped in
+// order, the local journal's durable index, and a commit index moved by
+// hand.
 class FakeLog : public mdnode::ReplicatedLog {
 public:
 	bool accepting() const override { return accept; }
-	mdr::Result<uint64_t> ship(uint16_t type, std::span<const std::byte>,
+	mdr::Result<uint64_t> ship(uint16_t type, std::span<const std::byte> payload,
 				   std::function<void(int err)> committed) override
 	{
-		const uint64_t index = next++;
+		const uint64_t index = next;
 
+		if (auto st = journal->append(type, payload, [this, index](const mdr::Status &s) {
+			    assert_true(s.ok());
+			    assert_int_equal(index, durable + 1);
+			    durable = index;
+		    });
+		    !st.ok())
+			return mdr::Error(st.error(), st.message());
+		next++;
 		types.push_back(type);
 		if (auto st = answers.hold(index, std::move(committed)); !st.ok())
 			return mdr::Error(st.error(), st.message());
 		return index;
 	}
-	void local_durable(uint64_t index) override
-	{
-		assert_int_equal(index, durable + 1);
-		durable = index;
-	}
 
+	mdnode::Journal *journal = nullptr;
 	bool accept = true;
 	uint64_t next = 1;
 	uint64_t durable = 0;
@@ -60,7 +65,11 @@ public:
 };
 
 struct Replica : Rig {
-	Replica() { node->replicate(log); }
+	Replica()
+	{
+		log.journal = journal.get();
+		node->replicate(log);
+	}
 
 	FakeLog log;
 };

@@ -52,6 +52,11 @@ inline Rec record_for(uint64_t index)
 // kept, checked by the world's hook.
 class FakeSink : public Sink {
 public:
+	mdr::Status begin_batch(const BatchHeader &h) override
+	{
+		marks.push_back(h);
+		return {};
+	}
 	mdr::Status append(uint16_t type, std::span<const std::byte> payload, Done done) override
 	{
 		journal.push_back({type, Bytes(payload.begin(), payload.end())});
@@ -79,6 +84,7 @@ public:
 	}
 
 	std::vector<Rec> journal;		// appended
+	std::vector<BatchHeader> marks;		// a batch's, before its records
 	std::deque<Done> pending;		// callbacks of records not durable
 	uint64_t durable = 0;			// records durable: the truth
 	std::vector<std::pair<uint64_t, Rec>> applied;

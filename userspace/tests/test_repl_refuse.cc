@@ -5,9 +5,10 @@
 // checks (each drops the follower), its options and its connect() of a
 // log it cannot stream to; the receiver's protocol errors on batches
 // written by hand into its ring (gap, overlap, log mismatch, epochs,
-// notify offsets, the held bound), its idempotent skip, the matched index
-// it applies by, journal and apply failures, and a reconnect within the
-// epoch that resumes where the log ends.
+// notify offsets, the held bound), the cut of an older epoch's tail and a
+// shipper's stream to it, its idempotent skip, the matched index it
+// applies by, journal and apply failures, and a reconnect within the epoch
+// that resumes where the log ends.
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
@@ -153,9 +154,8 @@ void test_connect_elsewhere(void **)
 
 	expect_error(w.leader->connect("x", {}, 0), -ENOENT, "not a follower");
 	expect_error(w.leader->connect("b", {1, 4}, 5), -EINVAL, "past its log's end");
-	// Of an earlier epoch, or beyond the leader's log, or inside a batch.
-	for (LogPosition p : {LogPosition{World::kEpoch, 2}, LogPosition{World::kEpoch, 9},
-			      LogPosition{1, 9}}) {
+	// Of this epoch beyond the leader's log, or inside a batch.
+	for (LogPosition p : {LogPosition{World::kEpoch, 2}, LogPosition{World::kEpoch, 9}}) {
 		w.leader->disconnect("b");
 		assert_true(w.leader->connect("b", p, p.index).ok());
 
@@ -178,6 +178,40 @@ void test_connect_elsewhere(void **)
 	w.sync_leader();
 	w.settle();
 	assert_int_equal(w.leader->commit_index(), 3);
+}
+
+// b's log holds a tail of an older epoch past where this epoch began (a
+// leader's records no majority had): it streams from the start, counts as
+// durable only up to it, and b cuts its tail when the first batch comes
+// over it; then b's log is the leader's and counts for the commit.
+void test_connect_old_tail(void **)
+{
+	World w;
+	FollowerEnd &b = w.f("b");
+	std::vector<HeldRecord> tail;
+
+	for (uint64_t i = 1; i <= 9; i++)
+		tail.push_back({i, 1, 1, Bytes(20, std::byte{0x5a})});
+	w.f("c").stalled = true;
+	w.connect(b, {1, 9}, std::move(tail), 0);
+
+	const FollowerInfo &f = *w.leader->follower("b");
+
+	assert_true(f.state == FollowerState::streaming);
+	assert_true(f.counted);
+	assert_int_equal(f.durable_index, 0);
+	assert_int_equal(f.next_index, 1);
+	// Its old durable index does not commit anything.
+	w.append(3);
+	w.sync_leader();
+	assert_int_equal(w.leader->commit_index(), 0);
+	w.settle();
+	assert_int_equal(b.rx->stats().cut, 9);
+	assert_true(b.rx->last() == (LogPosition{World::kEpoch, 3}));
+	assert_int_equal(b.sink.marks.size(), 1);
+	assert_int_equal(b.sink.marks[0].first_index, 1);
+	assert_int_equal(w.leader->commit_index(), 3);
+	assert_true(b.closed.empty());
 }
 
 // b's connection drops mid-stream; a new one, with the receiver built from
@@ -240,7 +274,7 @@ struct Lone : ReplyLink {
 		o.last = {3, 5};
 		o.applied = applied;
 		for (uint64_t i = applied + 1; i <= 5; i++)
-			o.held.push_back({i, 1, Bytes(10)});
+			o.held.push_back({i, 3, 1, Bytes(10)});
 		o.ring = ring;
 		o.max_batch_bytes = kMinBatchBytes;
 		o.max_held_bytes = max_held;
@@ -278,6 +312,38 @@ BatchHeader next(uint64_t epoch = 4, uint64_t first = 6, uint64_t prev = 3)
 		.commit_index = std::min<uint64_t>(5, first - 1)};
 }
 
+// A batch over a tail of an older epoch, past what was applied: the tail
+// from its first index goes, if the record before it is of the batch's
+// prev_epoch; a batch over this epoch's records is refused.
+void test_receiver_cuts_old_tail(void **)
+{
+	{
+		Lone l(1 << 20, 3);	// (3, 5), 4 and 5 held
+
+		assert_true(l.take(next(4, 5, 3)).ok());
+		assert_true(l.rx->last() == (LogPosition{4, 6}));
+		assert_int_equal(l.rx->stats().cut, 1);
+		assert_int_equal(l.sink.marks.size(), 1);
+		assert_int_equal(l.sink.marks[0].first_index, 5);
+		// Over this epoch's records now: refused.
+		expect_error(l.take(next(4, 6, 4), 3), -EPROTO, "of this epoch");
+	}
+	{
+		// Right after what was applied: taken as it says.
+		Lone l(1 << 20, 3);
+
+		assert_true(l.take(next(4, 4, 3)).ok());
+		assert_int_equal(l.rx->stats().cut, 2);
+		assert_true(l.rx->last() == (LogPosition{4, 5}));
+	}
+	{
+		Lone l(1 << 20, 3);
+
+		expect_error(l.take(next(4, 5, 2)), -EPROTO, "the log's record 4 is of epoch 3");
+		assert_true(l.sink.journal.empty());
+	}
+}
+
 void test_receiver_protocol_errors(void **)
 {
 	struct Case {
@@ -287,7 +353,7 @@ void test_receiver_protocol_errors(void **)
 	};
 	const Case cases[] = {
 		{"a gap", next(4, 7, 4), "after a gap"},
-		{"an overlap", next(4, 5, 3), "overlaps the log's end"},
+		{"a cut of what was applied", next(4, 5, 3), "would cut records up to 5, applied"},
 		{"another log before", next(4, 6, 2), "the log's last is of epoch 3"},
 		{"a later epoch", next(5, 6, 3), "batch of epoch 5"},
 	};
@@ -357,7 +423,8 @@ void test_receiver_protocol_errors(void **)
 
 // Its log ends in records of epoch 3 the leader of 4 may not have: a
 // commit index applies none of them until a batch's prev_epoch shows they
-// are the leader's, and a batch over them is no resend to skip.
+// are the leader's, and a batch over them is no resend to skip: it cuts
+// them.
 void test_receiver_applies_only_matched(void **)
 {
 	{
@@ -367,8 +434,16 @@ void test_receiver_applies_only_matched(void **)
 		assert_true(l.rx->on_heartbeat(Heartbeat{4, 5}).ok());
 		assert_int_equal(l.rx->applied_index(), 3);
 		assert_true(l.sink.applied.empty());
-		// The leader's 4..5 are not necessarily these.
-		expect_error(l.take(next(4, 4, 3)), -EPROTO, "overlaps the log's end");
+		// The leader's 4..5 are not necessarily these: a batch over
+		// them cuts them, and the leader's are applied in their place
+		// once durable.
+		assert_true(l.take(next(4, 4, 3)).ok());
+		assert_int_equal(l.rx->stats().cut, 2);
+		assert_int_equal(l.rx->applied_index(), 3);
+		l.sink.sync();
+		assert_int_equal(l.rx->applied_index(), 5);
+		assert_int_equal(l.sink.applied.size(), 2);
+		assert_int_equal(l.sink.applied[0].second.payload.size(), 100);
 	}
 	{
 		Lone l(1 << 20, 3);
@@ -489,7 +564,7 @@ void test_receiver_options_refused(void **)
 		o.epoch = 4;
 		o.last = {3, 5};
 		o.applied = 4;
-		o.held = {{5, 1, Bytes(10)}};
+		o.held = {{5, 1, 1, Bytes(10)}};
 		o.ring = ring;
 		o.max_batch_bytes = kMinBatchBytes;
 		return o;
@@ -519,7 +594,9 @@ int main()
 		cmocka_unit_test(test_durable_refused),
 		cmocka_unit_test(test_shipper_options_refused),
 		cmocka_unit_test(test_connect_elsewhere),
+		cmocka_unit_test(test_connect_old_tail),
 		cmocka_unit_test(test_reconnect_in_epoch),
+		cmocka_unit_test(test_receiver_cuts_old_tail),
 		cmocka_unit_test(test_receiver_protocol_errors),
 		cmocka_unit_test(test_receiver_skips_and_drops),
 		cmocka_unit_test(test_receiver_applies_only_matched),

@@ -80,8 +80,9 @@ struct Follower {
 		FollowerOptions o;
 		o.self = at;
 		o.bounds = {.group = kGroup, .max_ring_bytes = 1 << 20};
-		o.last = replica->applied ? LogPosition{kEpoch, replica->applied} : LogPosition{};
+		o.last = replica->log.last;
 		o.applied = replica->applied;
+		o.held = std::exchange(replica->log.held, {});
 		o.fenced_epoch = fenced;
 		auto f = RdmaFollower::listen(std::move(o), *replica);
 		if (!f.ok())

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// repl_journal.cc - see repl_journal.h.
+#include "mdnode/repl_journal.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "mdnode/records.h"
+
+namespace mdnode::repl {
+
+namespace {
+
+std::string num(uint64_t v) { return std::to_string(v); }
+
+std::span<const uint8_t> as_u8(std::span<const std::byte> b)
+{
+	return {reinterpret_cast<const uint8_t *>(b.data()), b.size()};
+}
+
+std::vector<std::byte> to_bytes(const std::vector<uint8_t> &v)
+{
+	std::vector<std::byte> out(v.size());
+
+	std::memcpy(out.data(), v.data(), v.size());
+	return out;
+}
+
+} // namespace
+
+std::vector<std::byte> encode_mark(const LogMark &m)
+{
+	Writer w;
+
+	w.le64(m.epoch).le64(m.first_index).le32(m.count).le32(0).le64(m.commit_index);
+	return to_bytes(w.take());
+}
+
+mdr::Result<LogMark> decode_mark(std::span<const std::byte> payload)
+{
+	auto bad = [](const std::string &what) {
+		return mdr::Error(-EINVAL, "log mark: " + what);
+	};
+
+	if (payload.size() != kLogMarkBytes)
+		return bad(num(payload.size()) + " bytes, not " + num(kLogMarkBytes));
+
+	Reader r(as_u8(payload));
+	LogMark m;
+
+	m.epoch = r.le64();
+	m.first_index = r.le64();
+	m.count = r.le32();
+	const uint32_t reserved = r.le32();
+	m.commit_index = r.le64();
+	if (m.epoch == 0)
+		return bad("epoch 0");
+	if (m.first_index == 0)
+		return bad("first index 0");
+	if (m.count == 0)
+		return bad("count 0");
+	if (reserved)
+		return bad("reserved field at 20 is not 0");
+	if (m.commit_index >= m.first_index)
+		return bad("commit index " + num(m.commit_index) + " not below its first index " +
+			   num(m.first_index));
+	return m;
+}
+
+std::vector<std::byte> encode_epoch_record(uint64_t epoch)
+{
+	Writer w;
+
+	w.le64(epoch);
+	return to_bytes(w.take());
+}
+
+mdr::Result<uint64_t> decode_epoch_record(std::span<const std::byte> payload)
+{
+	if (payload.size() != kEpochRecordBytes)
+		return mdr::Error(-EINVAL, "EPOCH record: " + num(payload.size()) + " bytes, not " +
+					   num(kEpochRecordBytes));
+
+	const uint64_t epoch = Reader(as_u8(payload)).le64();
+
+	if (epoch == 0)
+		return mdr::Error(-EINVAL, "EPOCH record: epoch 0");
+	return epoch;
+}
+
+bool changes_store(uint16_t type)
+{
+	return type != kEpochRecord;
+}
+
+bool is_local(uint16_t type)
+{
+	return type == kDeviceRecord || type == kDeviceForget;
+}
+
+LogRecovery::LogRecovery(Apply apply, Local local)
+	: apply_(std::move(apply)), local_(std::move(local))
+{
+}
+
+// The epoch of a record the log holds (index <= last.index), 0 for index 0.
+uint64_t LogRecovery::epoch_at(uint64_t index) const
+{
+	if (index == 0)
+		return 0;
+	if (index <= log_.applied)
+		return index == log_.applied ? log_.applied_epoch : 0;
+	return log_.held[index - log_.applied - 1].epoch;
+}
+
+mdr::Status LogRecovery::apply_committed()
+{
+	size_t n = 0;
+
+	while (n < log_.held.size() && log_.held[n].index <= commit_) {
+		const HeldRecord &r = log_.held[n];
+
+		if (mdr::Status st = apply_(r.index, r.type, r.payload); !st.ok())
+			return st;
+		log_.applied = r.index;
+		log_.applied_epoch = r.epoch;
+		n++;
+	}
+	log_.held.erase(log_.held.begin(), log_.held.begin() + n);
+	return {};
+}
+
+mdr::Status LogRecovery::record(uint16_t type, std::span<const std::byte> payload)
+{
+	auto bad = [this](const std::string &what) {
+		return mdr::Error(-EINVAL, "the group's log, journal record " + num(seen_) + ": " +
+					   what);
+	};
+
+	seen_++;
+	if (type == kLogMark) {
+		// A mark before the previous one's records all came: they
+		// were lost with the journal's tail at a crash, and the
+		// process after it went on (repl_journal.h).
+		auto m = decode_mark(payload);
+
+		if (!m.ok())
+			return bad(m.message());
+
+		const LogMark &mk = m.value();
+		const uint64_t prev = mk.first_index - 1;
+
+		if (prev > log_.last.index)
+			return bad("a mark at index " + num(mk.first_index) + " after a gap: the log "
+				   "ends at " + num(log_.last.index));
+		if (prev < log_.applied || prev < commit_)
+			return bad("a mark at index " + num(mk.first_index) + " cuts records up to " +
+				   num(std::max(log_.applied, commit_)) + ", known committed");
+		if (mk.epoch < epoch_at(prev))
+			return bad("a mark of epoch " + num(mk.epoch) + " after a record of epoch " +
+				   num(epoch_at(prev)));
+		if (prev < log_.last.index) {
+			const size_t keep = prev - log_.applied;
+
+			log_.cut += log_.held.size() - keep;
+			log_.held.resize(keep);
+			log_.last = {epoch_at(prev), prev};
+		}
+		commit_ = std::max(commit_, mk.commit_index);
+		mark_epoch_ = mk.epoch;
+		pending_ = mk.count;
+		return apply_committed();
+	}
+	if (!pending_ || is_local(type)) {
+		log_.local_records++;
+		return local_(type, payload);
+	}
+	if (type == kEpochRecord) {
+		auto e = decode_epoch_record(payload);
+
+		if (!e.ok())
+			return bad(e.message());
+		if (e.value() != mark_epoch_)
+			return bad("an EPOCH record of epoch " + num(e.value()) + " under a mark of " +
+				   num(mark_epoch_));
+	}
+	pending_--;
+	log_.log_records++;
+	log_.last = {mark_epoch_, log_.last.index + 1};
+	log_.held.push_back({log_.last.index, mark_epoch_, type,
+			     std::vector<std::byte>(payload.begin(), payload.end())});
+	return apply_committed();
+}
+
+RecoveredLog LogRecovery::finish()
+{
+	pending_ = 0;
+	return std::move(log_);
+}
+
+} // namespace mdnode::repl

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// repl_journal.h - the group's log inside a replica's own journal
+// (replication.md, "A replica's journal"): what a replica journals beside
+// the records of the log, so that a restart knows where its log ends,
+// which of its records are committed and which wait; and the EPOCH record
+// a new leader commits first. Pure: records in, a log position out.
+//
+// A replica's journal holds two kinds of records:
+//
+//	local	records of this replica alone, never shipped: its start's
+//		check of its disks (startup_devices.cc). Replayed into the
+//		store as a single node replays them.
+//	log	records of the group's log, each preceded, in one run with
+//		the records of its batch, by a LOG_MARK:
+//
+//	LOG_MARK (kLogMark), 32 bytes
+//	     0    8  epoch of the records that follow, >= 1
+//	     8    8  first_index: the log index of the first one, >= 1
+//	    16    4  count of records that follow, >= 1
+//	    20    4  reserved, 0
+//	    24    8  commit_index known when they were journaled, below
+//		     first_index
+//
+// The leader journals a mark and its record for each change, the follower
+// a mark and a batch's records for each batch (repl_follower.h); nothing
+// else is journaled between them, the loop being one thread. A mark whose
+// first_index is at or below the log's end cuts the records from there
+// on: a follower whose log held an uncommitted tail of an older epoch
+// took the leader's batch over it (repl_follower.h, step 4), and the
+// journal, append-only, says so by the mark.
+//
+// EPOCH (kEpochRecord), a record of the log, 8 bytes: the epoch of the
+// leader that shipped it. A new leader's first record (replication.md,
+// "A new leader", step 4): once it is committed, every record before it
+// is. It changes nothing in the store.
+//
+// Recovery (LogRecovery) reads the journal in order and rebuilds: the
+// log's end (last), the highest commit index a mark carried (every record
+// up to it is committed: a leader put it in a batch header, or journaled
+// it, only once a majority had it), the records up to it applied to the
+// store in log order, and the records after it held, each with its epoch,
+// for the follower's receiver (ReceiverOptions::held) or for a leader's
+// EPOCH record to commit. The journal loses, on a crash, only a suffix of
+// what it was given: a mark followed by fewer than count records can only
+// be its last, and its log ends with the records that arrived; a mark
+// that comes before its predecessor's records all did tells of such a
+// crash, after which the next process went on. Local records are told
+// apart by their type (is_local()), not by their place: a process
+// after such a crash journals its disks before any mark.
+#ifndef MDNODE_REPL_JOURNAL_H
+#define MDNODE_REPL_JOURNAL_H
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "lib/util/result.h"
+#include "mdnode/repl_follower.h"
+#include "mdnode/repl_format.h"
+
+namespace mdnode::repl {
+
+inline constexpr size_t kLogMarkBytes = 32;
+inline constexpr size_t kEpochRecordBytes = 8;
+
+struct LogMark {
+	uint64_t epoch = 0;
+	uint64_t first_index = 0;
+	uint32_t count = 0;
+	uint64_t commit_index = 0;
+
+	bool operator==(const LogMark &) const = default;
+};
+
+std::vector<std::byte> encode_mark(const LogMark &m);
+// -EINVAL naming the field: another length, epoch or first_index 0, count
+// 0, a reserved field not 0, a commit index not below first_index.
+mdr::Result<LogMark> decode_mark(std::span<const std::byte> payload);
+
+std::vector<std::byte> encode_epoch_record(uint64_t epoch);
+// -EINVAL for another length or epoch 0.
+mdr::Result<uint64_t> decode_epoch_record(std::span<const std::byte> payload);
+
+// Whether a record of the log changes the store: every type but EPOCH.
+bool changes_store(uint16_t type);
+// Whether a record is of this replica alone (its disks): never shipped.
+bool is_local(uint16_t type);
+
+struct RecoveredLog {
+	LogPosition last;		// the log's end
+	uint64_t applied = 0;		// records up to it were applied
+	uint64_t applied_epoch = 0;	// the epoch of the record at applied
+	std::vector<HeldRecord> held;	// the records after applied, in order
+	uint64_t log_records = 0;	// of the log, cut ones counted
+	uint64_t local_records = 0;
+	uint64_t cut = 0;		// records a later mark cut
+};
+
+class LogRecovery {
+public:
+	// apply: a record of the log, committed, in index order. local: a
+	// record outside the log. An error of either stops the recovery.
+	using Apply = std::function<mdr::Status(uint64_t index, uint16_t type,
+						std::span<const std::byte> payload)>;
+	using Local = std::function<mdr::Status(uint16_t type,
+						std::span<const std::byte> payload)>;
+
+	LogRecovery(Apply apply, Local local);
+
+	// The journal's next record. Errors (-EINVAL, naming the record's
+	// place): a mark that does not decode, that leaves a gap after the
+	// log's end, that cuts a record known committed, or whose epoch is
+	// below the record before its first; an EPOCH record whose
+	// epoch is not its mark's. And the callbacks' errors.
+	mdr::Status record(uint16_t type, std::span<const std::byte> payload);
+	// The log as the journal left it.
+	RecoveredLog finish();
+
+private:
+	uint64_t epoch_at(uint64_t index) const;
+	mdr::Status apply_committed();
+
+	Apply apply_;
+	Local local_;
+	RecoveredLog log_;
+	uint64_t commit_ = 0;
+	uint64_t mark_epoch_ = 0;
+	uint32_t pending_ = 0;		// records the last mark still announces
+	uint64_t seen_ = 0;		// journal records read, for errors
+};
+
+} // namespace mdnode::repl
+
+#endif // MDNODE_REPL_JOURNAL_H
