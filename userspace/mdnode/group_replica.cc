@@ -57,6 +57,7 @@ mdr::Result<std::unique_ptr<GroupReplica>> GroupReplica::start(const ReplicaSett
 	fo.applied = log.applied;
 	fo.held = std::move(log.held);
 	fo.fenced_epoch = log.last.epoch;
+	r->recent_.assign(std::move(log.recent));
 	auto f = repl::RdmaFollower::listen(std::move(fo), *r);
 	if (!f.ok())
 		return mdr::Error(f.error(), "the log listener on " + self->address + ":" +
@@ -120,12 +121,21 @@ mdr::Status GroupReplica::begin_batch(const repl::BatchHeader &h)
 	const repl::LogMark m{.epoch = h.epoch, .first_index = h.first_index, .count = h.count,
 			      .commit_index = h.commit_index};
 
-	return journal_.append(kLogMark, repl::encode_mark(m), {});
+	if (mdr::Status st = journal_.append(kLogMark, repl::encode_mark(m), {}); !st.ok())
+		return st;
+	recent_.cut(h.first_index);
+	batch_next_ = h.first_index;
+	batch_epoch_ = h.epoch;
+	return {};
 }
 
 mdr::Status GroupReplica::append(uint16_t type, std::span<const std::byte> payload, Done done)
 {
-	return journal_.append(type, payload, std::move(done));
+	if (mdr::Status st = journal_.append(type, payload, std::move(done)); !st.ok())
+		return st;
+	recent_.push({batch_next_++, batch_epoch_, type,
+		      std::vector<std::byte>(payload.begin(), payload.end())});
+	return {};
 }
 
 mdr::Status GroupReplica::apply(uint64_t, uint16_t type, std::span<const std::byte> payload)
@@ -192,6 +202,11 @@ void GroupReplica::lead(uint64_t epoch)
 	so.ring_bytes = settings_.ring_bytes;
 	so.max_batch_bytes = settings_.max_batch_bytes;
 	so.heartbeat_ms = std::max(1, settings_.ttl_s * 1000 / 3);
+	// Its log's last records, for a follower behind its start: only a
+	// run that ends where its log does.
+	if (!recent_.records().empty() && recent_.records().back().index == own.index &&
+	    recent_.records().back().epoch == own.epoch)
+		so.prior.assign(recent_.records().begin(), recent_.records().end());
 
 	auto gate = repl::LeaderGate::create(epoch, own, applied, names);
 	if (!gate.ok())

@@ -151,6 +151,12 @@ private:
 	uint64_t next_index_ = 0;	// the leader's next record's
 	uint64_t commit_index_ = 0;	// the shipper's, last told
 	bool epoch_shipped_ = false;	// its EPOCH record
+	// Its log's last records (repl_journal.h), for a follower behind
+	// the start of an epoch it leads; and where the batch its receiver
+	// appends puts the next record.
+	repl::RecentLog recent_;
+	uint64_t batch_next_ = 0;
+	uint64_t batch_epoch_ = 0;
 	bool held_applied_ = false;
 	bool stopped_ = false;
 	std::string failure_;

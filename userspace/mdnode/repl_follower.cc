@@ -154,11 +154,12 @@ mdr::Status LogReceiver::take_batch(uint32_t offset)
 
 	// Its bytes are copied out whatever comes of them.
 	consumed_ += align_up(b.length);
-	if (h.epoch < epoch_) {
-		stats_.dropped++;
-		send_durable();
-		return failure_ ? *failure_ : mdr::Status();
-	}
+	// A batch of an earlier epoch is that epoch's records, which this
+	// connection's leader sends a follower behind its start: the ring is
+	// this connection's, its rkey given to this leader alone after the
+	// follower fenced every lower epoch (replication.md, "The replication
+	// connection"), so no deposed leader's bytes are in it. Its records
+	// keep their epoch, and the log matching check below holds for them.
 	if (h.epoch > epoch_)
 		return set_failure(-EPROTO, "batch of epoch " + num(h.epoch) + " on the connection of " +
 				     num(epoch_));

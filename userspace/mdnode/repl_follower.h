@@ -26,9 +26,11 @@
 //      for bytes that cannot change under it. Its length, read from the
 //      ring, only bounds the copy (by max_batch_bytes and the ring's end);
 //      parse_batch() checks the copy whole.
-//   3. Epoch: below the connection's (bytes a deposed leader left) it is
-//      dropped and counted; above it, a protocol error. After fence() to a
-//      higher epoch every notify is dropped and counted.
+//   3. Epoch: above the connection's, a protocol error; below it, the
+//      records of an earlier epoch that this leader holds, sent to a
+//      follower behind the log it began its epoch with (the ring is this
+//      connection's alone: no deposed leader writes it). After fence() to
+//      a higher epoch every notify is dropped and counted.
 //   4. Index: a batch whose records it holds all, when its log ends in
 //      this epoch, is skipped (a resend); one that leaves a gap is a
 //      protocol error; one that follows must carry, as prev_epoch, the

@@ -101,6 +101,32 @@ bool is_local(uint16_t type)
 	return type == kDeviceRecord || type == kDeviceForget;
 }
 
+void RecentLog::cut(uint64_t from_index)
+{
+	while (!records_.empty() && records_.back().index >= from_index) {
+		bytes_ -= records_.back().payload.size();
+		records_.pop_back();
+	}
+}
+
+void RecentLog::push(HeldRecord r)
+{
+	bytes_ += r.payload.size();
+	records_.push_back(std::move(r));
+	while (bytes_ > kRecentBytes && records_.size() > 1) {
+		bytes_ -= records_.front().payload.size();
+		records_.pop_front();
+	}
+}
+
+void RecentLog::assign(std::deque<HeldRecord> records)
+{
+	records_.clear();
+	bytes_ = 0;
+	for (HeldRecord &r : records)
+		push(std::move(r));
+}
+
 LogRecovery::LogRecovery(Apply apply, Local local)
 	: apply_(std::move(apply)), local_(std::move(local))
 {
@@ -167,6 +193,7 @@ mdr::Status LogRecovery::record(uint16_t type, std::span<const std::byte> payloa
 
 			log_.cut += log_.held.size() - keep;
 			log_.held.resize(keep);
+			recent_.cut(mk.first_index);
 			log_.last = {epoch_at(prev), prev};
 		}
 		commit_ = std::max(commit_, mk.commit_index);
@@ -192,12 +219,14 @@ mdr::Status LogRecovery::record(uint16_t type, std::span<const std::byte> payloa
 	log_.last = {mark_epoch_, log_.last.index + 1};
 	log_.held.push_back({log_.last.index, mark_epoch_, type,
 			     std::vector<std::byte>(payload.begin(), payload.end())});
+	recent_.push(log_.held.back());
 	return apply_committed();
 }
 
 RecoveredLog LogRecovery::finish()
 {
 	pending_ = 0;
+	log_.recent = recent_.take();
 	return std::move(log_);
 }
 

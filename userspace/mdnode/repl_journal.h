@@ -52,6 +52,7 @@
 #define MDNODE_REPL_JOURNAL_H
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <span>
 #include <vector>
@@ -64,6 +65,23 @@ namespace mdnode::repl {
 
 inline constexpr size_t kLogMarkBytes = 32;
 inline constexpr size_t kEpochRecordBytes = 8;
+// Payload bytes of the log's last records a replica keeps in memory.
+inline constexpr size_t kRecentBytes = 16 << 20;
+
+// The log's last records, bounded by kRecentBytes (the newest always
+// kept), cut where a later batch goes over them.
+class RecentLog {
+public:
+	void cut(uint64_t from_index);
+	void push(HeldRecord r);
+	std::deque<HeldRecord> take() { bytes_ = 0; return std::move(records_); }
+	void assign(std::deque<HeldRecord> records);
+	const std::deque<HeldRecord> &records() const { return records_; }
+
+private:
+	std::deque<HeldRecord> records_;
+	size_t bytes_ = 0;
+};
 
 struct LogMark {
 	uint64_t epoch = 0;
@@ -93,6 +111,10 @@ struct RecoveredLog {
 	uint64_t applied = 0;		// records up to it were applied
 	uint64_t applied_epoch = 0;	// the epoch of the record at applied
 	std::vector<HeldRecord> held;	// the records after applied, in order
+	// The log's last records, applied or not, up to kRecentBytes of
+	// payload: what a leader ships a follower behind its start
+	// (ShipperOptions::prior).
+	std::deque<HeldRecord> recent;
 	uint64_t log_records = 0;	// of the log, cut ones counted
 	uint64_t local_records = 0;
 	uint64_t cut = 0;		// records a later mark cut
@@ -126,6 +148,7 @@ private:
 	Local local_;
 	RecoveredLog log_;
 	uint64_t commit_ = 0;
+	RecentLog recent_;
 	uint64_t mark_epoch_ = 0;
 	uint32_t pending_ = 0;		// records the last mark still announces
 	uint64_t seen_ = 0;		// journal records read, for errors

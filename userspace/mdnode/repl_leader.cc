@@ -63,6 +63,19 @@ mdr::Result<std::unique_ptr<LogShipper>> LogShipper::create(const ShipperOptions
 					   num(opts.max_batch_bytes));
 	if (opts.heartbeat_ms < 1)
 		return mdr::Error(-EINVAL, "log shipper: heartbeat interval below 1 ms");
+	for (size_t i = 0; i < opts.prior.size(); i++) {
+		const HeldRecord &r = opts.prior[i];
+		const uint64_t want = opts.start.index - (opts.prior.size() - 1 - i);
+
+		if (r.index != want || r.epoch == 0 ||
+		    r.epoch > (i + 1 < opts.prior.size() ? opts.prior[i + 1].epoch
+							  : opts.start.epoch) ||
+		    (i + 1 == opts.prior.size() && r.epoch != opts.start.epoch) ||
+		    r.payload.size() > kMaxRecordPayload)
+			return mdr::Error(-EINVAL, "log shipper: prior record " + num(i) +
+						   " at " + pos({r.epoch, r.index}) +
+						   " is not of the log ending at " + pos(opts.start));
+	}
 	return std::unique_ptr<LogShipper>(new LogShipper(opts, link, std::move(on_commit)));
 }
 
@@ -75,6 +88,30 @@ LogShipper::LogShipper(const ShipperOptions &opts, ShipLink &link, OnCommit on_c
 {
 	for (const std::string &m : opts.followers)
 		followers_.emplace(m, FollowerInfo{});
+	// The prior records, one batch each, in their own epochs: the window
+	// begins with them. The first one's prev_epoch is its own: no
+	// follower is streamed from before it (connect()).
+	for (size_t i = 0; i < opts.prior.size(); i++) {
+		const HeldRecord &r = opts.prior[i];
+		const RecordRef ref{r.type, r.payload};
+		const BatchHeader h{.epoch = r.epoch, .first_index = r.index,
+				    .prev_epoch = i ? opts.prior[i - 1].epoch : r.epoch,
+				    .commit_index = std::min(commit_, r.index - 1)};
+
+		window_.push_back({r.index, r.index, encode_batch(h, std::span(&ref, 1))});
+		window_used_ += window_.back().bytes.size();
+	}
+	evict();
+}
+
+// The epoch of the prior record at index; 0 when it is not one.
+uint64_t LogShipper::prior_epoch(uint64_t index) const
+{
+	const std::vector<HeldRecord> &p = opts_.prior;
+
+	if (p.empty() || index < p.front().index || index > p.back().index)
+		return 0;
+	return p[index - p.front().index].epoch;
 }
 
 const FollowerInfo *LogShipper::follower(const std::string &member) const
@@ -126,8 +163,12 @@ mdr::Status LogShipper::connect(const std::string &member, const LogPosition &la
 	const bool in_epoch = last.epoch == opts_.epoch && last.index > opts_.start.index &&
 			      last.index <= last_index_;
 	const bool old_tail = last.epoch < opts_.epoch && last.index > opts_.start.index;
+	// Or behind the start, at a record the prior ones hold, of the
+	// same epoch (log matching): streamed from after it.
+	const bool behind = last.index < opts_.start.index && last.epoch != 0 &&
+			    prior_epoch(last.index) == last.epoch;
 
-	if (!at_start && !in_epoch && !old_tail) {
+	if (!at_start && !in_epoch && !old_tail && !behind) {
 		need_checkpoint(f, "its log ends at " + pos(last) + "; epoch " +
 				   num(opts_.epoch) + " began at " + pos(opts_.start));
 		return {};

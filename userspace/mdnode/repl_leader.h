@@ -70,6 +70,7 @@
 #include <vector>
 
 #include "lib/util/result.h"
+#include "mdnode/repl_follower.h"
 #include "mdnode/repl_format.h"
 
 namespace mdnode::repl {
@@ -98,6 +99,11 @@ struct ShipperOptions {
 	// of it is known committed (at most start.index).
 	LogPosition start;
 	uint64_t commit_index = 0;
+	// The last records of that log, as far back as the leader kept them,
+	// ending at start.index (or none): shipped, each in a batch of its
+	// own epoch, to a follower whose log ends among them, behind the
+	// start (a replica whose journal lost its last records at a crash).
+	std::vector<HeldRecord> prior{};
 	uint64_t ring_bytes = 16 << 20;		// each follower's ring
 	uint32_t max_batch_bytes = 1 << 20;	// check_ring()
 	uint64_t window_bytes = 64 << 20;	// batches kept for backlogs
@@ -150,8 +156,10 @@ public:
 	// checkpoint. A log that ends past the start in an older epoch (a
 	// tail no majority had) is streamed from the start, for the follower
 	// to cut (repl_follower.h, step 4), and counts as durable only up to
-	// the start until it reports more. -ENOENT for a member not a
-	// follower, -EINVAL for a durable index past last.
+	// the start until it reports more. A log that ends behind the start
+	// at a record of prior, of the same epoch, is streamed from there.
+	// -ENOENT for a member not a follower, -EINVAL for a durable index
+	// past last.
 	mdr::Status connect(const std::string &member, const LogPosition &last,
 			    uint64_t durable_index);
 	// Its connection is gone: nothing more is written to it.
@@ -196,6 +204,7 @@ private:
 	LogShipper(const ShipperOptions &opts, ShipLink &link, OnCommit on_commit);
 
 	const Frame *frame_at(uint64_t first_index) const;
+	uint64_t prior_epoch(uint64_t index) const;
 	void pump(const std::string &member, FollowerInfo &f);
 	void evict();
 	void advance_commit();

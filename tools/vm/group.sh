@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# group.sh - a replica group for the VM tests of tools/vm/tests/replication/:
+# a one-member etcd on loopback and three mdnode replicas, each on an
+# address and rxe device of its own (mdr_replica_links), sharing the
+# guest's disk. Source it after common.sh, then:
+#
+#	group_init TAG TTL_S	names, etcd, links, the admin key
+#	group_start I [ARGS]	replica I on its data directory (kept across
+#				starts: a restart recovers from it)
+#	group_stop I [SIGNAL]	TERM (or SIGNAL) replica I, wait up to 20 s
+#	group_wait_leader [NOT]	sets leader: a live replica, other than
+#				NOT, that logged "serving in epoch" since
+#				its start
+#	admin I STEPS..., host I STEPS..., state I
+#	group_check_logs	no sanitizer report in any replica's log
+#
+# Hosts and admins reach replica I at ${MDR_REPLICA_ADDR[I]}:4791, the
+# leader's log connections at :4800.
+. "$MDR_TOP/tools/vm/common.sh"
+GROUP_CLIENT=$MDR_BIN/mdr-test-node-client
+
+group_dir() { echo "$MDR_TMP/mdnode-$GROUP_TAG-$1"; }
+
+group_init() {
+	GROUP_TAG=$1
+	GROUP_TTL=$2
+	mdr_require_file "$GROUP_CLIENT" "$MDNODE"
+	mdr_require_cmd etcd etcdctl
+
+	local edir=$MDR_TMP/etcd-$GROUP_TAG
+	GROUP_ETCD=http://127.0.0.1:23790
+	rm -rf "$edir" && mkdir -p "$edir"
+	etcd --name "$GROUP_TAG" --data-dir "$edir/data" --listen-client-urls "$GROUP_ETCD" \
+		--advertise-client-urls "$GROUP_ETCD" --listen-peer-urls http://127.0.0.1:23800 \
+		--initial-advertise-peer-urls http://127.0.0.1:23800 \
+		--initial-cluster "$GROUP_TAG=http://127.0.0.1:23800" --initial-cluster-state new \
+		--heartbeat-interval 50 --election-timeout 500 --logger zap --log-level warn \
+		>"$edir/etcd.log" 2>&1 &
+	local etcd_pid=$!
+	mdr_on_exit "kill $etcd_pid 2>/dev/null; wait $etcd_pid 2>/dev/null; rm -rf '$edir'"
+	mdr_wait_for "etcdctl --endpoints $GROUP_ETCD endpoint health" 60
+
+	mdr_replica_links 3
+	GROUP_KEY=$MDR_TMP/admin.key
+	head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$GROUP_KEY"
+	GROUP_SET=()
+	local i
+	for i in 1 2 3; do
+		GROUP_SET+=(--replica "$i=${MDR_REPLICA_ADDR[i]}:4800")
+		rm -rf "$(group_dir "$i")" && mkdir -p "$(group_dir "$i")"
+		mdr_on_exit "group_stop $i"
+	done
+	GROUP_PIDS=()
+	mdr_on_exit 'if [ "$rc" -ne 0 ]; then for i in 1 2 3; do echo "--- replica $i:"; tail -n 30 "$(group_dir $i)/mdnode.log"; done; fi'
+}
+
+# group_start I [ARGS...]: the log of each start is appended to the last.
+group_start() {
+	local i=$1 d
+	shift
+	d=$(group_dir "$i")
+	echo "=== start $(date +%s.%N)" >>"$d/mdnode.log"
+	"$MDNODE" --listen "${MDR_REPLICA_ADDR[i]}:4791" --data-dir "$d" --device "1=$MDR_VBLK" \
+		--admin-key "$GROUP_KEY" --io-hold-ms 2000 --host-auth optional \
+		--group 7 --replica-id "$i" --etcd "$GROUP_ETCD" --group-ttl-s "$GROUP_TTL" \
+		"${GROUP_SET[@]}" "$@" >>"$d/mdnode.log" 2>&1 &
+	GROUP_PIDS[i]=$!
+	mdr_wait_listen "${GROUP_PIDS[i]}" "${MDR_REPLICA_ADDR[i]}:4791" "$d/mdnode.log"
+}
+
+group_stop() {
+	local pid=${GROUP_PIDS[$1]:-} n
+	[ -n "$pid" ] || return 0
+	GROUP_PIDS[$1]=
+	kill "-${2:-TERM}" "$pid" 2>/dev/null
+	for n in $(seq 200); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "replica $1 did not stop in 20 s: killing it" >&2
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		return 1
+	fi
+	wait "$pid" 2>/dev/null
+	return 0
+}
+
+# How many times a live replica logged "serving in epoch" since its last
+# start: 0 when it does not lead.
+group_served() {
+	local pid=${GROUP_PIDS[$1]:-}
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || { echo 0; return; }
+	awk '/^=== start/ { n = 0 } /serving in epoch/ { n++ } END { print n + 0 }' \
+		"$(group_dir "$1")/mdnode.log"
+}
+
+group_find_leader() {
+	local i
+	for i in 1 2 3; do
+		[ "$i" = "${1:-}" ] && continue
+		[ "$(group_served "$i")" -gt 0 ] && { leader=$i; return 0; }
+	done
+	return 1
+}
+
+group_wait_leader() {
+	leader=
+	mdr_wait_for "group_find_leader ${1:-}" 60
+	group_find_leader "${1:-}"
+	mdr_log "replica $leader leads"
+}
+
+admin() { local i=$1; shift; "$GROUP_CLIENT" --node "${MDR_REPLICA_ADDR[i]}" --admin-key "$GROUP_KEY" "$@"; }
+host() { local i=$1; shift; "$GROUP_CLIENT" --node "${MDR_REPLICA_ADDR[i]}" --tenant 1 --host-id 0x31 "$@"; }
+# What a replica's state shows to admins: its volumes, each one's extents
+# by device, its devices' use. Leases (open_count) are the leader's alone.
+state() { admin "$1" list "${@:2}" devs 2>&1 | sed 's/ open_count=[0-9]*//'; }
+
+group_check_logs() {
+	local i
+	for i in 1 2 3; do
+		! grep -q 'ERROR: AddressSanitizer\|runtime error' "$(group_dir "$i")/mdnode.log" ||
+			mdr_fail "sanitizer report in replica $i's log"
+	done
+}
