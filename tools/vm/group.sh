@@ -52,7 +52,7 @@ group_init() {
 		mdr_on_exit "group_stop $i"
 	done
 	GROUP_PIDS=()
-	mdr_on_exit 'if [ "$rc" -ne 0 ]; then for i in 1 2 3; do echo "--- replica $i:"; tail -n 30 "$(group_dir $i)/mdnode.log"; done; fi'
+	mdr_on_exit 'if [ "$rc" -ne 0 ]; then for i in 1 2 3; do echo "--- replica $i:"; grep -v "similar lines dropped\|refused (no replica" "$(group_dir $i)/mdnode.log" | tail -n 40; done; fi'
 }
 
 # group_start I [ARGS...]: the log of each start is appended to the last.
