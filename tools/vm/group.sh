@@ -42,6 +42,9 @@ group_init() {
 	mdr_wait_for "etcdctl --endpoints $GROUP_ETCD endpoint health" 60
 
 	mdr_replica_links 3
+	# Runs after every replica's stop, before the links go: a process
+	# still holding a verbs device makes the link's removal wait for it.
+	mdr_on_exit 'for f in /proc/[0-9]*/fd/*; do [[ "$(readlink "$f" 2>/dev/null)" == /dev/infiniband/* ]] && { p=${f#/proc/}; p=${p%%/*}; echo "holds $(readlink "$f"): $p $(tr "\0" " " </proc/$p/cmdline)"; }; done | sort -u'
 	GROUP_KEY=$MDR_TMP/admin.key
 	head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$GROUP_KEY"
 	GROUP_SET=()

@@ -226,7 +226,7 @@ void GroupReplica::lead(uint64_t epoch)
 	next_index_ = own.index + 1;
 	commit_index_ = applied;
 	epoch_shipped_ = false;
-	held_applied_ = false;
+	serving_begun_ = false;
 	gate_.emplace(std::move(gate).value());
 	link_ = std::move(link).value();
 	shipper_ = std::move(shipper).value();
@@ -255,7 +255,6 @@ void GroupReplica::tick(int64_t now_ms)
 	if (uint64_t by = link_->deposed_by())
 		return stop("a follower is fenced to epoch " + std::to_string(by));
 
-	const bool was_serving = gate_->serving();
 	for (const ReplicaArg &a : settings_.replicas) {
 		if (a.id == settings_.self)
 			continue;
@@ -289,10 +288,6 @@ void GroupReplica::tick(int64_t now_ms)
 	shipper_->tick(now_ms);
 	link_->tick();
 	answer_committed();
-	if (!was_serving && gate_ && gate_->serving())
-		log_info("group %llu: serving in epoch %llu, %zu replicas' logs heard",
-			 (unsigned long long)settings_.group, (unsigned long long)epoch_,
-			 gate_->heard());
 }
 
 mdr::Result<uint64_t> GroupReplica::ship(uint16_t type, std::span<const std::byte> payload,
@@ -374,11 +369,16 @@ void GroupReplica::answer_committed()
 	if (!gate_)
 		return;
 	gate_->on_commit(commit_index_);
-	if (gate_->serving() && !held_applied_) {
+	// The gate turns serving here or in tick(), which calls this too:
+	// said once, where it happens.
+	if (gate_->serving() && !serving_begun_) {
 		if (mdr::Status st = apply_held(); !st.ok())
 			return stop("applying the records its log held before epoch " +
 				    std::to_string(epoch_) + ": " + st.message());
-		held_applied_ = true;
+		serving_begun_ = true;
+		log_info("group %llu: serving in epoch %llu, %zu replicas' logs heard",
+			 (unsigned long long)settings_.group, (unsigned long long)epoch_,
+			 gate_->heard());
 	}
 	answers_.release(commit_index_);
 }

@@ -157,7 +157,7 @@ private:
 	repl::RecentLog recent_;
 	uint64_t batch_next_ = 0;
 	uint64_t batch_epoch_ = 0;
-	bool held_applied_ = false;
+	bool serving_begun_ = false;	// held records applied, said
 	bool stopped_ = false;
 	std::string failure_;
 };
