@@ -405,6 +405,9 @@ void GroupMember::lose(std::string reason)
 		std::lock_guard lock(lock_);
 		election_ = nullptr;
 		key_lost_ = false;
+		// A step down asked for the epoch just lost is done: left
+		// standing, it would end the next epoch this replica wins.
+		step_down_asked_ = false;
 	}
 	election_owned_.reset();	// a new term campaigns anew
 

@@ -248,6 +248,33 @@ static void test_resign_hands_over(void **)
 	assert_true(rec.value().kvs.empty());
 }
 
+// step_down() stops serving at once, the key goes and the other leads well
+// under the TTL; the one that stepped down campaigns again only after its
+// hold, and then leads once the key is free.
+static void test_step_down_holds_the_campaign(void **)
+{
+	Pair p;
+	assert_true(p.start("t6"));
+	Member *l = p.l, *f = p.f;
+	const int64_t old_epoch = l->state().epoch;
+
+	const auto t0 = Clock::now();
+	l->m->step_down(milliseconds(2500));
+	assert_false(l->m->serving(Clock::now()));
+	assert_true(l->state().role == Role::follower);
+	assert_true(run_until(p.both(), [&] { return f->leads(); }, 1000));
+	assert_true(f->state().epoch > old_epoch);
+
+	// The key free again at once: the held one does not take it before
+	// its hold ends.
+	const int64_t f_epoch = f->state().epoch;
+	assert_true(f->m->resign().ok());
+	assert_true(run_until(p.both(), [&] { return l->leads(); }, 5000));
+	assert_true(Clock::now() - t0 >= milliseconds(2500));
+	assert_true(l->state().epoch > f_epoch);
+	assert_true(l->m->serving(Clock::now()));
+}
+
 static void expect_refused(GroupOptions o, const char *words)
 {
 	auto m = GroupMember::start(o, {});
@@ -363,6 +390,7 @@ int main()
 		cmocka_unit_test(test_frozen_leader_stops_before_takeover),
 #endif
 		cmocka_unit_test(test_resign_hands_over),
+		cmocka_unit_test(test_step_down_holds_the_campaign),
 		cmocka_unit_test(test_bad_ids_refused),
 		cmocka_unit_test(test_unreachable_etcd),
 		cmocka_unit_test(test_transport_errors_keep_the_validity),
