@@ -143,7 +143,7 @@ struct ReceiverStats {
 	uint64_t batches = 0;		// appended
 	uint64_t records = 0;		// appended
 	uint64_t skipped = 0;		// batches held already
-	uint64_t dropped = 0;		// of a lower epoch, or after a fence
+	uint64_t dropped = 0;		// after a fence; HEARTBEATs of a lower epoch
 	uint64_t wraps = 0;
 	uint64_t durables = 0;		// DURABLE sent
 	uint64_t applied = 0;		// records

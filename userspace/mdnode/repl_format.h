@@ -8,7 +8,8 @@
 //
 // Log indexes count records, from 1: the record at index i is the i-th
 // record of the group's log. Every record carries the epoch of the leader
-// that shipped it: that of the batch it came in.
+// that first shipped it: that of the batch it came in (a later leader
+// resends its prior records in batches of their own epochs).
 //
 // The ring is a follower's memory region of ring_bytes, a multiple of 8 of
 // at most 4 GiB (an offset fits the 32 bits of a WRITE's immediate data),
@@ -25,7 +26,8 @@
 //	     0    4  magic 0x4c52444d ("MDRL" in a dump)
 //	     4    2  format version, 1
 //	     6    2  reserved, 0
-//	     8    8  epoch of the leader that shipped it, >= 1
+//	     8    8  epoch of its records, >= 1: the shipping leader's, or
+//		     an earlier one for records it holds from before its own
 //	    16    8  first_index: log index of its first record, >= 1
 //	    24    8  prev_epoch: epoch of the record at first_index - 1 (0
 //		     when first_index is 1), at most epoch: the log matching
