@@ -216,21 +216,27 @@ mdr_mdnode_wait_old_leases() {
 	[ "$left" -le 0 ] || sleep "$(printf '%d.%03d' $((left / 1000)) $((left % 1000)))"
 }
 
-# mdr_mdnode_stop [SIGNAL]: stop it (TERM by default, KILL to crash it).
-# One that does not stop within 20 s is killed, so a hung mdnode fails its
-# own test and not every later one.
-mdr_mdnode_stop() {
-	local pid=${MDR_MDNODE_PID:-} i
-	[ -n "$pid" ] || return 0
-	MDR_MDNODE_PID=
-	kill "-${1:-TERM}" "$pid" 2>/dev/null
+# mdr_stop_pid PID WHAT [SIGNAL]: TERM (or SIGNAL) a child and wait for it
+# up to 20 s; one still running then is killed, said of WHAT, so that a
+# hung process fails its own test and not every later one. Its exit status.
+mdr_stop_pid() {
+	local pid=$1 i
+	kill "-${3:-TERM}" "$pid" 2>/dev/null
 	for i in $(seq 200); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
 	if kill -0 "$pid" 2>/dev/null; then
-		echo "mdnode $pid did not stop in 20 s: killing it" >&2
+		echo "$2 did not stop in 20 s: killing it" >&2
 		kill -KILL "$pid" 2>/dev/null
 	fi
 	wait "$pid" 2>/dev/null
+}
+
+# mdr_mdnode_stop [SIGNAL]: stop it (TERM by default, KILL to crash it).
+mdr_mdnode_stop() {
+	local pid=${MDR_MDNODE_PID:-}
+	[ -n "$pid" ] || return 0
+	MDR_MDNODE_PID=
+	mdr_stop_pid "$pid" "mdnode $pid" "${1:-TERM}"
 }

@@ -8,7 +8,8 @@
 #	group_init TAG TTL_S	names, etcd, links, the admin key
 #	group_start I [ARGS]	replica I on its data directory (kept across
 #				starts: a restart recovers from it)
-#	group_stop I [SIGNAL]	TERM (or SIGNAL) replica I, wait up to 20 s
+#	group_stop I [SIGNAL]	TERM (or SIGNAL) replica I (mdr_stop_pid):
+#				its exit status
 #	group_wait_leader [NOT]	sets leader: a live replica, other than
 #				NOT, that logged "serving in epoch" since
 #				its start
@@ -73,22 +74,10 @@ group_start() {
 }
 
 group_stop() {
-	local pid=${GROUP_PIDS[$1]:-} n
+	local pid=${GROUP_PIDS[$1]:-}
 	[ -n "$pid" ] || return 0
 	GROUP_PIDS[$1]=
-	kill "-${2:-TERM}" "$pid" 2>/dev/null
-	for n in $(seq 200); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$pid" 2>/dev/null; then
-		echo "replica $1 did not stop in 20 s: killing it" >&2
-		kill -KILL "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
-		return 1
-	fi
-	wait "$pid" 2>/dev/null
-	return 0
+	mdr_stop_pid "$pid" "replica $1" "${2:-}"
 }
 
 # How many times a live replica logged "serving in epoch" since its last

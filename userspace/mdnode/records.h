@@ -157,6 +157,19 @@ mdr::Result<Record> decode_record(uint16_t type, std::span<const uint8_t> payloa
 // "record EXTENT_ALLOC (volume 3, extent 7)", for errors.
 std::string describe_record(const Record &r);
 
+// The same bytes as uint8_t, which Reader and Writer take, and back.
+inline std::span<const uint8_t> as_u8(std::span<const std::byte> b)
+{
+	return {reinterpret_cast<const uint8_t *>(b.data()), b.size()};
+}
+
+inline std::vector<std::byte> to_bytes(const std::vector<uint8_t> &v)
+{
+	const auto b = std::as_bytes(std::span(v));
+
+	return {b.begin(), b.end()};
+}
+
 // Little-endian fields, appended.
 class Writer {
 public:

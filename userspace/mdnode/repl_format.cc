@@ -18,19 +18,6 @@ namespace {
 constexpr size_t kCrcOffset = 48;
 constexpr size_t kControlHeader = 16;
 
-std::span<const uint8_t> as_u8(std::span<const std::byte> b)
-{
-	return {reinterpret_cast<const uint8_t *>(b.data()), b.size()};
-}
-
-std::vector<std::byte> as_bytes(const std::vector<uint8_t> &v)
-{
-	std::vector<std::byte> out(v.size());
-
-	std::memcpy(out.data(), v.data(), v.size());
-	return out;
-}
-
 uint32_t batch_crc(std::span<const std::byte> header, std::span<const std::byte> payload)
 {
 	const uint32_t zero = 0;
@@ -96,7 +83,7 @@ std::vector<std::byte> encode_batch(const BatchHeader &h, std::span<const Record
 		w.padded(as_u8(r.payload), r.payload.size());
 	}
 
-	std::vector<std::byte> out = as_bytes(w.take());
+	std::vector<std::byte> out = to_bytes(w.take());
 	const uint32_t crc = batch_crc(std::span(out).first(kHeaderBytes),
 				       std::span(out).subspan(kHeaderBytes));
 
@@ -111,7 +98,7 @@ std::vector<std::byte> encode_wrap()
 	Writer w;
 
 	w.le32(kWrapMagic).le32(0);
-	return as_bytes(w.take());
+	return to_bytes(w.take());
 }
 
 mdr::Result<Entry> peek_entry(std::span<const std::byte> bytes, uint32_t max_batch_bytes)
@@ -289,7 +276,7 @@ std::vector<std::byte> encode_control(const Control &m)
 		w.le64(s.last.epoch).le64(s.last.index).le64(s.durable_index)
 			.le64(s.fenced_epoch);
 	}
-	return as_bytes(w.take());
+	return to_bytes(w.take());
 }
 
 mdr::Result<Control> parse_control(std::span<const std::byte> bytes)

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <string>
 
 #include "mdnode/records.h"
@@ -15,19 +14,6 @@ namespace mdnode::repl {
 namespace {
 
 std::string num(uint64_t v) { return std::to_string(v); }
-
-std::span<const uint8_t> as_u8(std::span<const std::byte> b)
-{
-	return {reinterpret_cast<const uint8_t *>(b.data()), b.size()};
-}
-
-std::vector<std::byte> to_bytes(const std::vector<uint8_t> &v)
-{
-	std::vector<std::byte> out(v.size());
-
-	std::memcpy(out.data(), v.data(), v.size());
-	return out;
-}
 
 } // namespace
 
