@@ -303,6 +303,13 @@ uint32_t NodeCore::open_count(uint64_t volume_id) const
 	return n;
 }
 
+void NodeCore::begin_windows(LeaseBounds inherited)
+{
+	start_ms_ = now_ms_();
+	first_new_volume_ = store.next_volume_id();
+	inherited_ = inherited;
+}
+
 int64_t NodeCore::restart_lease_left() const
 {
 	return std::max<int64_t>(0, start_ms_ + int64_t(restart_bounds().held_ms) - now_ms_());

@@ -259,9 +259,20 @@ struct NodeCore {
 	// drops its cache (a reopen after its lease lapsed).
 	bool in_restart_lease() const;
 	int64_t restart_lease_left() const;
-	// The bounds its restart windows wait out: the larger of its own and
-	// opts.prior.
-	LeaseBounds restart_bounds() const { return widest(own_bounds(opts), opts.prior); }
+	// The bounds its restart windows wait out: the larger of its own,
+	// opts.prior and what begin_windows() was given.
+	LeaseBounds restart_bounds() const
+	{
+		return widest(widest(own_bounds(opts), opts.prior), inherited_);
+	}
+	// A replica that starts to lead (group_replica.h): the windows above
+	// start over now, as at a start, for every volume the store holds,
+	// and wait out inherited too, the bounds the leaders before it
+	// granted under (repl_journal.h, EPOCH). The leases of the leader
+	// before were all granted before now: it stopped before etcd could
+	// elect this one (replication.md, "Why no two leaders accept
+	// changes").
+	void begin_windows(LeaseBounds inherited);
 	// The volume existed before the start: hosts may hold leases on it
 	// this process never granted.
 	bool from_before_start(uint64_t volume_id) const
@@ -307,6 +318,7 @@ private:
 
 	std::function<int64_t()> now_ms_;
 	int64_t start_ms_;
+	LeaseBounds inherited_{};
 	// Volumes with smaller ids existed before the start.
 	uint64_t first_new_volume_;
 	uint64_t records_since_checkpoint_ = 0;

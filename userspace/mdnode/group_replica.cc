@@ -58,6 +58,7 @@ mdr::Result<std::unique_ptr<GroupReplica>> GroupReplica::start(const ReplicaSett
 	fo.held = std::move(log.held);
 	fo.fenced_epoch = log.last.epoch;
 	r->recent_.assign(std::move(log.recent));
+	r->log_bounds_ = log.epoch_bounds;
 	auto f = repl::RdmaFollower::listen(std::move(fo), *r);
 	if (!f.ok())
 		return mdr::Error(f.error(), "the log listener on " + self->address + ":" +
@@ -131,8 +132,19 @@ mdr::Status GroupReplica::begin_batch(const repl::BatchHeader &h)
 
 mdr::Status GroupReplica::append(uint16_t type, std::span<const std::byte> payload, Done done)
 {
+	std::optional<repl::EpochRecord> er;
+
+	if (type == kEpochRecord) {
+		auto e = repl::decode_epoch_record(payload);
+
+		if (!e.ok())
+			return mdr::Error(e.error(), e.message());
+		er = e.value();
+	}
 	if (mdr::Status st = journal_.append(type, payload, std::move(done)); !st.ok())
 		return st;
+	if (er)
+		log_bounds_ = er->bounds;
 	recent_.push({batch_next_++, batch_epoch_, type,
 		      std::vector<std::byte>(payload.begin(), payload.end())});
 	return {};
@@ -227,6 +239,16 @@ void GroupReplica::lead(uint64_t epoch)
 	commit_index_ = applied;
 	epoch_shipped_ = false;
 	serving_begun_ = false;
+	settled_ = false;
+	// What a host may hold from the leaders before: the last EPOCH record
+	// its log took announced it. A later record can only be wider (each
+	// announces its own widened by the one before) or a settle, shipped
+	// once every lease out there was its leader's own: either way the
+	// last one bounds every lease still out, also when it was a tail a
+	// later mark cut (it was true when shipped, and time only ends
+	// leases). Its log, as a majority's most up-to-date one, holds every
+	// committed EPOCH record.
+	announced_ = widest(settings_.lease_bounds, log_bounds_.value_or(LeaseBounds{}));
 	gate_.emplace(std::move(gate).value());
 	link_ = std::move(link).value();
 	shipper_ = std::move(shipper).value();
@@ -272,11 +294,13 @@ void GroupReplica::tick(int64_t now_ms)
 			// Its epoch's first record: after a majority's logs, none
 			// ahead, were heard, never before (it would go over the
 			// tail of a log ahead).
-			const std::vector<std::byte> rec = repl::encode_epoch_record(epoch_);
+			const std::vector<std::byte> rec =
+				repl::encode_epoch_record({epoch_, announced_});
 			auto idx = append_and_ship(kEpochRecord, rec, [](int) {});
 			if (!idx.ok())
 				return stop("its EPOCH record: " + idx.message());
 			epoch_shipped_ = true;
+			log_bounds_ = announced_;
 			if (gate_->phase() == repl::LeaderGate::Phase::committing)
 				if (mdr::Status st = gate_->epoch_record(idx.value()); !st.ok())
 					return stop("its gate: " + st.message());
@@ -288,6 +312,30 @@ void GroupReplica::tick(int64_t now_ms)
 	shipper_->tick(now_ms);
 	link_->tick();
 	answer_committed();
+	settle_bounds();
+}
+
+// Every lease a host may hold is its own once its windows are over: the
+// next leader need wait out only its bounds.
+void GroupReplica::settle_bounds()
+{
+	if (!serving_begun_ || settled_ || stopped_ || node_.in_restart_grace())
+		return;
+	settled_ = true;
+	if (announced_ == settings_.lease_bounds)
+		return;
+
+	const std::vector<std::byte> rec =
+		repl::encode_epoch_record({epoch_, settings_.lease_bounds});
+
+	if (auto idx = append_and_ship(kEpochRecord, rec, [](int) {}); !idx.ok())
+		return stop("its EPOCH record settling its lease bounds: " + idx.message());
+	announced_ = settings_.lease_bounds;
+	log_bounds_ = announced_;
+	log_info("group %llu: the leases of the leaders before epoch %llu have run out: "
+		 "leases held for %u ms, IO held for %u ms from now on",
+		 (unsigned long long)settings_.group, (unsigned long long)epoch_,
+		 announced_.held_ms, announced_.io_hold_ms);
 }
 
 mdr::Result<uint64_t> GroupReplica::ship(uint16_t type, std::span<const std::byte> payload,
@@ -376,9 +424,12 @@ void GroupReplica::answer_committed()
 			return stop("applying the records its log held before epoch " +
 				    std::to_string(epoch_) + ": " + st.message());
 		serving_begun_ = true;
-		log_info("group %llu: serving in epoch %llu, %zu replicas' logs heard",
-			 (unsigned long long)settings_.group, (unsigned long long)epoch_,
-			 gate_->heard());
+		node_.begin_leading(announced_);
+		log_info("group %llu: serving in epoch %llu, %zu replicas' logs heard; the "
+			 "leases of the leaders before are waited out for %u ms, their IO for "
+			 "%u ms more", (unsigned long long)settings_.group,
+			 (unsigned long long)epoch_, gate_->heard(), announced_.held_ms,
+			 announced_.io_hold_ms);
 	}
 	answers_.release(commit_index_);
 }

@@ -31,7 +31,11 @@
 //   - otherwise it journals and ships its EPOCH record first; when its log
 //     held records not applied, it serves only once that record is
 //     committed, and applies them (follower_'s held records) to its store
-//     in the same step, before any change is prepared against it.
+//     in the same step, before any change is prepared against it;
+//   - from then on it waits out the leases the leaders before it may have
+//     granted, and rolls back the moves they left half done, as a single
+//     node does after a start (Node::begin_leading()); once that wait is
+//     over it settles the bounds it announced to its own (settle_bounds()).
 //
 // Bounds, refused rather than run unsafely (replication.md, "Not built
 // yet"): a replica that stops leading after it shipped does not become a
@@ -75,6 +79,9 @@ struct ReplicaSettings {
 	std::string client_address;
 	int ttl_s = 1;
 	int drift_margin_ms = 200;
+	// What this replica grants leases by (own_bounds()): its EPOCH
+	// record announces them (repl_journal.h).
+	LeaseBounds lease_bounds{};
 	uint64_t ring_bytes = 16 << 20;
 	uint32_t max_batch_bytes = 1 << 20;
 };
@@ -135,6 +142,9 @@ private:
 	// Answers the changes up to the shipper's commit index, outside its
 	// calls.
 	void answer_committed();
+	// Past its windows, an EPOCH record with its own lease bounds when it
+	// announced wider ones. From tick().
+	void settle_bounds();
 
 	const ReplicaSettings settings_;
 	Node &node_;
@@ -158,6 +168,11 @@ private:
 	uint64_t batch_next_ = 0;
 	uint64_t batch_epoch_ = 0;
 	bool serving_begun_ = false;	// held records applied, said
+	// The bounds of the last EPOCH record its log took (repl_journal.h),
+	// and those its own EPOCH record announced.
+	std::optional<LeaseBounds> log_bounds_;
+	LeaseBounds announced_{};
+	bool settled_ = false;
 	bool stopped_ = false;
 	std::string failure_;
 };

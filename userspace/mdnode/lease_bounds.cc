@@ -14,9 +14,6 @@ namespace mdnode {
 
 namespace {
 
-// A lease of the longest --lease-ms, with a margin far beyond any drift.
-constexpr uint32_t kHeldMsMax = MDR_WIRE_LEASE_MS_MAX + 60000;
-
 bool take_field(std::string_view &text, std::string_view name, uint32_t max, uint32_t &out)
 {
 	if (!text.starts_with(name) || text.size() == name.size() || text[name.size()] != '=')
@@ -31,6 +28,17 @@ bool take_field(std::string_view &text, std::string_view name, uint32_t max, uin
 }
 
 } // namespace
+
+mdr::Status check_lease_bounds(LeaseBounds b)
+{
+	if (b.held_ms > kHeldMsMax)
+		return mdr::Error(-EINVAL, "held_ms " + std::to_string(b.held_ms) +
+					   " above " + std::to_string(kHeldMsMax));
+	if (b.io_hold_ms > kIoHoldMsMax)
+		return mdr::Error(-EINVAL, "io_hold_ms " + std::to_string(b.io_hold_ms) +
+					   " above " + std::to_string(kIoHoldMsMax));
+	return {};
+}
 
 std::string format_lease_bounds(LeaseBounds b)
 {

@@ -25,6 +25,8 @@
 #include <string>
 #include <string_view>
 
+#include <linux/mdroute_wire.h>
+
 #include "lib/util/result.h"
 
 namespace mdnode {
@@ -41,6 +43,14 @@ inline LeaseBounds widest(LeaseBounds a, LeaseBounds b)
 {
 	return {std::max(a.held_ms, b.held_ms), std::max(a.io_hold_ms, b.io_hold_ms)};
 }
+
+// The longest held_ms a bound may name: a lease of the longest --lease-ms,
+// with a margin far beyond any drift.
+inline constexpr uint32_t kHeldMsMax = MDR_WIRE_LEASE_MS_MAX + 60000;
+
+// -EINVAL naming the bound: held_ms above kHeldMsMax, io_hold_ms above
+// kIoHoldMsMax (config.h).
+mdr::Status check_lease_bounds(LeaseBounds b);
 
 // The file's text, and back. -EINVAL naming what is wrong: anything but
 // the one line with both numbers, in range.

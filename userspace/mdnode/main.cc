@@ -61,6 +61,7 @@ ReplicaSettings replica_settings(const Config &cfg)
 	s.client_address = (v6 ? "[" + cfg.listen_address + "]" : cfg.listen_address) + ":" +
 			   std::to_string(cfg.port);
 	s.ttl_s = int(cfg.group_ttl_s);
+	s.lease_bounds = own_bounds(node_options(cfg));
 	return s;
 }
 

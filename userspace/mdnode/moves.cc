@@ -29,6 +29,27 @@ Mover::Mover(NodeCore &core, Pushes &pushes) : core_(core), pushes_(pushes)
 
 void Mover::tick()
 {
+	// Before the moves asked for during the grace: they may be of the
+	// same extents.
+	if (roll_back_pending_ && !core_.in_restart_grace()) {
+		roll_back_pending_ = false;
+		for (const Move &m : core_.store.moves()) {
+			mdr::Status st = roll_back(m, [this, copy = m](int err) {
+				if (!err)
+					return;
+				log_error("volume %llu extent %llu: rolling back the move the "
+					  "leader before left: %s; trying again",
+					  (unsigned long long)copy.volume_id,
+					  (unsigned long long)copy.index, strerror(-err));
+				roll_back_pending_ = true;
+			});
+			// -EBUSY: its roll back is in flight already.
+			if (!st.ok() && st.error() != -EBUSY) {
+				log_error("%s", st.message().c_str());
+				roll_back_pending_ = true;
+			}
+		}
+	}
 	if (!deferred_moves_.empty() && !core_.in_restart_grace()) {
 		auto deferred = std::exchange(deferred_moves_, {});
 		for (auto &start : deferred)
@@ -452,28 +473,36 @@ void Mover::move_finish(MoveKey key, int err)
 	op.done(err, op.result);
 }
 
+mdr::Status Mover::roll_back(const Move &m, std::function<void(int err)> done)
+{
+	auto prep = core_.store.prepare_move_abort(m.volume_id, m.index);
+
+	if (!prep.ok())
+		return mdr::Error(prep.error(), prep.message());
+	core_.change(std::move(prep.value()), [m, done = std::move(done)](int err, const Applied *) {
+		if (!err)
+			log_info("volume %llu extent %llu: the move to device %u did not finish: "
+				 "rolled back to device %u, generation %llu",
+				 (unsigned long long)m.volume_id, (unsigned long long)m.index,
+				 m.new_dev, m.old_dev, (unsigned long long)(m.generation + 1));
+		done(err);
+	});
+	return {};
+}
+
 mdr::Status Mover::recover_moves()
 {
 	for (const Move &m : core_.store.moves()) {
-		auto prep = core_.store.prepare_move_abort(m.volume_id, m.index);
-
-		if (!prep.ok())
-			return mdr::Error(prep.error(), prep.message());
-
 		int result = -EINPROGRESS;
 
-		core_.change(std::move(prep.value()),
-		       [&result](int err, const Applied *) { result = err; });
+		if (mdr::Status st = roll_back(m, [&result](int err) { result = err; }); !st.ok())
+			return st;
 		if (auto st = core_.journal.flush(); !st.ok())
 			return st;
 		if (result)
 			return mdr::Error(result, "cannot roll back the move of extent " +
 					  std::to_string(m.index) + " of volume " +
 					  std::to_string(m.volume_id));
-		log_info("volume %llu extent %llu: the move to device %u did not finish: "
-			 "rolled back to device %u, generation %llu",
-			 (unsigned long long)m.volume_id, (unsigned long long)m.index,
-			 m.new_dev, m.old_dev, (unsigned long long)(m.generation + 1));
 	}
 	return {};
 }

@@ -42,6 +42,14 @@ public:
 	// extent is mapped at its old place again with a newer generation,
 	// the new place is freed. Blocks on the journal.
 	mdr::Status recover_moves();
+	// A replica that starts to lead (Node::begin_leading()): every move
+	// its store holds begun was left half done by the leader before, and
+	// is rolled back as above, through the group's log, once the windows
+	// begun then are over (tick()): until then the deposed leader's
+	// copier may still write the new places, which a roll back frees for
+	// reuse. Hosts' IO to those extents waits until then. A roll back the
+	// group does not commit is tried again at the next tick.
+	void roll_back_after_grace() { roll_back_pending_ = true; }
 	// Starts the moves asked for during the restart grace, and goes on
 	// with those whose holders all acked during it. From tick().
 	void tick();
@@ -125,6 +133,10 @@ private:
 	};
 	using MoveKey = std::pair<uint64_t, uint64_t>;	// (volume, index)
 
+	// Journals the roll back of a move found begun (recover_moves(),
+	// roll_back_after_grace()); done(err) once it is applied or not.
+	mdr::Status roll_back(const Move &m, std::function<void(int err)> done);
+
 	// One extent: freeze, drain, copy, publish (or roll back), then done.
 	// Errors before the freeze call done at once.
 	void move_extent(uint64_t volume_id, uint64_t index, uint32_t to_dev,
@@ -158,6 +170,7 @@ private:
 	// Moves asked for during the grace after the start, started by tick()
 	// once it is over: freezing earlier would only make IO wait longer.
 	std::vector<std::function<void()>> deferred_moves_;
+	bool roll_back_pending_ = false;	// roll_back_after_grace()
 };
 
 } // namespace mdnode

@@ -75,6 +75,15 @@ public:
 
 	// At start, before serving: see Mover::recover_moves().
 	mdr::Status recover_moves() { return mover_.recover_moves(); }
+	// A replica about to serve as its group's leader, its store holding
+	// every committed record: the leases and moves of the leaders before
+	// it are waited out and rolled back as after a start
+	// (NodeCore::begin_windows(), Mover::roll_back_after_grace()).
+	void begin_leading(LeaseBounds inherited)
+	{
+		core_.begin_windows(inherited);
+		mover_.roll_back_after_grace();
+	}
 
 	// The copier's event fd, readable when a copy finished; then call
 	// process_copies(). wait_copies() blocks until every copy started has

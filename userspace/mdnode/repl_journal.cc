@@ -56,25 +56,33 @@ mdr::Result<LogMark> decode_mark(std::span<const std::byte> payload)
 	return m;
 }
 
-std::vector<std::byte> encode_epoch_record(uint64_t epoch)
+std::vector<std::byte> encode_epoch_record(const EpochRecord &r)
 {
 	Writer w;
 
-	w.le64(epoch);
+	w.le64(r.epoch);
+	w.le32(r.bounds.held_ms);
+	w.le32(r.bounds.io_hold_ms);
 	return to_bytes(w.take());
 }
 
-mdr::Result<uint64_t> decode_epoch_record(std::span<const std::byte> payload)
+mdr::Result<EpochRecord> decode_epoch_record(std::span<const std::byte> payload)
 {
 	if (payload.size() != kEpochRecordBytes)
 		return mdr::Error(-EINVAL, "EPOCH record: " + num(payload.size()) + " bytes, not " +
 					   num(kEpochRecordBytes));
 
-	const uint64_t epoch = Reader(as_u8(payload)).le64();
+	Reader rd(as_u8(payload));
+	EpochRecord r;
 
-	if (epoch == 0)
+	r.epoch = rd.le64();
+	r.bounds.held_ms = rd.le32();
+	r.bounds.io_hold_ms = rd.le32();
+	if (r.epoch == 0)
 		return mdr::Error(-EINVAL, "EPOCH record: epoch 0");
-	return epoch;
+	if (mdr::Status st = check_lease_bounds(r.bounds); !st.ok())
+		return mdr::Error(-EINVAL, "EPOCH record: " + st.message());
+	return r;
 }
 
 bool changes_store(uint16_t type)
@@ -196,9 +204,10 @@ mdr::Status LogRecovery::record(uint16_t type, std::span<const std::byte> payloa
 
 		if (!e.ok())
 			return bad(e.message());
-		if (e.value() != mark_epoch_)
-			return bad("an EPOCH record of epoch " + num(e.value()) + " under a mark of " +
-				   num(mark_epoch_));
+		if (e.value().epoch != mark_epoch_)
+			return bad("an EPOCH record of epoch " + num(e.value().epoch) +
+				   " under a mark of " + num(mark_epoch_));
+		log_.epoch_bounds = e.value().bounds;
 	}
 	pending_--;
 	log_.log_records++;

@@ -30,10 +30,21 @@
 // took the leader's batch over it (repl_follower.h, step 4), and the
 // journal, append-only, says so by the mark.
 //
-// EPOCH (kEpochRecord), a record of the log, 8 bytes: the epoch of the
-// leader that shipped it. A new leader's first record (replication.md,
-// "A new leader", step 4): once it is committed, every record before it
-// is. It changes nothing in the store.
+// EPOCH (kEpochRecord), a record of the log, 16 bytes. A new leader's
+// first record (replication.md, "A new leader", step 4): once it is
+// committed, every record before it is. It changes nothing in the store.
+//
+//	     0    8  epoch of the leader that shipped it, >= 1
+//	     8    4  held_ms	 the lease bounds (lease_bounds.h) of every
+//	    12    4  io_hold_ms	 lease a host may hold while this epoch leads
+//
+// The bounds are the leader's own widened by those of the last EPOCH record
+// before it: a leader elected while leases of its predecessor's may still
+// be out announces theirs too. The next leader waits out the bounds of the
+// last EPOCH record of its log at its takeover (NodeCore::begin_windows()).
+// A leader past that wait, whose own bounds are narrower than it
+// announced, ships another EPOCH record of its epoch with its own: every
+// lease out there is its own by then (GroupReplica::settle_bounds()).
 //
 // Recovery (LogRecovery) reads the journal in order and rebuilds: the
 // log's end (last), the highest commit index a mark carried (every record
@@ -54,17 +65,19 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "lib/util/result.h"
+#include "mdnode/lease_bounds.h"
 #include "mdnode/repl_follower.h"
 #include "mdnode/repl_format.h"
 
 namespace mdnode::repl {
 
 inline constexpr size_t kLogMarkBytes = 32;
-inline constexpr size_t kEpochRecordBytes = 8;
+inline constexpr size_t kEpochRecordBytes = 16;
 // Payload bytes of the log's last records a replica keeps in memory.
 inline constexpr size_t kRecentBytes = 16 << 20;
 
@@ -97,9 +110,17 @@ std::vector<std::byte> encode_mark(const LogMark &m);
 // 0, a reserved field not 0, a commit index not below first_index.
 mdr::Result<LogMark> decode_mark(std::span<const std::byte> payload);
 
-std::vector<std::byte> encode_epoch_record(uint64_t epoch);
-// -EINVAL for another length or epoch 0.
-mdr::Result<uint64_t> decode_epoch_record(std::span<const std::byte> payload);
+struct EpochRecord {
+	uint64_t epoch = 0;
+	LeaseBounds bounds;
+
+	bool operator==(const EpochRecord &) const = default;
+};
+
+std::vector<std::byte> encode_epoch_record(const EpochRecord &r);
+// -EINVAL for another length, epoch 0, or bounds check_lease_bounds()
+// refuses.
+mdr::Result<EpochRecord> decode_epoch_record(std::span<const std::byte> payload);
 
 // Whether a record of the log changes the store: every type but EPOCH.
 bool changes_store(uint16_t type);
@@ -115,6 +136,10 @@ struct RecoveredLog {
 	// payload: what a leader ships a follower behind its start
 	// (ShipperOptions::prior).
 	std::deque<HeldRecord> recent;
+	// The bounds of the last EPOCH record the journal holds, a record a
+	// later mark cut too (GroupReplica::lead() says why that is safe);
+	// none when it holds none.
+	std::optional<LeaseBounds> epoch_bounds;
 	uint64_t log_records = 0;	// of the log, cut ones counted
 	uint64_t local_records = 0;
 	uint64_t cut = 0;		// records a later mark cut

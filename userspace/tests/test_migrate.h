@@ -78,8 +78,9 @@ struct Rig : NodeRig {
 	}
 
 	// mdnode's start: devices, the journal replayed into a new store, the
-	// node, the roll-back of unfinished moves. now does not move.
-	void start()
+	// node, the roll-back of unfinished moves (unless as a replica of a
+	// group, which leaves them to its leader). now does not move.
+	void start(bool recover = true)
 	{
 		mdnode::NodeOptions o = rig_options();
 		o.io_hold_ms = io_hold_ms;
@@ -91,20 +92,22 @@ struct Rig : NodeRig {
 		NodeRig::start({{1, dev_path[1], "SER-A", kDev1Size},
 				{2, dev_path[2], "SER-B", kDev2Size}},
 			       o, jdir);
+		if (!recover)
+			return;
 		auto st = node->recover_moves();
 		if (!st.ok())
 			fail_msg("recover: %s", st.message().c_str());
 	}
 
 	// kill -9: nothing more reaches the journal.
-	void crash_and_restart()
+	void crash_and_restart(bool recover = true)
 	{
 		node.reset();
 		journal.reset();
 		store.reset();
 		net.sent.clear();
 		restarts++;
-		start();
+		start(recover);
 	}
 
 	// Past the grace after a start.

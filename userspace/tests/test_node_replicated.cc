@@ -7,8 +7,9 @@
 // covers it, however long its local journal has had it durable; a replica
 // that stops leading answers what waits with AGAIN and leaves the store as
 // it was; a replica that does not lead refuses leases and changes with
-// AGAIN, journals nothing, and still answers reads; stopping to serve cuts
-// the hosts and keeps the admins.
+// AGAIN, journals nothing, and still answers reads; a replica that starts
+// to lead waits out the leases of the leaders before it; stopping to serve
+// cuts the hosts and keeps the admins.
 #include <cerrno>
 #include <cstdint>
 #include <functional>
@@ -192,6 +193,62 @@ void test_follower_refuses(void **)
 	assert_non_null(r.store->volume("w"));
 }
 
+// A replica that starts to lead waits out, as a start does, the leases the
+// leaders before it granted, by the bounds it inherited (wider than its
+// own): no ALLOC in a volume from before until the lease part is over
+// (AGAIN), no delete of one until their IO can land no more (BUSY). A
+// volume created since is held back by neither.
+void test_new_leader_waits_out_old_leases(void **)
+{
+	Replica r;
+	const ConnId adm = r.admin();
+	auto change = [&r](ConnId conn, uint64_t req_id, const wire::Body &body) {
+		r.send(conn, req_id, body);
+		r.flush();
+		r.log.answers.release(r.log.next - 1);
+		return status_of(r.one(conn));
+	};
+	const wire::VolCreateReq v{.size = 4 * MiB, .extent_shift = kShift, .tenant = 1,
+				   .name = "v"};
+	assert_int_equal(change(adm, 1, v), MDR_ST_OK);
+	wire::VolCreateReq u = v;
+	u.name = "u";
+	assert_int_equal(change(adm, 2, u), MDR_ST_OK);
+	const uint64_t vol = r.store->volume("v")->id;
+	// Long after the process's start: only the windows begun below count.
+	r.now += 3600 * 1000;
+
+	const mdnode::LeaseBounds inherited{uint32_t(kHeldMs) + 2000, kIoHoldMs + 3000};
+	r.node->begin_leading(inherited);
+	const ConnId h = r.host(1, 0xa);
+	r.open(h, vol);
+	assert_int_equal(change(h, 3, wire::AllocReq{.volume_id = vol, .index = 0}),
+			 MDR_ST_AGAIN);
+	wire::VolCreateReq w = v;
+	w.name = "w";
+	assert_int_equal(change(adm, 4, w), MDR_ST_OK);
+	const uint64_t fresh = r.store->volume("w")->id;
+	r.open(h, fresh);
+	assert_int_equal(change(h, 5, wire::AllocReq{.volume_id = fresh, .index = 0}),
+			 MDR_ST_OK);
+
+	// Past its own lease bound, not the inherited one (the host's lease
+	// taken again, as it ran out meanwhile).
+	r.now += kHeldMs + 1;
+	r.open(h, vol);
+	assert_int_equal(change(h, 6, wire::AllocReq{.volume_id = vol, .index = 0}),
+			 MDR_ST_AGAIN);
+	r.now += 2000;
+	r.open(h, vol);
+	assert_int_equal(change(h, 7, wire::AllocReq{.volume_id = vol, .index = 0}),
+			 MDR_ST_OK);
+	// The IO part: a delete of a volume from before waits for it too.
+	assert_int_equal(change(adm, 8, wire::VolDeleteReq{.name = "u"}), MDR_ST_BUSY);
+	r.now += kIoHoldMs + 3000;
+	assert_int_equal(change(adm, 9, wire::VolDeleteReq{.name = "u"}), MDR_ST_OK);
+	assert_null(r.store->volume("u"));
+}
+
 // A replica that stops serving cuts its hosts and keeps its admins.
 void test_stop_serving_hosts(void **)
 {
@@ -214,6 +271,7 @@ int main()
 		cmocka_unit_test(test_change_answered_at_commit),
 		cmocka_unit_test(test_abandoned_changes),
 		cmocka_unit_test(test_follower_refuses),
+		cmocka_unit_test(test_new_leader_waits_out_old_leases),
 		cmocka_unit_test(test_stop_serving_hosts),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);

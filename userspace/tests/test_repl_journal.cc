@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "mdnode/config.h"
 #include "mdnode/records.h"
 #include "mdnode/repl_journal.h"
 
@@ -99,9 +100,17 @@ void test_mark_bytes(void **)
 		assert_non_null(strstr(d.message().c_str(), c.words));
 	}
 
-	assert_int_equal(decode_epoch_record(encode_epoch_record(12)).value(), 12);
-	assert_false(decode_epoch_record(encode_epoch_record(0)).ok());
-	assert_false(decode_epoch_record(Bytes(7)).ok());
+	const EpochRecord er{12, {5200, 20000}};
+	assert_true(decode_epoch_record(encode_epoch_record(er)).value() == er);
+	assert_int_equal(encode_epoch_record(er).size(), 16);
+	assert_false(decode_epoch_record(encode_epoch_record(EpochRecord{0, {5200, 20000}})).ok());
+	assert_false(decode_epoch_record(Bytes(8)).ok());
+	// Bounds a lease could never have: refused, not waited out.
+	auto far = decode_epoch_record(encode_epoch_record(EpochRecord{12, {mdnode::kHeldMsMax + 1, 0}}));
+	assert_int_equal(far.error(), -EINVAL);
+	assert_non_null(strstr(far.message().c_str(), "held_ms"));
+	far = decode_epoch_record(encode_epoch_record(EpochRecord{12, {1000, mdnode::kIoHoldMsMax + 1}}));
+	assert_non_null(strstr(far.message().c_str(), "io_hold_ms"));
 	assert_false(changes_store(mdnode::kEpochRecord));
 	assert_true(changes_store(mdnode::kExtentAlloc));
 	assert_true(is_local(mdnode::kDeviceRecord));
@@ -117,7 +126,7 @@ void test_recovery_applies_committed(void **)
 
 	r.ok(r.record(mdnode::kDeviceRecord));		// the start's check of its disks
 	r.ok(r.mark(2, 1, 2, 0));
-	r.ok(r.rx.record(mdnode::kEpochRecord, encode_epoch_record(2)));
+	r.ok(r.rx.record(mdnode::kEpochRecord, encode_epoch_record({2, {5200, 20000}})));
 	assert_int_equal(r.applied.size(), 0);
 	r.ok(r.record(mdnode::kVolumeCreate));
 	r.ok(r.mark(2, 3, 1, 2));			// 1 and 2 committed
@@ -125,7 +134,7 @@ void test_recovery_applies_committed(void **)
 	r.ok(r.record());
 	r.ok(r.record(mdnode::kDeviceRecord));		// a later start's
 	r.ok(r.mark(3, 4, 1, 3));
-	r.ok(r.rx.record(mdnode::kEpochRecord, encode_epoch_record(3)));
+	r.ok(r.rx.record(mdnode::kEpochRecord, encode_epoch_record({3, {3000, 1000}})));
 	r.ok(r.mark(3, 5, 2, 3));
 	r.ok(r.record());
 	r.ok(r.record());
@@ -146,6 +155,8 @@ void test_recovery_applies_committed(void **)
 	assert_int_equal(log.local_records, 2);
 	assert_int_equal(r.local.size(), 2);
 	assert_int_equal(log.cut, 0);
+	// The last EPOCH record's bounds, held or not.
+	assert_true(log.epoch_bounds == (mdnode::LeaseBounds{3000, 1000}));
 }
 
 // A mark at or below the log's end: the tail from its first index goes.
@@ -221,7 +232,7 @@ void test_recovery_refusals(void **)
 		Reader r;
 
 		r.ok(r.mark(3, 1, 1, 0));
-		expect_error(r.rx.record(mdnode::kEpochRecord, encode_epoch_record(2)), -EINVAL,
+		expect_error(r.rx.record(mdnode::kEpochRecord, encode_epoch_record({2, {}})), -EINVAL,
 			     "EPOCH record of epoch 2 under a mark of 3");
 	}
 	{
