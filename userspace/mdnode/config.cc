@@ -28,7 +28,7 @@ const char kUsage[] =
 	"              [--io-hold-ms N] [--max-connections N] [--log-level LEVEL]\n"
 	"              [--max-connections-per-tenant N] [--admin-connections N]\n"
 	"              [--host-auth required|optional] [--host-auth-timeout-ms N]\n"
-	"              [--forget-device ID] [--metrics ADDR:PORT]\n"
+	"              [--forget-device ID] [--metrics ADDR:PORT] [--checkpoint-records N]\n"
 	"              [--group G --replica-id ID --etcd URL[,URL...]\n"
 	"               --replica ID=ADDR:PORT --replica ... [--group-ttl-s N]]\n"
 	"\n"
@@ -58,6 +58,10 @@ const char kUsage[] =
 	"      --host-auth-timeout-ms N\n"
 	"                            cut a host that has not proven its key N ms\n"
 	"                            after connecting, 100..60000 (5000)\n"
+	"      --checkpoint-records N\n"
+	"                            write a checkpoint once N records were journaled\n"
+	"                            since the last, 1..1000000000 (100000): a start\n"
+	"                            replays at most about N records\n"
 	"      --log-level LEVEL     error, warn, info (default) or debug\n"
 	"      --metrics ADDR:PORT   serve Prometheus metrics at http://ADDR:PORT/metrics\n"
 	"                            (numeric address, IPv6 as [ADDR]:PORT; off unless\n"
@@ -94,7 +98,7 @@ enum Opt {
 	kListen, kDataDir, kDevice, kConfig, kAdminKey, kLeaseMs, kIoHoldMs, kMaxConn,
 	kLogLevel, kHelp, kVersion, kTestDropInval, kHostAuth, kHostAuthTimeout,
 	kMaxConnTenant, kAdminConn, kForgetDevice, kMetrics, kGroup, kReplicaId, kEtcd,
-	kReplica, kGroupTtl,
+	kReplica, kGroupTtl, kCheckpointRecords,
 };
 
 constexpr mdr::OptionSpec kSpecs[] = {
@@ -123,6 +127,7 @@ constexpr mdr::OptionSpec kSpecs[] = {
 	{kEtcd, "etcd", 0, true},
 	{kReplica, "replica", 0, true},
 	{kGroupTtl, "group-ttl-s", 0, true},
+	{kCheckpointRecords, "checkpoint-records", 0, true},
 };
 
 // By id: without MDR_TEST_HOOKS an entry is missing, so ids are not
@@ -365,6 +370,11 @@ mdr::Status apply(Config &c, Lists &lists, int opt, std::string_view value,
 		if (!parse_uint<uint32_t>(value, c.io_hold_ms, 0, kIoHoldMsMax))
 			return bad(where, "io-hold-ms '" + std::string(value) +
 					  "': want 0.." + std::to_string(kIoHoldMsMax));
+		return {};
+	case kCheckpointRecords:
+		if (!parse_uint<uint64_t>(value, c.checkpoint_records, 1, kCheckpointRecordsMax))
+			return bad(where, "checkpoint-records '" + std::string(value) +
+					  "': want 1.." + std::to_string(kCheckpointRecordsMax));
 		return {};
 	case kMaxConn:
 		if (!parse_uint<uint32_t>(value, c.max_connections, 1, 65536))

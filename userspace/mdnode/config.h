@@ -55,6 +55,9 @@ inline constexpr size_t kMaxReplicas = 7;
 // The longest --group-ttl-s: a leader that died holds the group this long.
 inline constexpr uint32_t kGroupTtlMaxS = 60;
 
+// The most --checkpoint-records takes.
+inline constexpr uint64_t kCheckpointRecordsMax = 1000000000;
+
 // The most --io-hold-ms takes: 10 minutes, far beyond any device's timeout.
 inline constexpr uint32_t kIoHoldMsMax = 600000;
 
@@ -67,6 +70,8 @@ struct Config {
 	uint32_t lease_ms = 5000;
 	// NodeOptions::io_hold_ms.
 	uint32_t io_hold_ms = 20000;
+	// NodeOptions::checkpoint_records.
+	uint64_t checkpoint_records = 100000;
 	uint32_t max_connections = 1024;
 	// ServerOptions::max_per_tenant, ServerOptions::admin_reserved.
 	uint32_t max_connections_per_tenant = 256;

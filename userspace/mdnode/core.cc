@@ -34,7 +34,7 @@ std::map<uint32_t, std::string> copier_paths(const NodeOptions &opts, const Stor
 NodeCore::NodeCore(const NodeOptions &o, Store &s, Journal &j, std::function<int64_t()> now_ms)
 	: opts(o), store(s), journal(j), leases(int64_t(o.io_hold_ms)),
 	  copier(copier_paths(o, s), o.copier), now_ms_(std::move(now_ms)), start_ms_(now_ms_()),
-	  first_new_volume_(s.next_volume_id())
+	  first_new_volume_(s.next_volume_id()), checkpointed_records_(j.stats().records)
 {
 }
 
@@ -203,7 +203,6 @@ Applied NodeCore::commit_journaled(const Change &c)
 		log_flush();
 		std::abort();
 	}
-	records_since_checkpoint_++;
 	return std::move(applied).value();
 }
 
@@ -246,33 +245,42 @@ void NodeCore::change_replicated(Change c,
 // journal holds.
 void NodeCore::maybe_checkpoint()
 {
-	// Not on a replica of a group yet: a follower's journal holds records
-	// past what its store applied, which the store's snapshot would claim
-	// (replication.md, "Not built yet").
-	if (repl)
-		return;
 	// A snapshot holds mapped entries only: none while an extent moves.
-	if (records_since_checkpoint_ < opts.checkpoint_records ||
+	if (journal.stats().records - checkpointed_records_ < opts.checkpoint_records ||
 	    journal.checkpoint_in_flight() || now_ms_() < checkpoint_retry_ms_ ||
 	    store.counts().in_flight || store.counts().moving)
 		return;
+
+	std::vector<uint8_t> snapshot;
+
+	if (repl) {
+		auto header = repl->checkpoint_header();
+
+		if (!header)
+			return;
+		snapshot = std::move(*header);
+		const std::vector<uint8_t> s = store.snapshot();
+		snapshot.insert(snapshot.end(), s.begin(), s.end());
+	} else {
+		snapshot = store.snapshot();
+	}
 	// Records journaled from now on are not in this snapshot.
-	const uint64_t covered = std::exchange(records_since_checkpoint_, 0);
-	auto st = journal.begin_checkpoint(store.snapshot(), [this, covered](const mdr::Status &s) {
+	const uint64_t before = std::exchange(checkpointed_records_, journal.stats().records);
+	auto st = journal.begin_checkpoint(std::move(snapshot), [this, before](const mdr::Status &s) {
 		if (s.ok())
 			checkpoint_backoff_ms_ = 0;
 		else
-			checkpoint_failed(s, covered);
+			checkpoint_failed(s, before);
 	});
 	// Not begun: the journal has failed (the process is stopping) or
 	// cannot cut a segment.
 	if (!st.ok())
-		checkpoint_failed(st, covered);
+		checkpoint_failed(st, before);
 }
 
-void NodeCore::checkpoint_failed(const mdr::Status &st, uint64_t covered)
+void NodeCore::checkpoint_failed(const mdr::Status &st, uint64_t before)
 {
-	records_since_checkpoint_ += covered;
+	checkpointed_records_ = before;
 	checkpoint_backoff_ms_ = std::clamp(2 * checkpoint_backoff_ms_, kCheckpointRetryMinMs,
 					    kCheckpointRetryMaxMs);
 	checkpoint_retry_ms_ = now_ms_() + checkpoint_backoff_ms_;

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -188,6 +189,11 @@ public:
 	// journal's refusal otherwise.
 	virtual mdr::Result<uint64_t> ship(uint16_t type, std::span<const std::byte> payload,
 					   std::function<void(int err)> committed) = 0;
+	// A checkpoint of this replica is the store's snapshot behind the
+	// log's position (repl_journal.h, "A replica's checkpoint"): the
+	// header of one, when every record its log holds is applied to the
+	// store; none when some wait for their commit (not now).
+	virtual std::optional<std::vector<uint8_t>> checkpoint_header() const = 0;
 };
 
 // Told when a lease is granted (OPEN), lapses (its host sends no new IO)
@@ -231,9 +237,10 @@ struct NodeCore {
 	bool accepting() const { return !repl || repl->accepting(); }
 	// A checkpoint once enough records are journaled, with no change in
 	// flight and no extent moving, none in flight and no retry pending
-	// (kCheckpointRetryMinMs); none on a replica of a group (yet). The
-	// snapshot is taken here; the journal writes it on its worker while
-	// the loop serves. From tick() only.
+	// (kCheckpointRetryMinMs); on a replica of a group only when its log
+	// gives a header (every record of it applied). The snapshot is taken
+	// here; the journal writes it on its worker while the loop serves.
+	// From tick() only.
 	void maybe_checkpoint();
 	// The delay before the next try of a failed checkpoint; 0 when the
 	// last one did not fail.
@@ -300,7 +307,8 @@ private:
 	void change_replicated(Change c, std::function<void(int err, const Applied *applied)> done);
 	// The journaled change c takes effect in the store: a failure is a bug.
 	Applied commit_journaled(const Change &c);
-	void checkpoint_failed(const mdr::Status &st, uint64_t covered);
+	// before: checkpointed_records_ before the checkpoint that failed.
+	void checkpoint_failed(const mdr::Status &st, uint64_t before);
 	// reply()'s half of the request clock: stops the one of req_id.
 	void request_replied(ConnId conn, uint64_t req_id);
 	// Encodes and sends a reply; cuts the connection if it cannot.
@@ -321,7 +329,9 @@ private:
 	LeaseBounds inherited_{};
 	// Volumes with smaller ids existed before the start.
 	uint64_t first_new_volume_;
-	uint64_t records_since_checkpoint_ = 0;
+	// journal.stats().records when the last checkpoint began: a
+	// follower's records reach the journal outside change().
+	uint64_t checkpointed_records_ = 0;
 	int64_t checkpoint_backoff_ms_ = 0;
 	int64_t checkpoint_retry_ms_ = 0;	// no checkpoint before this
 	std::vector<LeaseEvents *> watchers_;

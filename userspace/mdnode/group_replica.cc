@@ -348,6 +348,33 @@ mdr::Result<uint64_t> GroupReplica::ship(uint16_t type, std::span<const std::byt
 	return append_and_ship(type, payload, std::move(committed));
 }
 
+// Then the store holds every record of its log, and a restart needs
+// nothing of the journal before the checkpoint but the log's position.
+std::optional<std::vector<uint8_t>> GroupReplica::checkpoint_header() const
+{
+	repl::LogCheckpoint c{.last = {}, .epoch_bounds = log_bounds_, .recent = {}};
+
+	if (stopped_)
+		return std::nullopt;
+	if (shipper_) {
+		// Its first record, EPOCH, is committed once it serves.
+		if (!serving_begun_ || commit_index_ + 1 != next_index_ || answers_.waiting())
+			return std::nullopt;
+		c.last = {epoch_, commit_index_};
+	} else {
+		c.last = follower_->last();
+		if (follower_->applied_index() != c.last.index)
+			return std::nullopt;
+	}
+	// Its last records, for a follower behind a start of this replica
+	// as leader (ShipperOptions::prior): only a run that ends where its
+	// log does.
+	if (!recent_.records().empty() && recent_.records().back().index == c.last.index &&
+	    recent_.records().back().epoch == c.last.epoch)
+		c.recent = recent_.records();
+	return repl::encode_checkpoint_header(c);
+}
+
 // The mark and the record go to the journal back to back (nothing else is
 // journaled between them: one thread), then to the shipper. A journal
 // that refuses the mark took nothing; one that takes the mark and refuses
@@ -389,6 +416,7 @@ mdr::Result<uint64_t> GroupReplica::append_and_ship(uint16_t type,
 		log_flush();
 		std::abort();
 	}
+	recent_.push({index, epoch_, type, std::vector<std::byte>(payload.begin(), payload.end())});
 	if (mdr::Status h = answers_.hold(index, std::move(committed)); !h.ok()) {
 		log_error("cannot wait for the commit of %llu: %s", (unsigned long long)index,
 			  h.message().c_str());

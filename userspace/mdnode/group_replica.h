@@ -41,7 +41,8 @@
 // yet"): a replica that stops leading after it shipped does not become a
 // follower again in this process (its journal may hold records no
 // majority has; the next start cuts them as its new leader's batches
-// come); a replica writes no checkpoint; a move its store holds
+// come); a replica checkpoints only when its log holds nothing
+// unapplied (checkpoint_header()), and ships none; a move its store holds
 // unfinished at a start waits for the leader (no roll back of its own).
 #ifndef MDNODE_GROUP_REPLICA_H
 #define MDNODE_GROUP_REPLICA_H
@@ -117,6 +118,9 @@ public:
 	bool accepting() const override;
 	mdr::Result<uint64_t> ship(uint16_t type, std::span<const std::byte> payload,
 				   std::function<void(int err)> committed) override;
+	// A leader that serves, every record of its log committed and
+	// answered; a follower whose receiver applied all it holds.
+	std::optional<std::vector<uint8_t>> checkpoint_header() const override;
 
 private:
 	GroupReplica(const ReplicaSettings &s, Node &node, Store &store, Journal &journal);
@@ -161,9 +165,10 @@ private:
 	uint64_t next_index_ = 0;	// the leader's next record's
 	uint64_t commit_index_ = 0;	// the shipper's, last told
 	bool epoch_shipped_ = false;	// its EPOCH record
-	// Its log's last records (repl_journal.h), for a follower behind
-	// the start of an epoch it leads; and where the batch its receiver
-	// appends puts the next record.
+	// Its log's last records (repl_journal.h), its own as leader and
+	// its receiver's as follower: for a follower behind the start of an
+	// epoch it leads, and in its checkpoints. Where the batch its
+	// receiver appends puts the next record.
 	repl::RecentLog recent_;
 	uint64_t batch_next_ = 0;
 	uint64_t batch_epoch_ = 0;

@@ -85,6 +85,134 @@ mdr::Result<EpochRecord> decode_epoch_record(std::span<const std::byte> payload)
 	return r;
 }
 
+namespace {
+
+constexpr uint32_t kCheckpointMagic = 0x4752444d;	// "MDRG" as LE bytes
+constexpr uint16_t kCheckpointVersion = 1;
+constexpr uint16_t kCheckpointBounds = 1;		// flags: bit 0
+constexpr size_t kRecentRecordHeader = 24;
+
+} // namespace
+
+std::vector<uint8_t> encode_checkpoint_header(const LogCheckpoint &c)
+{
+	Writer w;
+	const LeaseBounds b = c.epoch_bounds.value_or(LeaseBounds{});
+	uint64_t recent_bytes = 0;
+
+	for (const HeldRecord &r : c.recent)
+		recent_bytes += kRecentRecordHeader + r.payload.size();
+	w.le32(kCheckpointMagic).le16(kCheckpointVersion)
+		.le16(c.epoch_bounds ? kCheckpointBounds : 0)
+		.le64(c.last.epoch).le64(c.last.index)
+		.le32(b.held_ms).le32(b.io_hold_ms).le64(recent_bytes);
+	for (const HeldRecord &r : c.recent) {
+		w.le64(r.index).le64(r.epoch).le16(r.type).le16(0).le32(uint32_t(r.payload.size()));
+		w.padded(as_u8(r.payload), r.payload.size());
+	}
+	return w.take();
+}
+
+namespace {
+
+// The recent records of a checkpoint: in order, ending at last.
+mdr::Result<std::deque<HeldRecord>> decode_recent(std::span<const uint8_t> in,
+						  LogPosition last)
+{
+	std::deque<HeldRecord> out;
+
+	while (!in.empty()) {
+		if (in.size() < kRecentRecordHeader)
+			return mdr::Error(-EINVAL, "a recent record overruns its section");
+
+		Reader r(in.first(kRecentRecordHeader));
+		HeldRecord h;
+
+		h.index = r.le64();
+		h.epoch = r.le64();
+		h.type = r.le16();
+		const uint16_t reserved = r.le16();
+		const uint32_t len = r.le32();
+
+		if (reserved)
+			return mdr::Error(-EINVAL, "recent record " + num(h.index) +
+						   ": reserved field not 0");
+		if (len > in.size() - kRecentRecordHeader)
+			return mdr::Error(-EINVAL, "recent record " + num(h.index) +
+						   " overruns its section");
+		if (!out.empty() && (h.index != out.back().index + 1 || h.epoch < out.back().epoch))
+			return mdr::Error(-EINVAL, "recent record " + num(h.index) + " of epoch " +
+						   num(h.epoch) + " after " +
+						   num(out.back().index) + " of epoch " +
+						   num(out.back().epoch));
+		if (h.index == 0 || h.epoch == 0 || h.epoch > last.epoch || is_local(h.type))
+			return mdr::Error(-EINVAL, "recent record " + num(h.index) + " of epoch " +
+						   num(h.epoch) + ", type " + num(h.type));
+		const auto p = std::as_bytes(in.subspan(kRecentRecordHeader, len));
+		h.payload.assign(p.begin(), p.end());
+		out.push_back(std::move(h));
+		in = in.subspan(kRecentRecordHeader + len);
+	}
+	if (!out.empty() && (out.back().index != last.index || out.back().epoch != last.epoch))
+		return mdr::Error(-EINVAL, "recent records end at (" + num(out.back().epoch) + ", " +
+					   num(out.back().index) + "), not at the log's last (" +
+					   num(last.epoch) + ", " + num(last.index) + ")");
+	return out;
+}
+
+} // namespace
+
+mdr::Result<ReplicaCheckpoint> decode_checkpoint(std::span<const uint8_t> bytes)
+{
+	auto bad = [](const std::string &what) {
+		return mdr::Error(-EINVAL, "the replica's checkpoint: " + what);
+	};
+
+	if (bytes.size() < kCheckpointHeaderBytes)
+		return bad(num(bytes.size()) + " bytes, shorter than its header");
+
+	Reader r(bytes.first(kCheckpointHeaderBytes));
+	ReplicaCheckpoint c;
+
+	if (r.le32() != kCheckpointMagic)
+		return bad("not a replica's checkpoint");
+	if (const uint16_t v = r.le16(); v != kCheckpointVersion)
+		return bad("version " + num(v) + ", not " + num(kCheckpointVersion));
+	const uint16_t flags = r.le16();
+	if (flags & ~kCheckpointBounds)
+		return bad("unknown flags " + num(flags));
+	c.log.last.epoch = r.le64();
+	c.log.last.index = r.le64();
+	LeaseBounds b;
+	b.held_ms = r.le32();
+	b.io_hold_ms = r.le32();
+	const uint64_t recent_bytes = r.le64();
+	if ((c.log.last.index == 0) != (c.log.last.epoch == 0))
+		return bad("index " + num(c.log.last.index) + " of epoch " +
+			   num(c.log.last.epoch));
+	if (flags & kCheckpointBounds) {
+		if (mdr::Status st = check_lease_bounds(b); !st.ok())
+			return bad(st.message());
+		c.log.epoch_bounds = b;
+	} else if (b.held_ms || b.io_hold_ms) {
+		return bad("bounds without their flag");
+	}
+	if (recent_bytes > bytes.size() - kCheckpointHeaderBytes)
+		return bad(num(recent_bytes) + " bytes of recent records past its end");
+	auto recent = decode_recent(bytes.subspan(kCheckpointHeaderBytes, recent_bytes),
+				    c.log.last);
+	if (!recent.ok())
+		return bad(recent.message());
+	c.log.recent = std::move(recent).value();
+	c.snapshot = bytes.subspan(kCheckpointHeaderBytes + recent_bytes);
+	return c;
+}
+
+bool is_replica_checkpoint(std::span<const uint8_t> bytes)
+{
+	return bytes.size() >= 4 && Reader(bytes.first(4)).le32() == kCheckpointMagic;
+}
+
 bool changes_store(uint16_t type)
 {
 	return type != kEpochRecord;
@@ -124,6 +252,26 @@ void RecentLog::assign(std::deque<HeldRecord> records)
 LogRecovery::LogRecovery(Apply apply, Local local)
 	: apply_(std::move(apply)), local_(std::move(local))
 {
+}
+
+mdr::Status LogRecovery::checkpoint(std::span<const uint8_t> bytes, const LoadSnapshot &load)
+{
+	auto rc = decode_checkpoint(bytes);
+
+	if (!rc.ok())
+		return mdr::Error(rc.error(), rc.message());
+	if (mdr::Status st = load(rc.value().snapshot); !st.ok())
+		return st;
+
+	const LogCheckpoint &c = rc.value().log;
+
+	log_.last = c.last;
+	log_.applied = c.last.index;
+	log_.applied_epoch = c.last.epoch;
+	log_.epoch_bounds = c.epoch_bounds;
+	commit_ = c.last.index;
+	recent_.assign(c.recent);
+	return {};
 }
 
 // The epoch of a record the log holds (index <= last.index), 0 for index 0.

@@ -59,6 +59,33 @@
 // crash, after which the next process went on. Local records are told
 // apart by their type (is_local()), not by their place: a process
 // after such a crash journals its disks before any mark.
+//
+// A replica's checkpoint is taken only when every record its log holds is
+// applied to the store (GroupReplica::checkpoint_header()): the log then
+// is its position, and its last records (RecentLog), kept for a follower
+// behind a leader's start. The journal's checkpoint is this header, 40
+// bytes, the recent records, then the store's snapshot (snapshot.cc):
+//
+//	     0    4  magic "MDRG"
+//	     4    2  version (1)
+//	     6    2  flags: bit 0, the bounds below are an EPOCH record's
+//	     8    8  epoch of the log's last record (0: an empty log)
+//	    16    8  index of the log's last record, every one applied
+//	    24    4  held_ms	 of the last EPOCH record the log held
+//	    28    4  io_hold_ms	 (with flag bit 0; else 0)
+//	    32    8  bytes of the recent records that follow
+//
+//	each recent record, in log order, the last one at the index above:
+//	     0    8  index
+//	     8    8  epoch
+//	    16    2  type
+//	    18    2  reserved, 0
+//	    20    4  payload bytes, then the payload
+//
+// A start loads it (LogRecovery::checkpoint()) before the journal's
+// records after it, whose first mark follows that position. A single
+// node's checkpoint (a bare snapshot) is refused by a replica, and this
+// one by a single node.
 #ifndef MDNODE_REPL_JOURNAL_H
 #define MDNODE_REPL_JOURNAL_H
 
@@ -127,6 +154,33 @@ bool changes_store(uint16_t type);
 // Whether a record is of this replica alone (its disks): never shipped.
 bool is_local(uint16_t type);
 
+inline constexpr size_t kCheckpointHeaderBytes = 40;
+
+struct LogCheckpoint {
+	LogPosition last;	// every record up to it applied
+	std::optional<LeaseBounds> epoch_bounds;
+	// The log's last records, ending at last (none: an empty log, or
+	// none kept).
+	std::deque<HeldRecord> recent;
+};
+
+// The header and the recent records: what goes before the snapshot.
+std::vector<uint8_t> encode_checkpoint_header(const LogCheckpoint &c);
+// The header, the recent records and the store's snapshot after them.
+// -EINVAL naming what is wrong: too short, another magic (a single node's
+// checkpoint), version, unknown flags, an index without an epoch, bounds
+// check_lease_bounds() refuses; recent records that overrun their
+// section, are not in order, do not end at the log's last record, are of
+// an epoch past it or of a local type, or have a reserved field set.
+struct ReplicaCheckpoint {
+	LogCheckpoint log;
+	std::span<const uint8_t> snapshot;
+};
+mdr::Result<ReplicaCheckpoint> decode_checkpoint(std::span<const uint8_t> bytes);
+// Whether a journal's checkpoint is a replica's (its magic), to tell a
+// data directory of the other kind from a damaged one.
+bool is_replica_checkpoint(std::span<const uint8_t> bytes);
+
 struct RecoveredLog {
 	LogPosition last;		// the log's end
 	uint64_t applied = 0;		// records up to it were applied
@@ -155,6 +209,12 @@ public:
 						std::span<const std::byte> payload)>;
 
 	LogRecovery(Apply apply, Local local);
+
+	// The journal's checkpoint (it comes before any record): the store's
+	// snapshot to load, and the log starts at its position, all of it
+	// applied. decode_checkpoint()'s errors and load's.
+	using LoadSnapshot = std::function<mdr::Status(std::span<const uint8_t> snapshot)>;
+	mdr::Status checkpoint(std::span<const uint8_t> bytes, const LoadSnapshot &load);
 
 	// The journal's next record. Errors (-EINVAL, naming the record's
 	// place): a mark that does not decode, that leaves a gap after the

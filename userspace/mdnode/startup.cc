@@ -209,11 +209,24 @@ std::unique_ptr<Journal> recover(const Config &cfg, Store &store, repl::Recovere
 	auto journal = Journal::open(
 		jo,
 		[&](std::span<const std::byte> snap) -> mdr::Status {
-			if (log)
-				return mdr::Error(-EINVAL, "a checkpoint: this data directory is a "
-							   "single node's, not a replica's");
-			return store.load_snapshot(
-				{reinterpret_cast<const uint8_t *>(snap.data()), snap.size()});
+			const std::span<const uint8_t> bytes(
+				reinterpret_cast<const uint8_t *>(snap.data()), snap.size());
+			// A replica's is its log's position and the store's
+			// snapshot (repl_journal.h); a single node's, the
+			// snapshot alone.
+			if (repl::is_replica_checkpoint(bytes) != bool(log))
+				return mdr::Error(-EINVAL, log ? "a single node's checkpoint: this "
+								 "data directory is a single "
+								 "node's, not a replica's"
+							       : "a replica's checkpoint: this "
+								 "data directory is a replica's; "
+								 "start it with --group and the "
+								 "group's settings");
+			if (!log)
+				return store.load_snapshot(bytes);
+			return group.checkpoint(bytes, [&store](std::span<const uint8_t> s) {
+				return store.load_snapshot(s);
+			});
 		},
 		[&](uint16_t type, std::span<const std::byte> payload) -> mdr::Status {
 			replayed++;
@@ -250,6 +263,7 @@ NodeOptions node_options(const Config &cfg)
 
 	no.lease_ms = cfg.lease_ms;
 	no.io_hold_ms = cfg.io_hold_ms;
+	no.checkpoint_records = cfg.checkpoint_records;
 	// A silent host keeps an extent frozen this long; hosts fail IO that
 	// waited their fast_io_fail_tmo (30 s unless raised) for the node.
 	if (const uint64_t frozen = uint64_t(no.lease_ms) + no.drift_margin_ms + no.io_hold_ms;

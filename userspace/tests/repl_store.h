@@ -112,8 +112,8 @@ struct Replica : mdnode::repl::Sink {
 	}
 	// The replica stops (its journal flushed and closed) and starts
 	// again: its journal, read as a replica's start reads it
-	// (repl_journal.h), gives the store the records known committed and
-	// the log (log.held: the records after them).
+	// (repl_journal.h), gives the store its checkpoint and the records
+	// known committed, and the log (log.held: the records after them).
 	void restart()
 	{
 		journal_test::flush_ok(*journal);
@@ -130,8 +130,10 @@ struct Replica : mdnode::repl::Sink {
 								     std::to_string(type)));
 			});
 		auto j = Journal::open(journal_test::small_options(dir.path),
-				       [](std::span<const std::byte>) {
-			return mdr::Status(mdr::Error(-EINVAL, "a replica writes no checkpoint"));
+				       [this, &rec](std::span<const std::byte> p) {
+			return rec.checkpoint(u8_of(p), [this](std::span<const uint8_t> snap) {
+				return store.load_snapshot(snap);
+			});
 		}, [&rec](uint16_t type, std::span<const std::byte> p) { return rec.record(type, p); });
 
 		if (!j.ok())
@@ -140,6 +142,19 @@ struct Replica : mdnode::repl::Sink {
 		log = rec.finish();
 		durable = log.last.index;
 		applied = log.applied;
+	}
+	// A checkpoint as GroupReplica takes one: every record of its log
+	// applied, the log's position before the store's snapshot.
+	void checkpoint(uint64_t epoch)
+	{
+		assert_int_equal(applied, durable);
+		std::vector<uint8_t> c = mdnode::repl::encode_checkpoint_header(
+			{.last = {epoch, applied}, .epoch_bounds = mdnode::LeaseBounds{5200, 20000},
+			 .recent = {}});
+		const std::vector<uint8_t> snap = store.snapshot();
+
+		c.insert(c.end(), snap.begin(), snap.end());
+		assert_true(journal->checkpoint(std::as_bytes(std::span(c))).ok());
 	}
 	// What a leader's commit index would do to the held records.
 	void apply_held()

@@ -361,6 +361,23 @@ void test_config_io_hold_ms_range(void **)
 	assert_int_equal(r.value().io_hold_ms, 9000);
 }
 
+void test_config_checkpoint_records(void **)
+{
+	Result<Config> d = parse({"-l", "a", "-d", "/d", "-D", "1=/a"});
+	assert_true(d.ok());
+	assert_int_equal(d.value().checkpoint_records, 100000);
+	for (const char *v : {"0", "1000000001", "-1", "abc", ""}) {
+		TempFile f(std::string(kRequired) + "checkpoint-records = " + v + "\n");
+
+		assert_fails(parse_file(f), f.path + ":4: checkpoint-records '" + v +
+						    "': want 1..1000000000");
+	}
+	Result<Config> r = parse({"-l", "a", "-d", "/d", "-D", "1=/a", "--checkpoint-records",
+				  "20"});
+	assert_true(r.ok());
+	assert_int_equal(r.value().checkpoint_records, 20);
+}
+
 // --host-auth: required by default, optional on request, nothing else;
 // from the file too; and its timeout's range.
 void test_config_host_auth(void **)
@@ -631,6 +648,7 @@ int main()
 		cmocka_unit_test(test_config_line_without_equals),
 		cmocka_unit_test(test_config_lease_ms_range),
 		cmocka_unit_test(test_config_io_hold_ms_range),
+		cmocka_unit_test(test_config_checkpoint_records),
 		cmocka_unit_test(test_config_host_auth),
 		cmocka_unit_test(test_config_other_bad_values),
 		cmocka_unit_test(test_config_missing_required),

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -55,6 +56,10 @@ public:
 		if (auto st = answers.hold(index, std::move(committed)); !st.ok())
 			return mdr::Error(st.error(), st.message());
 		return index;
+	}
+	std::optional<std::vector<uint8_t>> checkpoint_header() const override
+	{
+		return std::nullopt;
 	}
 
 	mdnode::Journal *journal = nullptr;

@@ -7,7 +7,9 @@
 // apart, cuts a tail a later mark went over, takes a mark whose records a
 // crash lost, and refuses a gap, a cut of committed records and an epoch
 // that goes back.
+#include <algorithm>
 #include <cerrno>
+#include <deque>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -253,6 +255,110 @@ void test_recovery_refusals(void **)
 	}
 }
 
+HeldRecord held(uint64_t index, uint64_t epoch, size_t bytes)
+{
+	return {index, epoch, mdnode::kExtentAlloc, Bytes(bytes, std::byte(index))};
+}
+
+bool same(const std::deque<HeldRecord> &a, const std::deque<HeldRecord> &b)
+{
+	return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+			  [](const HeldRecord &x, const HeldRecord &y) {
+		return x.index == y.index && x.epoch == y.epoch && x.type == y.type &&
+		       x.payload == y.payload;
+	});
+}
+
+// A replica's checkpoint: its header and recent records round-trip, and
+// everything else is refused by name; the recovery starts at its
+// position, all applied, with its recent records, and takes the marks
+// that follow it, not one that would cut below it.
+void test_checkpoint_header(void **)
+{
+	LogCheckpoint c{.last = {4, 90}, .epoch_bounds = mdnode::LeaseBounds{5200, 20000},
+			.recent = {held(88, 3, 5), held(89, 4, 0), held(90, 4, 17)}};
+	std::vector<uint8_t> bytes = encode_checkpoint_header(c);
+
+	assert_int_equal(bytes.size(), kCheckpointHeaderBytes + 3 * 24 + 22);
+	assert_true(is_replica_checkpoint(bytes));
+	bytes.insert(bytes.end(), {1, 2, 3});
+	auto d = decode_checkpoint(bytes);
+	assert_true(d.ok());
+	assert_true(d.value().log.last == c.last);
+	assert_true(d.value().log.epoch_bounds == c.epoch_bounds);
+	assert_true(same(d.value().log.recent, c.recent));
+	assert_int_equal(d.value().snapshot.size(), 3);
+	const LogCheckpoint empty{.last = {}, .epoch_bounds = std::nullopt, .recent = {}};
+	auto e0 = decode_checkpoint(encode_checkpoint_header(empty));
+	assert_true(e0.value().log.last == empty.last);
+	assert_false(e0.value().log.epoch_bounds.has_value());
+	assert_true(e0.value().log.recent.empty());
+
+	struct {
+		const char *what;
+		size_t at;
+		uint8_t value;
+		const char *words;
+	} bad[] = {
+		{"magic", 0, 'X', "not a replica's checkpoint"},
+		{"version", 4, 2, "version 2"},
+		{"flags", 6, 3, "unknown flags"},
+		{"epoch 0 with an index", 8, 0, "index 90 of epoch 0"},
+		{"bounds past any lease", 27, 0xff, "held_ms"},
+		{"recent records past the end", 33, 1, "past its end"},
+		{"a gap in the recent records", 40 + 24 + 5, 90, "recent record 90 of epoch 4 after 88"},
+		{"an epoch going back", 40 + 24 + 5 + 8, 2, "of epoch 2 after 88 of epoch 3"},
+		{"an epoch past the log's", 40 + 8, 5, "recent record 88 of epoch 5"},
+		{"a local record", 40 + 16, mdnode::kDeviceRecord, "type 10"},
+		{"a reserved field", 40 + 18, 1, "reserved field not 0"},
+		{"a payload past the section", 40 + 20, 200, "overruns its section"},
+		{"not ending at the log's last", 16, 91, "not at the log's last (4, 91)"},
+	};
+	for (const auto &b : bad) {
+		std::vector<uint8_t> x = encode_checkpoint_header(c);
+		x[b.at] = b.value;
+		print_message("%s\n", b.what);
+		auto e = decode_checkpoint(x);
+		assert_int_equal(e.error(), -EINVAL);
+		if (!strstr(e.message().c_str(), b.words))
+			fail_msg("%s: %s", b.what, e.message().c_str());
+	}
+	std::vector<uint8_t> nb = encode_checkpoint_header(empty);
+	nb[24] = 1;
+	assert_non_null(strstr(decode_checkpoint(nb).message().c_str(), "without their flag"));
+	assert_false(decode_checkpoint(std::span(bytes).first(39)).ok());
+	assert_false(is_replica_checkpoint(std::vector<uint8_t>{'M', 'D', 'R', 'S', 3, 0}));
+
+	Reader r;
+	int loaded = 0;
+	assert_true(r.rx.checkpoint(bytes, [&loaded](std::span<const uint8_t> s) {
+		loaded += int(s.size());
+		return mdr::Status();
+	}).ok());
+	assert_int_equal(loaded, 3);
+	expect_error(r.mark(4, 90, 1, 0), -EINVAL, "cuts records up to 90");
+	r.ok(r.mark(5, 91, 1, 90));
+	r.ok(r.record());
+	RecoveredLog log = r.rx.finish();
+	assert_true(log.last == (LogPosition{5, 91}));
+	assert_int_equal(log.applied, 90);
+	assert_int_equal(log.applied_epoch, 4);
+	assert_int_equal(log.held.size(), 1);
+	assert_true(log.epoch_bounds == (mdnode::LeaseBounds{5200, 20000}));
+	// The recent records, then the one after them.
+	assert_int_equal(log.recent.size(), 4);
+	assert_true(same(std::deque<HeldRecord>(log.recent.begin(), log.recent.begin() + 3),
+			 c.recent));
+	assert_int_equal(log.recent.back().index, 91);
+
+	// A load that fails fails the recovery.
+	Reader f;
+	auto st = f.rx.checkpoint(bytes, [](std::span<const uint8_t>) {
+		return mdr::Status(mdr::Error(-EINVAL, "snapshot refused"));
+	});
+	assert_int_equal(st.error(), -EINVAL);
+}
+
 } // namespace
 
 int main()
@@ -260,6 +366,7 @@ int main()
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mark_bytes),
 		cmocka_unit_test(test_recovery_applies_committed),
+		cmocka_unit_test(test_checkpoint_header),
 		cmocka_unit_test(test_recovery_cuts_tail),
 		cmocka_unit_test(test_recovery_after_torn_mark),
 		cmocka_unit_test(test_recovery_refusals),

@@ -6,7 +6,7 @@
 // it durable; the followers journal what they receive and apply the
 // committed records with Store::replay(). At the end every replica's store
 // snapshot is the leader's byte for byte, and each follower's journal,
-// reopened, replays to the same state.
+// reopened, replays to the same state, also from a checkpoint.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -124,12 +124,69 @@ void test_stores_equal(void **)
 	}
 }
 
+// A follower checkpoints once every record of its log is applied: its
+// journal starts over from the store's snapshot behind the log's
+// position. Started again, it holds the same state and log (the records
+// after the checkpoint read as before, the bounds of its last EPOCH
+// record kept), and the log goes on from there.
+void test_follower_checkpoint(void **)
+{
+	World w(kMinBatchBytes + 8192);
+	Leader l(w);
+	auto commit = [&w] { return w.leader->commit_index(); };
+	Replica b(commit), c(commit);
+
+	plug(w, b, w.f("b"));
+	plug(w, c, w.f("c"));
+	l.change(l.store.prepare_create("db1", 64 << 20, 0, 7));
+	const uint64_t v1 = [&] { w.settle(); return l.store.volume("db1")->id; }();
+	for (uint64_t i = 0; i < 6; i++)
+		l.alloc(v1, i);
+	w.settle();
+	w.leader->tick(0);
+	w.settle();
+	assert_int_equal(b.applied, 7);
+	const uint64_t segments = b.journal->stats().segments;
+	b.checkpoint(World::kEpoch);
+	assert_int_equal(b.journal->stats().checkpoints, 1);
+	assert_true(b.journal->stats().segments > segments);
+
+	for (uint64_t i = 6; i < 9; i++)
+		l.alloc(v1, i);
+	w.settle();
+	// The next heartbeat carries the commit index.
+	w.leader->tick(60000);
+	w.settle();
+	assert_int_equal(b.applied, 10);
+
+	b.restart();
+	assert_true(b.log.last == (mdnode::repl::LogPosition{World::kEpoch, 10}));
+	// The records after the checkpoint, as journaled: those its marks
+	// knew committed applied, the rest held.
+	assert_true(b.log.applied >= 7);
+	assert_int_equal(b.log.applied + b.log.held.size(), 10);
+	assert_int_equal(b.log.log_records, 10 - 7);
+	assert_true(b.log.epoch_bounds == (mdnode::LeaseBounds{5200, 20000}));
+	b.apply_held();
+	assert_true(b.store.snapshot() == l.store.snapshot());
+
+	// Once more with nothing after the checkpoint: the log is its
+	// position alone.
+	b.checkpoint(World::kEpoch);
+	b.restart();
+	assert_true(b.log.last == (mdnode::repl::LogPosition{World::kEpoch, 10}));
+	assert_int_equal(b.log.applied, 10);
+	assert_true(b.log.held.empty());
+	assert_true(b.store.snapshot() == l.store.snapshot());
+}
+
 } // namespace
 
 int main()
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stores_equal),
+		cmocka_unit_test(test_follower_checkpoint),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
