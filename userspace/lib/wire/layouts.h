@@ -18,6 +18,11 @@
 //   note	a word for the message table;
 //   doc()	the message table's words where a struct alone does not say it;
 //   refuse()	what an encoder refuses that the wire cannot show.
+// MDR_LAYOUT(T, W) writes all but fields()'s body, which follows it;
+// MDR_ELEMENT adds the noun, MDR_LAYOUT_OF any other members. In a body,
+// MDR_FIELD(f, checks...) is a number of one name in both structs, and
+// MDR_RULE(bad, why...) a rule that refuses the message (-EINVAL, with
+// why) when bad.
 // Messages without a body struct (PING, NODE_STATS requests, the OK replies
 // to CLOSE, AUTH, VOL_DELETE, HOST_ADD and HOST_REMOVE) are the header
 // alone: the primary template.
@@ -34,8 +39,28 @@ namespace mdr::wire {
 	using Wire = W;						\
 	static constexpr const char *wire_name = #W
 
+// The layout of T, whose wire struct is W, with more members if given:
+// what follows the macro is the body of fields(v, m, w).
+#define MDR_LAYOUT_OF(T, W, ...)				\
+	template <>						\
+	struct Layout<T> {					\
+		MDR_WIRE_STRUCT(W);				\
+		__VA_ARGS__					\
+		static void fields(auto &v, auto &m, auto &w);	\
+	};							\
+	void Layout<T>::fields(auto &v, auto &m, auto &w)
+
+// A message's layout; an element's, with the noun its count speaks of.
+#define MDR_LAYOUT(T, W) MDR_LAYOUT_OF(T, W)
+#define MDR_ELEMENT(T, W, noun_) \
+	MDR_LAYOUT_OF(T, W, static constexpr const char *noun = noun_;)
+
 // A field of the same name in m and w, with its checks.
 #define MDR_FIELD(f, ...) v.num(#f, m.f, w.f __VA_OPT__(,) __VA_ARGS__)
+
+// A rule of the fields before it: -EINVAL, with why, when bad.
+#define MDR_RULE(bad, ...) \
+	v.rule([&](What at) { return fail_if(bad, at, __VA_ARGS__); })
 
 // "`mdr_wire_inval` (64)": a struct in the message table.
 inline std::string struct_doc(const char *name, size_t size)
@@ -81,28 +106,28 @@ auto ascending(F E::*id, const char *label)
 	};
 }
 
+// A volume's name, id, size and extent size, as the lists and the reply
+// to OPEN give them.
+void volume_fields(auto &v, auto &m, auto &w)
+{
+	v.name(m.name, w.name);
+	MDR_FIELD(volume_id, nonzero);
+	MDR_FIELD(size, volume_size);
+	MDR_FIELD(extent_shift, kExtentShift);
+}
+
 // ---- Elements and parts ---------------------------------------------------
 
-template <>
-struct Layout<Volume> {
-	MDR_WIRE_STRUCT(mdr_wire_volume);
-	static constexpr const char *noun = "volumes";
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		v.zero("reserved", w.reserved);
-		v.name(m.name, w.name);
-		MDR_FIELD(volume_id, nonzero);
-		MDR_FIELD(size, volume_size);
-		MDR_FIELD(extent_shift, kExtentShift);
-		MDR_FIELD(allocated);
-		MDR_FIELD(tenant);
-		MDR_FIELD(open_count);
-		v.rule([&](What at) {
-			return fail_if(m.allocated > extents_of(m.size, m.extent_shift), at,
-				       "allocated ", m.allocated, " exceeds the volume's extents");
-		});
-	}
-};
+MDR_ELEMENT(Volume, mdr_wire_volume, "volumes")
+{
+	v.zero("reserved", w.reserved);
+	volume_fields(v, m, w);
+	MDR_FIELD(allocated);
+	MDR_FIELD(tenant);
+	MDR_FIELD(open_count);
+	MDR_RULE(m.allocated > extents_of(m.size, m.extent_shift),
+		 "allocated ", m.allocated, " exceeds the volume's extents");
+}
 
 // Before version 4 the first part alone (struct mdr_wire_device), which
 // reads as a device online with no identity.
@@ -118,54 +143,36 @@ struct Layout<Device> {
 		MDR_FIELD(dev_id, nonzero);
 		MDR_FIELD(size);
 		MDR_FIELD(used);
-		v.rule([&](What at) {
-			return fail_if(m.used > m.size, at, "used ", m.used, " exceeds size ",
-				       m.size);
-		});
+		MDR_RULE(m.used > m.size, "used ", m.used, " exceeds size ", m.size);
 		v.num("state", m.state, ext.state, below{MDR_DEV_STATE_MAX});
 		v.zero("reserved", ext.reserved);
 		v.printable("identity", m.identity, ext.identity);
 	}
 };
 
-template <>
-struct Layout<DevExtents> {
-	MDR_WIRE_STRUCT(mdr_wire_dev_extents);
-	static constexpr const char *noun = "entries";
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		v.zero("reserved", w.reserved);
-		MDR_FIELD(dev_id, nonzero);
-		MDR_FIELD(extents);
-	}
-};
+MDR_ELEMENT(DevExtents, mdr_wire_dev_extents, "entries")
+{
+	v.zero("reserved", w.reserved);
+	MDR_FIELD(dev_id, nonzero);
+	MDR_FIELD(extents);
+}
 
-template <>
-struct Layout<MovedExtent> {
-	MDR_WIRE_STRUCT(mdr_wire_move_extent);
-	static constexpr const char *noun = "extents";
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		v.zero("reserved", w.reserved);
-		MDR_FIELD(index);
-		MDR_FIELD(old_pstart);
-		MDR_FIELD(new_pstart);
-		MDR_FIELD(old_dev);
-		MDR_FIELD(new_dev);
-		MDR_FIELD(generation);
-		MDR_FIELD(stall_us);
-		v.rule([&](What at) { return fail_if(!m.old_dev || !m.new_dev, at, "dev_id zero"); });
-		v.rule([&](What at) {
-			return fail_if(m.old_dev == m.new_dev, at, "moved to its own device ",
-				       m.old_dev);
-		});
-		// Allocated (2), frozen (3), published (4) at the least.
-		v.rule([&](What at) {
-			return fail_if(m.generation < 4, at, "generation ", m.generation,
-				       " too low for a moved extent");
-		});
-	}
-};
+MDR_ELEMENT(MovedExtent, mdr_wire_move_extent, "extents")
+{
+	v.zero("reserved", w.reserved);
+	MDR_FIELD(index);
+	MDR_FIELD(old_pstart);
+	MDR_FIELD(new_pstart);
+	MDR_FIELD(old_dev);
+	MDR_FIELD(new_dev);
+	MDR_FIELD(generation);
+	MDR_FIELD(stall_us);
+	MDR_RULE(!m.old_dev || !m.new_dev, "dev_id zero");
+	MDR_RULE(m.old_dev == m.new_dev, "moved to its own device ", m.old_dev);
+	// Allocated (2), frozen (3), published (4) at the least.
+	MDR_RULE(m.generation < 4,
+		 "generation ", m.generation, " too low for a moved extent");
+}
 
 // The range of a push and of its ack (struct mdr_wire_inval).
 void inval_range(auto &v, auto &m, auto &w)
@@ -177,113 +184,73 @@ void inval_range(auto &v, auto &m, auto &w)
 	v.rule([&](What at) { return range_fits(at, m.first, m.count); });
 	MDR_FIELD(generation, nonzero);
 	MDR_FIELD(reason, known{MDR_INVAL_ALLOC, MDR_INVAL_TRACK});
-	v.rule([&](What at) {
-		return fail_if(m.reason == MDR_INVAL_TRACK && m.count != 1, at, "count ",
-			       m.count, " with MDR_INVAL_TRACK");
-	});
+	MDR_RULE(m.reason == MDR_INVAL_TRACK && m.count != 1,
+		 "count ", m.count, " with MDR_INVAL_TRACK");
 }
 
 // ---- Host RPCs and pushes -------------------------------------------------
 
-template <>
-struct Layout<OpenReq> {
-	MDR_WIRE_STRUCT(mdr_wire_open_req);
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		MDR_FIELD(flags, flags_in{MDR_OPEN_F_BY_NAME});
-		v.zero("reserved", w.reserved);
-		v.volume_ref(m.volume_id, w.volume_id, m.name, w.name,
-			     m.flags & MDR_OPEN_F_BY_NAME, "MDR_OPEN_F_BY_NAME");
-	}
-};
+MDR_LAYOUT(OpenReq, mdr_wire_open_req)
+{
+	MDR_FIELD(flags, flags_in{MDR_OPEN_F_BY_NAME});
+	v.zero("reserved", w.reserved);
+	v.volume_ref(m.volume_id, w.volume_id, m.name, w.name,
+		     m.flags & MDR_OPEN_F_BY_NAME, "MDR_OPEN_F_BY_NAME");
+}
 
-template <>
-struct Layout<OpenRep> {
-	MDR_WIRE_STRUCT(mdr_wire_open_rep);
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		v.zero("flags", w.flags);
-		v.name(m.name, w.name);
-		MDR_FIELD(volume_id, nonzero);
-		MDR_FIELD(size, volume_size);
-		MDR_FIELD(extent_shift, kExtentShift);
-		MDR_FIELD(table_addr);
-		MDR_FIELD(table_len);
-		MDR_FIELD(table_rkey);
-		MDR_FIELD(generation);
-		v.rule([&](What at) {
-			// at most 2^48 entries (shift >= 16): the product cannot overflow
-			const uint64_t want = extents_of(m.size, m.extent_shift) *
-					      sizeof(mdr_wire_entry);
+MDR_LAYOUT(OpenRep, mdr_wire_open_rep)
+{
+	v.zero("flags", w.flags);
+	volume_fields(v, m, w);
+	MDR_FIELD(table_addr);
+	MDR_FIELD(table_len);
+	MDR_FIELD(table_rkey);
+	MDR_FIELD(generation);
+	v.rule([&](What at) {
+		// at most 2^48 entries (shift >= 16): the product cannot overflow
+		const uint64_t want = extents_of(m.size, m.extent_shift) *
+				      sizeof(mdr_wire_entry);
 
-			return fail_if(m.table_len != want, at, "table_len ", m.table_len,
-				       " does not cover the size (", want, " expected)");
-		});
-		v.rule([&](What at) {
-			return fail_if(m.table_addr > UINT64_MAX - m.table_len, at,
-				       "table wraps the address space");
-		});
-		MDR_FIELD(lease_ms, nonzero);
-	}
-};
+		return fail_if(m.table_len != want, at, "table_len ", m.table_len,
+			       " does not cover the size (", want, " expected)");
+	});
+	MDR_RULE(m.table_addr > UINT64_MAX - m.table_len, "table wraps the address space");
+	MDR_FIELD(lease_ms, nonzero);
+}
 
-template <>
-struct Layout<CloseReq> {
-	MDR_WIRE_STRUCT(mdr_wire_vol_req);
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		MDR_FIELD(volume_id, nonzero);
-	}
-};
+MDR_LAYOUT(CloseReq, mdr_wire_vol_req)
+{
+	MDR_FIELD(volume_id, nonzero);
+}
 
-template <>
-struct Layout<RenewReq> {
-	MDR_WIRE_STRUCT(mdr_wire_vol_req);
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		MDR_FIELD(volume_id);	// 0: every lease
-	}
-};
+MDR_LAYOUT(RenewReq, mdr_wire_vol_req)
+{
+	MDR_FIELD(volume_id);	// 0: every lease
+}
 
-template <>
-struct Layout<RenewRep> {
-	MDR_WIRE_STRUCT(mdr_wire_renew_rep);
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		v.zero("reserved", w.reserved);
-		MDR_FIELD(lease_ms, nonzero);
-	}
-};
+MDR_LAYOUT(RenewRep, mdr_wire_renew_rep)
+{
+	v.zero("reserved", w.reserved);
+	MDR_FIELD(lease_ms, nonzero);
+}
 
-template <>
-struct Layout<AllocReq> {
-	MDR_WIRE_STRUCT(mdr_wire_alloc_req);
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		MDR_FIELD(volume_id, nonzero);
-		MDR_FIELD(index);
-	}
-};
+MDR_LAYOUT(AllocReq, mdr_wire_alloc_req)
+{
+	MDR_FIELD(volume_id, nonzero);
+	MDR_FIELD(index);
+}
 
-template <>
-struct Layout<AllocRep> {
-	MDR_WIRE_STRUCT(mdr_wire_alloc_rep);
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		MDR_FIELD(volume_id, nonzero);
-		MDR_FIELD(index);
-		v.mapped_entry(m.entry, w.entry, m.volume_id, m.index);
-	}
-};
+MDR_LAYOUT(AllocRep, mdr_wire_alloc_rep)
+{
+	MDR_FIELD(volume_id, nonzero);
+	MDR_FIELD(index);
+	v.mapped_entry(m.entry, w.entry, m.volume_id, m.index);
+}
 
-template <>
-struct Layout<Invalidate> {
-	MDR_WIRE_STRUCT(mdr_wire_inval);
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		inval_range(v, m, w);
-	}
-};
+MDR_LAYOUT(Invalidate, mdr_wire_inval)
+{
+	inval_range(v, m, w);
+}
 
 // Version 1's ack is the push echoed (struct mdr_wire_inval), version 2's
 // struct mdr_wire_inval_ack; the short form reads as a long one whose
@@ -299,14 +266,10 @@ struct Layout<InvalidateAck> {
 		MDR_FIELD(flags, flags_in{MDR_INVAL_ACK_F_TRACKED});
 		v.zero("reserved", w.reserved);
 		MDR_FIELD(dirty);
-		v.rule([&](What at) {
-			return fail_if(m.dirty && !(m.flags & MDR_INVAL_ACK_F_TRACKED), at,
-				       "dirty without MDR_INVAL_ACK_F_TRACKED");
-		});
-		v.rule([&](What at) {
-			return fail_if(m.dirty && m.reason != MDR_INVAL_MOVE, at,
-				       "dirty in the ack of reason ", m.reason);
-		});
+		MDR_RULE(m.dirty && !(m.flags & MDR_INVAL_ACK_F_TRACKED),
+			 "dirty without MDR_INVAL_ACK_F_TRACKED");
+		MDR_RULE(m.dirty && m.reason != MDR_INVAL_MOVE,
+			 "dirty in the ack of reason ", m.reason);
 	}
 	static Fault refuse(What at, const InvalidateAck &m)
 	{
@@ -323,86 +286,57 @@ struct Layout<InvalidateAck> {
 
 // ---- Admin RPCs -----------------------------------------------------------
 
-template <>
-struct Layout<AuthReq> {
-	MDR_WIRE_STRUCT(mdr_wire_auth_req);
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		v.bytes(m.mac, w.mac);
-	}
-};
+MDR_LAYOUT(AuthReq, mdr_wire_auth_req)
+{
+	v.bytes(m.mac, w.mac);
+}
 
 // ---- Host authentication and the host registry (version 3) ---------------
 
-template <>
-struct Layout<HostAuthReq> {
-	MDR_WIRE_STRUCT(mdr_wire_host_auth_req);
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		v.bytes(m.nonce, w.nonce);
-		v.rule([&](What at) { return fail_if(all_zero(m.nonce), at, "nonce all zero"); });
-		v.bytes(m.mac, w.mac);
-	}
-};
+MDR_LAYOUT(HostAuthReq, mdr_wire_host_auth_req)
+{
+	v.bytes(m.nonce, w.nonce);
+	MDR_RULE(all_zero(m.nonce), "nonce all zero");
+	v.bytes(m.mac, w.mac);
+}
 
-template <>
-struct Layout<HostAuthRep> {
-	MDR_WIRE_STRUCT(mdr_wire_host_auth_rep);
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		v.bytes(m.mac, w.mac);
-	}
-};
+MDR_LAYOUT(HostAuthRep, mdr_wire_host_auth_rep)
+{
+	v.bytes(m.mac, w.mac);
+}
 
-template <>
-struct Layout<Host> {
-	MDR_WIRE_STRUCT(mdr_wire_host);
-	static constexpr const char *noun = "hosts";
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		v.zero("reserved", w.reserved);
-		MDR_FIELD(host_id, nonzero);
-		MDR_FIELD(tenant, nonzero);
-		MDR_FIELD(connections);
-		MDR_FIELD(leases);
-	}
-};
+MDR_ELEMENT(Host, mdr_wire_host, "hosts")
+{
+	v.zero("reserved", w.reserved);
+	MDR_FIELD(host_id, nonzero);
+	MDR_FIELD(tenant, nonzero);
+	MDR_FIELD(connections);
+	MDR_FIELD(leases);
+}
 
-template <>
-struct Layout<HostAddReq> {
-	MDR_WIRE_STRUCT(mdr_wire_host_add_req);
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		MDR_FIELD(host_id, nonzero);
-		MDR_FIELD(tenant, nonzero);
-		MDR_FIELD(flags, flags_in{MDR_HOST_ADD_F_REPLACE});
-		MDR_FIELD(key_len, within{MDR_HOST_KEY_MIN, MDR_HOST_KEY_MAX});
-		v.bytes(m.nonce, w.nonce);
-		v.bytes(m.wrapped, w.wrapped);
-		v.bytes(m.mac, w.mac);
-	}
-};
+MDR_LAYOUT(HostAddReq, mdr_wire_host_add_req)
+{
+	MDR_FIELD(host_id, nonzero);
+	MDR_FIELD(tenant, nonzero);
+	MDR_FIELD(flags, flags_in{MDR_HOST_ADD_F_REPLACE});
+	MDR_FIELD(key_len, within{MDR_HOST_KEY_MIN, MDR_HOST_KEY_MAX});
+	v.bytes(m.nonce, w.nonce);
+	v.bytes(m.wrapped, w.wrapped);
+	v.bytes(m.mac, w.mac);
+}
 
-template <>
-struct Layout<HostRemoveReq> {
-	MDR_WIRE_STRUCT(mdr_wire_host_remove_req);
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		MDR_FIELD(host_id, nonzero);
-	}
-};
+MDR_LAYOUT(HostRemoveReq, mdr_wire_host_remove_req)
+{
+	MDR_FIELD(host_id, nonzero);
+}
 
-template <>
-struct Layout<VolCreateReq> {
-	MDR_WIRE_STRUCT(mdr_wire_vol_create_req);
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		v.name(m.name, w.name);
-		MDR_FIELD(size, volume_size);
-		MDR_FIELD(extent_shift, shift_or_default);
-		MDR_FIELD(tenant);
-	}
-};
+MDR_LAYOUT(VolCreateReq, mdr_wire_vol_create_req)
+{
+	v.name(m.name, w.name);
+	MDR_FIELD(size, volume_size);
+	MDR_FIELD(extent_shift, shift_or_default);
+	MDR_FIELD(tenant);
+}
 
 // VOL_DELETE and VOL_INFO: a name, size zero.
 template <typename T>
@@ -417,16 +351,12 @@ struct Layout<T> {
 	}
 };
 
-template <>
-struct Layout<VolResizeReq> {
-	MDR_WIRE_STRUCT(mdr_wire_vol_name_req);
-	static constexpr const char *note = "new size";
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		v.name(m.name, w.name);
-		MDR_FIELD(size, volume_size);
-	}
-};
+MDR_LAYOUT_OF(VolResizeReq, mdr_wire_vol_name_req,
+	      static constexpr const char *note = "new size";)
+{
+	v.name(m.name, w.name);
+	MDR_FIELD(size, volume_size);
+}
 
 // The replies to VOL_CREATE, VOL_INFO and VOL_RESIZE.
 template <typename T>
@@ -580,110 +510,80 @@ struct Layout<NodeStatsRep> {
 
 // ---- Migration ------------------------------------------------------------
 
-template <>
-struct Layout<MoveReq> {
-	MDR_WIRE_STRUCT(mdr_wire_move_req);
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		MDR_FIELD(flags, flags_in{MDR_MOVE_F_BY_NAME});
-		v.zero("reserved", w.reserved);
-		v.volume_ref(m.volume_id, w.volume_id, m.name, w.name,
-			     m.flags & MDR_MOVE_F_BY_NAME, "MDR_MOVE_F_BY_NAME");
-		MDR_FIELD(count, within{1, MDR_WIRE_MOVE_MAX});
-		MDR_FIELD(first);
-		v.rule([&](What at) { return range_fits(at, m.first, m.count); });
-		MDR_FIELD(to_dev, nonzero);
-	}
-};
+MDR_LAYOUT(MoveReq, mdr_wire_move_req)
+{
+	MDR_FIELD(flags, flags_in{MDR_MOVE_F_BY_NAME});
+	v.zero("reserved", w.reserved);
+	v.volume_ref(m.volume_id, w.volume_id, m.name, w.name,
+		     m.flags & MDR_MOVE_F_BY_NAME, "MDR_MOVE_F_BY_NAME");
+	MDR_FIELD(count, within{1, MDR_WIRE_MOVE_MAX});
+	MDR_FIELD(first);
+	v.rule([&](What at) { return range_fits(at, m.first, m.count); });
+	MDR_FIELD(to_dev, nonzero);
+}
 
-template <>
-struct Layout<MoveRep> {
-	MDR_WIRE_STRUCT(mdr_wire_move_rep);
-	using Elem = MovedExtent;
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		v.count("count", w.count, m.extents);
-		v.zero("reserved", w.reserved);
-		MDR_FIELD(volume_id, nonzero);
-		MDR_FIELD(bytes);
-		MDR_FIELD(stall_max_us);
-		MDR_FIELD(stall_total_us);
-		// one element per extent asked for
-		v.rule([&](What at) {
-			return within{1, MDR_WIRE_MOVE_MAX}(at, "count", m.extents.size());
-		});
-		v.rule([&](What at) { return stalls(at, m.stall_max_us, m.stall_total_us); });
-		v.elements("extents", m.extents,
-			   [&](What at, const std::vector<MovedExtent> &x, size_t i) {
-				   return fail_if(x[i].stall_us > m.stall_max_us, at, "stall_us ",
-						  x[i].stall_us, " above stall_max_us");
-			   },
-			   ascending(&MovedExtent::index, "index"));
-	}
-};
+MDR_LAYOUT_OF(MoveRep, mdr_wire_move_rep, using Elem = MovedExtent;)
+{
+	v.count("count", w.count, m.extents);
+	v.zero("reserved", w.reserved);
+	MDR_FIELD(volume_id, nonzero);
+	MDR_FIELD(bytes);
+	MDR_FIELD(stall_max_us);
+	MDR_FIELD(stall_total_us);
+	// one element per extent asked for
+	v.rule([&](What at) {
+		return within{1, MDR_WIRE_MOVE_MAX}(at, "count", m.extents.size());
+	});
+	v.rule([&](What at) { return stalls(at, m.stall_max_us, m.stall_total_us); });
+	v.elements("extents", m.extents,
+		   [&](What at, const std::vector<MovedExtent> &x, size_t i) {
+			   return fail_if(x[i].stall_us > m.stall_max_us, at, "stall_us ",
+					  x[i].stall_us, " above stall_max_us");
+		   },
+		   ascending(&MovedExtent::index, "index"));
+}
 
-template <>
-struct Layout<DrainReq> {
-	MDR_WIRE_STRUCT(mdr_wire_drain_req);
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		MDR_FIELD(dev_id, nonzero);
-		MDR_FIELD(to_dev);	// 0: any other
-		v.rule([&](What at) {
-			return fail_if(m.to_dev == m.dev_id, at, "to_dev is the device drained");
-		});
-	}
-};
+MDR_LAYOUT(DrainReq, mdr_wire_drain_req)
+{
+	MDR_FIELD(dev_id, nonzero);
+	MDR_FIELD(to_dev);	// 0: any other
+	MDR_RULE(m.to_dev == m.dev_id, "to_dev is the device drained");
+}
 
-template <>
-struct Layout<DrainRep> {
-	MDR_WIRE_STRUCT(mdr_wire_drain_rep);
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		MDR_FIELD(dev_id, nonzero);
-		MDR_FIELD(status, below{MDR_ST_MAX});	// __le32 on the wire
-		MDR_FIELD(moved);
-		MDR_FIELD(remaining);
-		MDR_FIELD(bytes);
-		MDR_FIELD(stall_max_us);
-		MDR_FIELD(stall_total_us);
-		v.rule([&](What at) { return stalls(at, m.stall_max_us, m.stall_total_us); });
-	}
-};
+MDR_LAYOUT(DrainRep, mdr_wire_drain_rep)
+{
+	MDR_FIELD(dev_id, nonzero);
+	MDR_FIELD(status, below{MDR_ST_MAX});	// __le32 on the wire
+	MDR_FIELD(moved);
+	MDR_FIELD(remaining);
+	MDR_FIELD(bytes);
+	MDR_FIELD(stall_max_us);
+	MDR_FIELD(stall_total_us);
+	v.rule([&](What at) { return stalls(at, m.stall_max_us, m.stall_total_us); });
+}
 
 // ---- Connection private data ----------------------------------------------
 
-template <>
-struct Layout<ConnReq> {
-	MDR_WIRE_STRUCT(mdr_wire_conn_req);
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		v.magic(w.magic, MDR_WIRE_CONN_MAGIC);
-		MDR_FIELD(version_min);
-		MDR_FIELD(version_max);
-		v.rule([&](What at) {
-			return fail_if(!m.version_min || m.version_min > m.version_max, at,
-				       "version range ", m.version_min, "..", m.version_max,
-				       " not sane");
-		});
-		MDR_FIELD(role, known{MDR_ROLE_HOST, MDR_ROLE_ADMIN});
-		v.zero("flags", w.flags);
-		v.zero("reserved", w.reserved);
-		MDR_FIELD(queue_depth, nonzero);
-		MDR_FIELD(recv_depth);
-		v.rule([&](What at) {
-			return fail_if(m.recv_depth <= m.queue_depth, at, "recv_depth ",
-				       m.recv_depth, " not above queue_depth ", m.queue_depth);
-		});
-		MDR_FIELD(max_msg, within{MDR_WIRE_MSG_MIN, MDR_WIRE_MSG_MAX});
-		MDR_FIELD(tenant);
-		MDR_FIELD(host_id);
-		v.rule([&](What at) {
-			return fail_if(m.role == MDR_ROLE_ADMIN && m.tenant, at, "tenant ",
-				       m.tenant, " on an admin connection");
-		});
-	}
-};
+MDR_LAYOUT(ConnReq, mdr_wire_conn_req)
+{
+	v.magic(w.magic, MDR_WIRE_CONN_MAGIC);
+	MDR_FIELD(version_min);
+	MDR_FIELD(version_max);
+	MDR_RULE(!m.version_min || m.version_min > m.version_max,
+		 "version range ", m.version_min, "..", m.version_max, " not sane");
+	MDR_FIELD(role, known{MDR_ROLE_HOST, MDR_ROLE_ADMIN});
+	v.zero("flags", w.flags);
+	v.zero("reserved", w.reserved);
+	MDR_FIELD(queue_depth, nonzero);
+	MDR_FIELD(recv_depth);
+	MDR_RULE(m.recv_depth <= m.queue_depth,
+		 "recv_depth ", m.recv_depth, " not above queue_depth ", m.queue_depth);
+	MDR_FIELD(max_msg, within{MDR_WIRE_MSG_MIN, MDR_WIRE_MSG_MAX});
+	MDR_FIELD(tenant);
+	MDR_FIELD(host_id);
+	MDR_RULE(m.role == MDR_ROLE_ADMIN && m.tenant,
+		 "tenant ", m.tenant, " on an admin connection");
+}
 
 // Checked against the connect request it accepts.
 template <>
@@ -705,52 +605,39 @@ struct Layout<ConnRep> {
 		MDR_FIELD(push_credits);
 		// The client's buffers hold a reply per request and a push per
 		// credit: recv_depth >= queue_depth + push_credits.
-		v.rule([&](What at) {
-			return fail_if(m.push_credits > sent.recv_depth - m.queue_depth, at,
-				       "push_credits ", m.push_credits, " exceed recv_depth ",
-				       sent.recv_depth, " - queue_depth ", m.queue_depth);
-		});
-		v.rule([&](What at) {
-			return fail_if(sent.role == MDR_ROLE_HOST && !m.push_credits, at,
-				       "no push credits on a host connection");
-		});
+		MDR_RULE(m.push_credits > sent.recv_depth - m.queue_depth,
+			 "push_credits ", m.push_credits, " exceed recv_depth ",
+			 sent.recv_depth, " - queue_depth ", m.queue_depth);
+		MDR_RULE(sent.role == MDR_ROLE_HOST && !m.push_credits,
+			 "no push credits on a host connection");
 		MDR_FIELD(max_msg, within{MDR_WIRE_MSG_MIN, MDR_WIRE_MSG_MAX});
 		MDR_FIELD(node_id);
 		MDR_FIELD(boot_id);
 		v.bytes(m.nonce, w.nonce);
 		// A host proves its key from version 3 on, against this nonce.
-		v.rule([&](What at) {
-			return fail_if(sent.role == MDR_ROLE_HOST && m.version < kHostAuthVersion &&
-				       !all_zero(m.nonce), at, "nonce on a host connection of version ",
-				       m.version);
-		});
-		v.rule([&](What at) {
-			return fail_if(sent.role == MDR_ROLE_ADMIN && all_zero(m.nonce), at,
-				       "no nonce on an admin connection");
-		});
+		MDR_RULE(sent.role == MDR_ROLE_HOST && m.version < kHostAuthVersion &&
+			 !all_zero(m.nonce), "nonce on a host connection of version ", m.version);
+		MDR_RULE(sent.role == MDR_ROLE_ADMIN && all_zero(m.nonce),
+			 "no nonce on an admin connection");
 	}
 };
 
-template <>
-struct Layout<ConnRej> {
-	MDR_WIRE_STRUCT(mdr_wire_conn_rej);
-	static void fields(auto &v, auto &m, auto &w)
-	{
-		v.magic(w.magic, MDR_WIRE_CONN_MAGIC);
-		MDR_FIELD(version);
-		MDR_FIELD(status);
-		v.rule([&](What at) {
-			return fail_if(m.status == MDR_ST_OK || m.status >= MDR_ST_MAX, at,
-				       "status ", m.status, " is no reason to reject");
-		});
-		v.rule([&](What at) {
-			return fail_if(m.status == MDR_ST_VERSION && !m.version, at,
-				       "version zero with MDR_ST_VERSION");
-		});
-	}
-};
+MDR_LAYOUT(ConnRej, mdr_wire_conn_rej)
+{
+	v.magic(w.magic, MDR_WIRE_CONN_MAGIC);
+	MDR_FIELD(version);
+	MDR_FIELD(status);
+	MDR_RULE(m.status == MDR_ST_OK || m.status >= MDR_ST_MAX,
+		 "status ", m.status, " is no reason to reject");
+	MDR_RULE(m.status == MDR_ST_VERSION && !m.version,
+		 "version zero with MDR_ST_VERSION");
+}
 
+#undef MDR_RULE
 #undef MDR_FIELD
+#undef MDR_ELEMENT
+#undef MDR_LAYOUT
+#undef MDR_LAYOUT_OF
 #undef MDR_WIRE_STRUCT
 
 } // namespace mdr::wire
