@@ -4,6 +4,7 @@
 // the docs' message table made from it.
 #include "lib/wire/table.h"
 
+#include <concepts>
 #include <cstdio>
 #include <variant>
 
@@ -17,6 +18,102 @@ namespace {
 // or, from version 3 on, one whose host proved its key (host).
 enum class Auth { none, key, host };
 
+// What an opcode is: the connections it is allowed on, which way it
+// travels, and the proof it needs.
+struct Kind {
+	unsigned roles;
+	Flow flow;
+	Auth auth;
+};
+
+constexpr Kind kHostRpc{kOnHost, Flow::rpc, Auth::host};
+constexpr Kind kHostPush{kOnHost, Flow::push, Auth::host};
+constexpr Kind kHostProof{kOnHost, Flow::rpc, Auth::none};	// HOST_AUTH
+constexpr Kind kAdminProof{kOnAdmin, Flow::rpc, Auth::none};	// AUTH
+constexpr Kind kAdminRpc{kOnAdmin, Flow::rpc, Auth::key};
+constexpr Kind kEitherWay{kOnHost | kOnAdmin, Flow::both, Auth::none};
+
+template <typename T>
+concept Message = requires {
+	{ T::opcode } -> std::convertible_to<uint16_t>;
+	{ T::reply } -> std::convertible_to<bool>;
+};
+
+template <typename T, uint16_t Op, bool Reply>
+constexpr bool kIsMsg = [] {
+	if constexpr (Message<T>)
+		return T::opcode == Op && T::reply == Reply;
+	else
+		return false;
+}();
+
+// The index in Body of the one message of an opcode and direction. A
+// throw in a consteval function is a compile error where it is reached.
+template <uint16_t Op, bool Reply, typename... A>
+consteval size_t index_of_msg(const std::variant<A...> *)
+{
+	constexpr bool match[] = {kIsMsg<A, Op, Reply>...};
+	size_t found = sizeof...(A);
+
+	for (size_t i = 0; i < sizeof...(A); i++) {
+		if (match[i] && found != sizeof...(A))
+			throw "two messages of Body have the row's opcode and direction";
+		if (match[i])
+			found = i;
+	}
+	if (found == sizeof...(A))
+		throw "no message of Body has the row's opcode and direction";
+	return found;
+}
+
+template <uint16_t Op, bool Reply>
+consteval MsgInfo msg(const char *name)
+{
+	constexpr size_t i = index_of_msg<Op, Reply>(static_cast<const Body *>(nullptr));
+	using M = std::variant_alternative_t<i, Body>;
+
+	return {name, shape_of<M>(), &decode_msg<M>, &doc_of<M>, i};
+}
+
+// The messages of Body with the row's opcode are its request and reply.
+template <uint16_t Op>
+consteval OpInfo row(const char *cname, const char *req, const char *rep, Kind kind)
+{
+	if (kind.auth == Auth::key && kind.roles != kOnAdmin)
+		throw "only admin RPCs need the key";
+	if (kind.auth == Auth::host && kind.roles != kOnHost)
+		throw "only host messages need the host's proof";
+	return {Op, cname, kind.roles, kind.flow, kind.auth == Auth::key,
+		kind.auth == Auth::host, msg<Op, false>(req), msg<Op, true>(rep)};
+}
+
+// A row: the opcode, the names of its request and reply in error
+// messages, its kind.
+#define MDR_ROW(op, ...) row<op>(#op, __VA_ARGS__)
+constexpr OpInfo kOps[] = {
+	MDR_ROW(MDR_OP_OPEN, "open_req", "open_rep", kHostRpc),
+	MDR_ROW(MDR_OP_CLOSE, "close_req", "close_rep", kHostRpc),
+	MDR_ROW(MDR_OP_RENEW, "renew_req", "renew_rep", kHostRpc),
+	MDR_ROW(MDR_OP_ALLOC, "alloc_req", "alloc_rep", kHostRpc),
+	MDR_ROW(MDR_OP_HOST_AUTH, "host_auth_req", "host_auth_rep", kHostProof),
+	MDR_ROW(MDR_OP_INVALIDATE, "inval", "inval_ack", kHostPush),
+	MDR_ROW(MDR_OP_AUTH, "auth_req", "auth_rep", kAdminProof),
+	MDR_ROW(MDR_OP_VOL_CREATE, "vol_create_req", "vol_create_rep", kAdminRpc),
+	MDR_ROW(MDR_OP_VOL_DELETE, "vol_delete_req", "vol_delete_rep", kAdminRpc),
+	MDR_ROW(MDR_OP_VOL_LIST, "vol_list_req", "vol_list_rep", kAdminRpc),
+	MDR_ROW(MDR_OP_VOL_INFO, "vol_info_req", "vol_info_rep", kAdminRpc),
+	MDR_ROW(MDR_OP_VOL_RESIZE, "vol_resize_req", "vol_resize_rep", kAdminRpc),
+	MDR_ROW(MDR_OP_DEV_LIST, "dev_list_req", "dev_list_rep", kAdminRpc),
+	MDR_ROW(MDR_OP_NODE_STATS, "node_stats_req", "node_stats_rep", kAdminRpc),
+	MDR_ROW(MDR_OP_MOVE, "move_req", "move_rep", kAdminRpc),
+	MDR_ROW(MDR_OP_DRAIN, "drain_req", "drain_rep", kAdminRpc),
+	MDR_ROW(MDR_OP_HOST_ADD, "host_add_req", "host_add_rep", kAdminRpc),
+	MDR_ROW(MDR_OP_HOST_REMOVE, "host_remove_req", "host_remove_rep", kAdminRpc),
+	MDR_ROW(MDR_OP_HOST_LIST, "host_list_req", "host_list_rep", kAdminRpc),
+	MDR_ROW(MDR_OP_PING, "ping_req", "ping_rep", kEitherWay),
+};
+#undef MDR_ROW
+
 template <typename T, typename... A>
 consteval size_t index_in(const std::variant<A...> *)
 {
@@ -28,86 +125,18 @@ consteval size_t index_in(const std::variant<A...> *)
 	return sizeof...(A);
 }
 
-template <typename T>
-constexpr size_t kAlternative = index_in<T>(static_cast<const Body *>(nullptr));
-
-template <typename M>
-consteval MsgInfo msg(const char *name)
-{
-	static_assert(kAlternative<M> < std::variant_size_v<Body>, "a message of Body");
-	return {name, shape_of<M>(), &decode_msg<M>, &doc_of<M>, kAlternative<M>};
-}
-
-// A throw in a consteval function is a compile error where it is reached.
-template <typename Req, typename Rep>
-consteval OpInfo row(uint16_t opcode, const char *cname, const char *req,
-		     const char *rep, unsigned roles, Flow flow, Auth auth)
-{
-	if (Req::opcode != opcode || Rep::opcode != opcode || Req::reply || !Rep::reply)
-		throw "the row's types are not its opcode's request and reply";
-	if (auth == Auth::key && roles != kOnAdmin)
-		throw "only admin RPCs need the key";
-	if (auth == Auth::host && roles != kOnHost)
-		throw "only host messages need the host's proof";
-	return {opcode, cname, roles, flow, auth == Auth::key, auth == Auth::host,
-		msg<Req>(req), msg<Rep>(rep)};
-}
-
-#define MDR_OP(op) op, #op
-constexpr OpInfo kOps[] = {
-	row<OpenReq, OpenRep>(MDR_OP(MDR_OP_OPEN), "open_req", "open_rep",
-			      kOnHost, Flow::rpc, Auth::host),
-	row<CloseReq, CloseRep>(MDR_OP(MDR_OP_CLOSE), "close_req", "close_rep",
-				kOnHost, Flow::rpc, Auth::host),
-	row<RenewReq, RenewRep>(MDR_OP(MDR_OP_RENEW), "renew_req", "renew_rep",
-				kOnHost, Flow::rpc, Auth::host),
-	row<AllocReq, AllocRep>(MDR_OP(MDR_OP_ALLOC), "alloc_req", "alloc_rep",
-				kOnHost, Flow::rpc, Auth::host),
-	row<HostAuthReq, HostAuthRep>(MDR_OP(MDR_OP_HOST_AUTH), "host_auth_req",
-				      "host_auth_rep", kOnHost, Flow::rpc, Auth::none),
-	row<Invalidate, InvalidateAck>(MDR_OP(MDR_OP_INVALIDATE), "inval", "inval_ack",
-				       kOnHost, Flow::push, Auth::host),
-	row<AuthReq, AuthRep>(MDR_OP(MDR_OP_AUTH), "auth_req", "auth_rep",
-			      kOnAdmin, Flow::rpc, Auth::none),
-	row<VolCreateReq, VolCreateRep>(MDR_OP(MDR_OP_VOL_CREATE), "vol_create_req",
-					"vol_create_rep", kOnAdmin, Flow::rpc, Auth::key),
-	row<VolDeleteReq, VolDeleteRep>(MDR_OP(MDR_OP_VOL_DELETE), "vol_delete_req",
-					"vol_delete_rep", kOnAdmin, Flow::rpc, Auth::key),
-	row<VolListReq, VolListRep>(MDR_OP(MDR_OP_VOL_LIST), "vol_list_req",
-				    "vol_list_rep", kOnAdmin, Flow::rpc, Auth::key),
-	row<VolInfoReq, VolInfoRep>(MDR_OP(MDR_OP_VOL_INFO), "vol_info_req",
-				    "vol_info_rep", kOnAdmin, Flow::rpc, Auth::key),
-	row<VolResizeReq, VolResizeRep>(MDR_OP(MDR_OP_VOL_RESIZE), "vol_resize_req",
-					"vol_resize_rep", kOnAdmin, Flow::rpc, Auth::key),
-	row<DevListReq, DevListRep>(MDR_OP(MDR_OP_DEV_LIST), "dev_list_req",
-				    "dev_list_rep", kOnAdmin, Flow::rpc, Auth::key),
-	row<NodeStatsReq, NodeStatsRep>(MDR_OP(MDR_OP_NODE_STATS), "node_stats_req",
-					"node_stats_rep", kOnAdmin, Flow::rpc, Auth::key),
-	row<MoveReq, MoveRep>(MDR_OP(MDR_OP_MOVE), "move_req", "move_rep",
-			      kOnAdmin, Flow::rpc, Auth::key),
-	row<DrainReq, DrainRep>(MDR_OP(MDR_OP_DRAIN), "drain_req", "drain_rep",
-				kOnAdmin, Flow::rpc, Auth::key),
-	row<HostAddReq, HostAddRep>(MDR_OP(MDR_OP_HOST_ADD), "host_add_req",
-				    "host_add_rep", kOnAdmin, Flow::rpc, Auth::key),
-	row<HostRemoveReq, HostRemoveRep>(MDR_OP(MDR_OP_HOST_REMOVE), "host_remove_req",
-					  "host_remove_rep", kOnAdmin, Flow::rpc, Auth::key),
-	row<HostListReq, HostListRep>(MDR_OP(MDR_OP_HOST_LIST), "host_list_req",
-				      "host_list_rep", kOnAdmin, Flow::rpc, Auth::key),
-	row<PingReq, PingRep>(MDR_OP(MDR_OP_PING), "ping_req", "ping_rep",
-			      kOnHost | kOnAdmin, Flow::both, Auth::none),
-};
-#undef MDR_OP
-
 // Every type of Body but ErrorRep is the request or the reply of exactly
 // one row, and no opcode has two.
 consteval bool table_covers_body()
 {
+	const size_t error_rep = index_in<ErrorRep>(static_cast<const Body *>(nullptr));
+
 	for (size_t i = 0; i < std::variant_size_v<Body>; i++) {
 		int rows = 0;
 
 		for (const OpInfo &op : kOps)
 			rows += (op.req.alternative == i) + (op.rep.alternative == i);
-		if (rows != (i == kAlternative<ErrorRep> ? 0 : 1))
+		if (rows != (i == error_rep ? 0 : 1))
 			return false;
 	}
 	for (const OpInfo &a : kOps)
