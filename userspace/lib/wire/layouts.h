@@ -25,7 +25,7 @@
 // why) when bad.
 // Messages without a body struct (PING, NODE_STATS requests, the OK replies
 // to CLOSE, AUTH, VOL_DELETE, HOST_ADD and HOST_REMOVE) are the header
-// alone: the primary template.
+// alone (HeaderAlone in wire.h): the primary template.
 #ifndef MDR_WIRE_LAYOUTS_H
 #define MDR_WIRE_LAYOUTS_H
 
@@ -339,9 +339,8 @@ MDR_LAYOUT(VolCreateReq, mdr_wire_vol_create_req)
 }
 
 // VOL_DELETE and VOL_INFO: a name, size zero.
-template <typename T>
-	requires std::is_same_v<T, VolDeleteReq> || std::is_same_v<T, VolInfoReq>
-struct Layout<T> {
+template <uint16_t Op>
+struct Layout<VolNameReq<Op>> {
 	MDR_WIRE_STRUCT(mdr_wire_vol_name_req);
 	static constexpr const char *note = "size 0";
 	static void fields(auto &v, auto &m, auto &w)
@@ -359,9 +358,8 @@ MDR_LAYOUT_OF(VolResizeReq, mdr_wire_vol_name_req,
 }
 
 // The replies to VOL_CREATE, VOL_INFO and VOL_RESIZE.
-template <typename T>
-	requires std::is_base_of_v<VolumeReply, T>
-struct Layout<T> {
+template <uint16_t Op>
+struct Layout<VolumeRep<Op>> {
 	MDR_WIRE_STRUCT(mdr_wire_vol_rep);
 	using Elem = DevExtents;
 	static void fields(auto &v, auto &m, auto &w)
@@ -374,10 +372,8 @@ struct Layout<T> {
 };
 
 // VOL_LIST, DEV_LIST and HOST_LIST requests.
-template <typename T>
-	requires std::is_same_v<T, VolListReq> || std::is_same_v<T, DevListReq> ||
-		 std::is_same_v<T, HostListReq>
-struct Layout<T> {
+template <uint16_t Op>
+struct Layout<ListReq<Op>> {
 	MDR_WIRE_STRUCT(mdr_wire_list_req);
 	static void fields(auto &v, auto &m, auto &w)
 	{

@@ -213,9 +213,32 @@ Result<ConnRej> parse_conn_rej(std::span<const std::byte> private_data);
 // Messages: one struct per message and direction. opcode and reply say
 // which; encode() fills the header from them.
 
-#define MDR_WIRE_MSG(op, is_reply)				\
+#define MDR_WIRE_MSG(T, op, is_reply)				\
 	static constexpr uint16_t opcode = (op);		\
-	static constexpr bool reply = (is_reply)
+	static constexpr bool reply = (is_reply);		\
+	bool operator==(const T &) const = default
+
+// The messages that are the header alone: PING both ways, NODE_STATS
+// requests, and the OK replies to CLOSE, AUTH, VOL_DELETE, HOST_ADD and
+// HOST_REMOVE.
+template <uint16_t Op, bool Reply>
+struct HeaderAlone {
+	MDR_WIRE_MSG(HeaderAlone, Op, Reply);
+};
+
+// The requests of the paged lists (VOL_LIST, DEV_LIST, HOST_LIST).
+template <uint16_t Op>
+struct ListReq {
+	MDR_WIRE_MSG(ListReq, Op, false);
+	uint64_t cursor = 0;		// the id the page starts at
+};
+
+// A request naming a volume and nothing else (VOL_DELETE, VOL_INFO).
+template <uint16_t Op>
+struct VolNameReq {
+	MDR_WIRE_MSG(VolNameReq, Op, false);
+	std::string name{};
+};
 
 // A volume as admin RPCs describe it (struct mdr_wire_volume).
 struct Volume {
@@ -253,15 +276,14 @@ struct Device {
 };
 
 struct OpenReq {
-	MDR_WIRE_MSG(MDR_OP_OPEN, false);
+	MDR_WIRE_MSG(OpenReq, MDR_OP_OPEN, false);
 	uint64_t volume_id = 0;		// 0 with MDR_OPEN_F_BY_NAME
 	uint32_t flags = 0;		// MDR_OPEN_F_*
 	std::string name{};		// empty unless MDR_OPEN_F_BY_NAME
-	bool operator==(const OpenReq &) const = default;
 };
 
 struct OpenRep {
-	MDR_WIRE_MSG(MDR_OP_OPEN, true);
+	MDR_WIRE_MSG(OpenRep, MDR_OP_OPEN, true);
 	uint64_t volume_id = 0;
 	uint64_t size = 0;
 	uint64_t table_addr = 0;
@@ -271,46 +293,37 @@ struct OpenRep {
 	uint32_t lease_ms = 0;		// >= 1
 	uint64_t generation = 0;
 	std::string name{};
-	bool operator==(const OpenRep &) const = default;
 };
 
 struct CloseReq {
-	MDR_WIRE_MSG(MDR_OP_CLOSE, false);
+	MDR_WIRE_MSG(CloseReq, MDR_OP_CLOSE, false);
 	uint64_t volume_id = 0;
-	bool operator==(const CloseReq &) const = default;
 };
 
-struct CloseRep {
-	MDR_WIRE_MSG(MDR_OP_CLOSE, true);
-	bool operator==(const CloseRep &) const = default;
-};
+using CloseRep = HeaderAlone<MDR_OP_CLOSE, true>;
 
 struct RenewReq {
-	MDR_WIRE_MSG(MDR_OP_RENEW, false);
+	MDR_WIRE_MSG(RenewReq, MDR_OP_RENEW, false);
 	uint64_t volume_id = 0;		// 0: every lease of the connection
-	bool operator==(const RenewReq &) const = default;
 };
 
 struct RenewRep {
-	MDR_WIRE_MSG(MDR_OP_RENEW, true);
+	MDR_WIRE_MSG(RenewRep, MDR_OP_RENEW, true);
 	uint32_t lease_ms = 0;		// >= 1
-	bool operator==(const RenewRep &) const = default;
 };
 
 struct AllocReq {
-	MDR_WIRE_MSG(MDR_OP_ALLOC, false);
+	MDR_WIRE_MSG(AllocReq, MDR_OP_ALLOC, false);
 	uint64_t volume_id = 0;
 	uint64_t index = 0;
-	bool operator==(const AllocReq &) const = default;
 };
 
 // The entry is verified against (volume_id, index) and is mapped.
 struct AllocRep {
-	MDR_WIRE_MSG(MDR_OP_ALLOC, true);
+	MDR_WIRE_MSG(AllocRep, MDR_OP_ALLOC, true);
 	uint64_t volume_id = 0;
 	uint64_t index = 0;
 	Entry entry{};
-	bool operator==(const AllocRep &) const = default;
 };
 
 struct InvalRange {
@@ -324,8 +337,7 @@ struct InvalRange {
 
 // The push, from mdnode.
 struct Invalidate : InvalRange {
-	MDR_WIRE_MSG(MDR_OP_INVALIDATE, false);
-	bool operator==(const Invalidate &) const = default;
+	MDR_WIRE_MSG(Invalidate, MDR_OP_INVALIDATE, false);
 };
 
 // The host's ack: the push's range and req_id. On version 1 it is the push
@@ -334,11 +346,10 @@ struct Invalidate : InvalRange {
 // size: which one a connection must use is for the receiver, which knows
 // the version, to check. flags and dirty are zero in the short form.
 struct InvalidateAck : InvalRange {
-	MDR_WIRE_MSG(MDR_OP_INVALIDATE, true);
+	MDR_WIRE_MSG(InvalidateAck, MDR_OP_INVALIDATE, true);
 	bool extended = false;		// struct mdr_wire_inval_ack
 	uint32_t flags = 0;		// MDR_INVAL_ACK_F_*
 	uint64_t dirty = 0;		// with MDR_INVAL_ACK_F_TRACKED, of a MOVE
-	bool operator==(const InvalidateAck &) const = default;
 };
 
 // Granules of MDR_INVAL_TRACK and of a move's dirty mask in an extent of
@@ -348,30 +359,24 @@ unsigned track_granule_shift(uint32_t extent_shift);
 unsigned track_granules(uint32_t extent_shift);
 
 struct AuthReq {
-	MDR_WIRE_MSG(MDR_OP_AUTH, false);
+	MDR_WIRE_MSG(AuthReq, MDR_OP_AUTH, false);
 	std::array<uint8_t, 32> mac{};
-	bool operator==(const AuthReq &) const = default;
 };
 
-struct AuthRep {
-	MDR_WIRE_MSG(MDR_OP_AUTH, true);
-	bool operator==(const AuthRep &) const = default;
-};
+using AuthRep = HeaderAlone<MDR_OP_AUTH, true>;
 
 // A host's proof (version 3): its challenge to mdnode (not all zero) and
 // HMAC-SHA256 over the transcript (lib/auth/auth.h).
 struct HostAuthReq {
-	MDR_WIRE_MSG(MDR_OP_HOST_AUTH, false);
+	MDR_WIRE_MSG(HostAuthReq, MDR_OP_HOST_AUTH, false);
 	std::array<uint8_t, 16> nonce{};
 	std::array<uint8_t, 32> mac{};
-	bool operator==(const HostAuthReq &) const = default;
 };
 
 // mdnode's proof back.
 struct HostAuthRep {
-	MDR_WIRE_MSG(MDR_OP_HOST_AUTH, true);
+	MDR_WIRE_MSG(HostAuthRep, MDR_OP_HOST_AUTH, true);
 	std::array<uint8_t, 32> mac{};
-	bool operator==(const HostAuthRep &) const = default;
 };
 
 // A registered host (struct mdr_wire_host); never its key.
@@ -384,7 +389,7 @@ struct Host {
 };
 
 struct HostAddReq {
-	MDR_WIRE_MSG(MDR_OP_HOST_ADD, false);
+	MDR_WIRE_MSG(HostAddReq, MDR_OP_HOST_ADD, false);
 	uint64_t host_id = 0;		// non-zero
 	uint32_t tenant = 0;		// non-zero
 	uint16_t flags = 0;		// MDR_HOST_ADD_F_*
@@ -392,45 +397,30 @@ struct HostAddReq {
 	std::array<uint8_t, 16> nonce{};			// lib/auth/auth.h:
 	std::array<uint8_t, MDR_HOST_KEY_MAX> wrapped{};	// host_add_request()
 	std::array<uint8_t, 32> mac{};
-	bool operator==(const HostAddReq &) const = default;
 };
 
-struct HostAddRep {
-	MDR_WIRE_MSG(MDR_OP_HOST_ADD, true);
-	bool operator==(const HostAddRep &) const = default;
-};
+using HostAddRep = HeaderAlone<MDR_OP_HOST_ADD, true>;
 
 struct HostRemoveReq {
-	MDR_WIRE_MSG(MDR_OP_HOST_REMOVE, false);
+	MDR_WIRE_MSG(HostRemoveReq, MDR_OP_HOST_REMOVE, false);
 	uint64_t host_id = 0;		// non-zero
-	bool operator==(const HostRemoveReq &) const = default;
 };
 
-struct HostRemoveRep {
-	MDR_WIRE_MSG(MDR_OP_HOST_REMOVE, true);
-	bool operator==(const HostRemoveRep &) const = default;
-};
-
-struct HostListReq {
-	MDR_WIRE_MSG(MDR_OP_HOST_LIST, false);
-	uint64_t cursor = 0;		// a host id
-	bool operator==(const HostListReq &) const = default;
-};
+using HostRemoveRep = HeaderAlone<MDR_OP_HOST_REMOVE, true>;
+using HostListReq = ListReq<MDR_OP_HOST_LIST>;
 
 struct HostListRep {
-	MDR_WIRE_MSG(MDR_OP_HOST_LIST, true);
+	MDR_WIRE_MSG(HostListRep, MDR_OP_HOST_LIST, true);
 	uint64_t next = 0;		// 0 on the last page
 	std::vector<Host> hosts{};	// ascending host ids
-	bool operator==(const HostListRep &) const = default;
 };
 
 struct VolCreateReq {
-	MDR_WIRE_MSG(MDR_OP_VOL_CREATE, false);
+	MDR_WIRE_MSG(VolCreateReq, MDR_OP_VOL_CREATE, false);
 	uint64_t size = 0;		// > 0, a multiple of 4096
 	uint32_t extent_shift = 0;	// 0: MDR_WIRE_EXTENT_SHIFT_DEFAULT
 	uint32_t tenant = 0;
 	std::string name{};
-	bool operator==(const VolCreateReq &) const = default;
 };
 
 // The body of replies to VOL_CREATE, VOL_INFO and VOL_RESIZE.
@@ -440,82 +430,49 @@ struct VolumeReply {
 	bool operator==(const VolumeReply &) const = default;
 };
 
-struct VolCreateRep : VolumeReply {
-	MDR_WIRE_MSG(MDR_OP_VOL_CREATE, true);
-	bool operator==(const VolCreateRep &) const = default;
+// The replies to VOL_CREATE, VOL_INFO and VOL_RESIZE.
+template <uint16_t Op>
+struct VolumeRep : VolumeReply {
+	MDR_WIRE_MSG(VolumeRep, Op, true);
 };
 
-struct VolDeleteReq {
-	MDR_WIRE_MSG(MDR_OP_VOL_DELETE, false);
-	std::string name{};
-	bool operator==(const VolDeleteReq &) const = default;
-};
-
-struct VolDeleteRep {
-	MDR_WIRE_MSG(MDR_OP_VOL_DELETE, true);
-	bool operator==(const VolDeleteRep &) const = default;
-};
-
-struct VolListReq {
-	MDR_WIRE_MSG(MDR_OP_VOL_LIST, false);
-	uint64_t cursor = 0;
-	bool operator==(const VolListReq &) const = default;
-};
+using VolCreateRep = VolumeRep<MDR_OP_VOL_CREATE>;
+using VolDeleteReq = VolNameReq<MDR_OP_VOL_DELETE>;
+using VolDeleteRep = HeaderAlone<MDR_OP_VOL_DELETE, true>;
+using VolListReq = ListReq<MDR_OP_VOL_LIST>;
 
 struct VolListRep {
-	MDR_WIRE_MSG(MDR_OP_VOL_LIST, true);
+	MDR_WIRE_MSG(VolListRep, MDR_OP_VOL_LIST, true);
 	uint64_t next = 0;		// 0 on the last page
 	std::vector<Volume> vols{};	// ascending volume ids
-	bool operator==(const VolListRep &) const = default;
 };
 
-struct VolInfoReq {
-	MDR_WIRE_MSG(MDR_OP_VOL_INFO, false);
-	std::string name{};
-	bool operator==(const VolInfoReq &) const = default;
-};
-
-struct VolInfoRep : VolumeReply {
-	MDR_WIRE_MSG(MDR_OP_VOL_INFO, true);
-	bool operator==(const VolInfoRep &) const = default;
-};
+using VolInfoReq = VolNameReq<MDR_OP_VOL_INFO>;
+using VolInfoRep = VolumeRep<MDR_OP_VOL_INFO>;
 
 struct VolResizeReq {
-	MDR_WIRE_MSG(MDR_OP_VOL_RESIZE, false);
+	MDR_WIRE_MSG(VolResizeReq, MDR_OP_VOL_RESIZE, false);
 	uint64_t size = 0;		// > 0, a multiple of 4096
 	std::string name{};
-	bool operator==(const VolResizeReq &) const = default;
 };
 
-struct VolResizeRep : VolumeReply {
-	MDR_WIRE_MSG(MDR_OP_VOL_RESIZE, true);
-	bool operator==(const VolResizeRep &) const = default;
-};
-
-struct DevListReq {
-	MDR_WIRE_MSG(MDR_OP_DEV_LIST, false);
-	uint64_t cursor = 0;
-	bool operator==(const DevListReq &) const = default;
-};
+using VolResizeRep = VolumeRep<MDR_OP_VOL_RESIZE>;
+using DevListReq = ListReq<MDR_OP_DEV_LIST>;
 
 struct DevListRep {
-	MDR_WIRE_MSG(MDR_OP_DEV_LIST, true);
+	MDR_WIRE_MSG(DevListRep, MDR_OP_DEV_LIST, true);
 	uint64_t next = 0;		// 0 on the last page
 	std::vector<Device> devs{};	// ascending device ids
 	// struct mdr_wire_device_ext elements (version 4 on); an empty list
 	// parses as false.
 	bool extended = false;
-	bool operator==(const DevListRep &) const = default;
 };
 
-struct NodeStatsReq {
-	MDR_WIRE_MSG(MDR_OP_NODE_STATS, false);
-	bool operator==(const NodeStatsReq &) const = default;
-};
+using NodeStatsReq = HeaderAlone<MDR_OP_NODE_STATS, false>;
 
 // Counters since mdnode started (struct mdr_wire_node_stats_rep).
 struct NodeStatsRep {
-	MDR_WIRE_MSG(MDR_OP_NODE_STATS, true);
+	MDR_WIRE_MSG(NodeStatsRep, MDR_OP_NODE_STATS, true);
 	uint64_t boot_id = 0;
 	uint64_t uptime_ms = 0;
 	uint64_t connections = 0;
@@ -546,18 +503,16 @@ struct NodeStatsRep {
 	// struct mdr_wire_node_stats_limits: zero from a node that lacks it
 	uint64_t conn_refused = 0;
 	uint64_t fences = 0;
-	bool operator==(const NodeStatsRep &) const = default;
 };
 
 struct MoveReq {
-	MDR_WIRE_MSG(MDR_OP_MOVE, false);
+	MDR_WIRE_MSG(MoveReq, MDR_OP_MOVE, false);
 	uint64_t volume_id = 0;		// 0 with MDR_MOVE_F_BY_NAME
 	uint64_t first = 0;
 	uint32_t count = 0;		// 1 ..= MDR_WIRE_MOVE_MAX
 	uint32_t to_dev = 0;		// non-zero
 	uint32_t flags = 0;		// MDR_MOVE_F_*
 	std::string name{};		// empty unless MDR_MOVE_F_BY_NAME
-	bool operator==(const MoveReq &) const = default;
 };
 
 // One extent moved (struct mdr_wire_move_extent).
@@ -573,24 +528,22 @@ struct MovedExtent {
 };
 
 struct MoveRep {
-	MDR_WIRE_MSG(MDR_OP_MOVE, true);
+	MDR_WIRE_MSG(MoveRep, MDR_OP_MOVE, true);
 	uint64_t volume_id = 0;
 	uint64_t bytes = 0;
 	uint64_t stall_max_us = 0;
 	uint64_t stall_total_us = 0;	// >= stall_max_us
 	std::vector<MovedExtent> extents{};	// ascending indexes
-	bool operator==(const MoveRep &) const = default;
 };
 
 struct DrainReq {
-	MDR_WIRE_MSG(MDR_OP_DRAIN, false);
+	MDR_WIRE_MSG(DrainReq, MDR_OP_DRAIN, false);
 	uint32_t dev_id = 0;		// non-zero
 	uint32_t to_dev = 0;		// 0: any other; else not dev_id
-	bool operator==(const DrainReq &) const = default;
 };
 
 struct DrainRep {
-	MDR_WIRE_MSG(MDR_OP_DRAIN, true);
+	MDR_WIRE_MSG(DrainRep, MDR_OP_DRAIN, true);
 	uint32_t dev_id = 0;
 	uint16_t status = MDR_ST_OK;	// of the move that stopped the drain
 	uint64_t moved = 0;
@@ -598,18 +551,10 @@ struct DrainRep {
 	uint64_t bytes = 0;
 	uint64_t stall_max_us = 0;
 	uint64_t stall_total_us = 0;	// >= stall_max_us
-	bool operator==(const DrainRep &) const = default;
 };
 
-struct PingReq {
-	MDR_WIRE_MSG(MDR_OP_PING, false);
-	bool operator==(const PingReq &) const = default;
-};
-
-struct PingRep {
-	MDR_WIRE_MSG(MDR_OP_PING, true);
-	bool operator==(const PingRep &) const = default;
-};
+using PingReq = HeaderAlone<MDR_OP_PING, false>;
+using PingRep = HeaderAlone<MDR_OP_PING, true>;
 
 // A reply with a status other than MDR_ST_OK, to a request of any opcode
 // (echoed as received, known to this build or not): the header alone.
