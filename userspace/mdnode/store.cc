@@ -16,6 +16,42 @@ namespace mdnode {
 
 using namespace store_checks;
 
+namespace {
+
+// "extent 3 of volume 7"
+std::string extent_name(uint64_t volume_id, uint64_t index)
+{
+	return "extent " + std::to_string(index) + " of volume " + std::to_string(volume_id);
+}
+
+// The value of key in map, or nullptr.
+template <typename Map, typename K>
+auto *find_in(const Map &map, const K &key)
+{
+	auto it = map.find(key);
+
+	return it == map.end() ? nullptr : &it->second;
+}
+
+// The values of map from the key cursor on, at most max, and the key of
+// the next page (0: none).
+template <typename Map>
+auto page_of(const Map &map, uint64_t cursor, size_t max)
+{
+	std::pair<std::vector<const typename Map::mapped_type *>, uint64_t> page{{}, 0};
+
+	for (auto it = map.lower_bound(cursor); it != map.end(); ++it) {
+		if (page.first.size() == max) {
+			page.second = it->first;
+			break;
+		}
+		page.first.push_back(&it->second);
+	}
+	return page;
+}
+
+} // namespace
+
 mdr::Result<Store> Store::create(std::vector<Device> devices)
 {
 	mdr::Result<Allocator> alloc = Allocator::create(std::move(devices));
@@ -52,8 +88,31 @@ Change Store::reserve(const Record &r, std::optional<Table> table)
 	return c;
 }
 
-mdr::Result<Store::Pending> Store::take_pending(const Record &r, const Change &change)
+std::optional<mdr::Error> Store::in_flight(const Record &r, const char *what) const
 {
+	if (pending_.contains(r.key()))
+		return mdr::Error(-EBUSY, describe_record(r) + ": " + what + " is in flight");
+	return std::nullopt;
+}
+
+mdr::Result<Change> Store::prepare_removal(const Record &r, bool exists, const char *missing,
+					   const char *what)
+{
+	if (!exists)
+		return mdr::Error(-ENOENT, describe_record(r) + ": " + missing);
+	if (std::optional<mdr::Error> busy = in_flight(r, what))
+		return std::move(*busy);
+	return reserve(r, std::nullopt);
+}
+
+mdr::Result<Store::Taken> Store::take_change(const Change &change)
+{
+	mdr::Result<Record> decoded = decode_record(change.type, change.payload);
+
+	if (!decoded.ok())
+		return mdr::Error(-ENOENT, decoded.message() + ": not a change in flight");
+
+	const Record &r = decoded.value();
 	auto it = pending_.find(r.key());
 
 	if (it == pending_.end() || it->second.type != change.type ||
@@ -74,7 +133,7 @@ mdr::Result<Store::Pending> Store::take_pending(const Record &r, const Change &c
 
 		alloc_.free(dev, pstart, v.extent_shift);
 	}
-	return p;
+	return Taken{std::move(decoded).value(), std::move(p)};
 }
 
 // ---------------------------------------------------------------------------
@@ -135,18 +194,28 @@ mdr::Result<Change> Store::prepare_resize(uint64_t volume_id, uint64_t size)
 		       std::move(table).value());
 }
 
-mdr::Result<Allocation> Store::prepare_alloc(uint64_t volume_id, uint64_t index)
+mdr::Result<const Volume *> Store::volume_with_extent(uint64_t volume_id,
+						    uint64_t index) const
 {
 	const Volume *v = volume(volume_id);
-	const std::string what = "extent " + std::to_string(index) +
-				 " of volume " + std::to_string(volume_id);
 
 	if (!v)
 		return mdr::Error(-ENOENT, "no volume " + std::to_string(volume_id));
 	if (index >= v->table.entries().size())
-		return mdr::Error(-ERANGE, what + ": the volume has " +
+		return mdr::Error(-ERANGE, extent_name(volume_id, index) + ": the volume has " +
 				  std::to_string(v->table.entries().size()) + " extents");
+	return v;
+}
 
+mdr::Result<Allocation> Store::prepare_alloc(uint64_t volume_id, uint64_t index)
+{
+	mdr::Result<const Volume *> found = volume_with_extent(volume_id, index);
+
+	if (!found.ok())
+		return mdr::Error(found.error(), found.message());
+
+	const Volume *v = found.value();
+	const std::string what = extent_name(volume_id, index);
 	const mdr::wire::Entry old = entry_at(*v, index);
 
 	if (old.state == MDR_EXT_MAPPED)
@@ -173,15 +242,14 @@ mdr::Result<Allocation> Store::prepare_alloc(uint64_t volume_id, uint64_t index)
 mdr::Result<const Volume *> Store::check_move(uint64_t volume_id, uint64_t index,
 					      uint32_t to_dev) const
 {
-	const Volume *v = volume(volume_id);
-	const std::string what = "extent " + std::to_string(index) +
-				 " of volume " + std::to_string(volume_id);
+	mdr::Result<const Volume *> found = volume_with_extent(volume_id, index);
 
-	if (!v)
-		return mdr::Error(-ENOENT, "no volume " + std::to_string(volume_id));
-	if (index >= v->table.entries().size())
-		return mdr::Error(-ERANGE, what + ": the volume has " +
-				  std::to_string(v->table.entries().size()) + " extents");
+	if (!found.ok())
+		return found;
+
+	const Volume *v = found.value();
+	const std::string what = extent_name(volume_id, index);
+
 	if (!alloc_.device(to_dev))
 		return mdr::Error(-ENOENT, "no device " + std::to_string(to_dev));
 	if (pending_.contains({volume_id, index}) || moves_.contains({volume_id, index}))
@@ -208,8 +276,7 @@ mdr::Result<uint64_t> Store::reserve_move(uint64_t volume_id, uint64_t index,
 	if (!v.ok())
 		return mdr::Error(v.error(), v.message());
 	if (move_places_.contains({volume_id, index}))
-		return mdr::Error(-EBUSY, "extent " + std::to_string(index) + " of volume " +
-				  std::to_string(volume_id) + " has a place reserved");
+		return mdr::Error(-EBUSY, extent_name(volume_id, index) + " has a place reserved");
 
 	std::optional<uint64_t> pstart = alloc_.alloc_on(to_dev, v.value()->extent_shift);
 
@@ -259,8 +326,7 @@ mdr::Result<Change> Store::prepare_move(uint64_t volume_id, uint64_t index,
 		pstart = alloc_.alloc_on(to_dev, shift);
 	}
 	if (!pstart)
-		return mdr::Error(-ENOSPC, "extent " + std::to_string(index) + " of volume " +
-				  std::to_string(volume_id) + ": device " +
+		return mdr::Error(-ENOSPC, extent_name(volume_id, index) + ": device " +
 				  std::to_string(to_dev) + " has no free extent of 2^" +
 				  std::to_string(shift) + " bytes");
 	// The place is the pending change's now: commit() or abort() gives
@@ -280,8 +346,7 @@ mdr::Result<Change> Store::prepare_move_end(uint64_t volume_id, uint64_t index, 
 	auto it = moves_.find({volume_id, index});
 
 	if (it == moves_.end())
-		return mdr::Error(-ENOENT, "extent " + std::to_string(index) + " of volume " +
-				  std::to_string(volume_id) + " is not moving");
+		return mdr::Error(-ENOENT, extent_name(volume_id, index) + " is not moving");
 	if (pending_.contains({volume_id, index}))
 		return mdr::Error(-EBUSY, "the end of the move is in flight");
 
@@ -314,9 +379,9 @@ mdr::Result<Change> Store::prepare_host_add(uint64_t host_id, uint32_t tenant,
 		 .flags = uint16_t(replace ? kHostAddReplace : 0),
 		 .secret = std::vector<uint8_t>(key.begin(), key.end())};
 
-	if (pending_.contains(r.key())) {
+	if (std::optional<mdr::Error> busy = in_flight(r, "a change of the host")) {
 		mdr::wipe(r.secret);
-		return mdr::Error(-EBUSY, describe_record(r) + ": a change of the host is in flight");
+		return std::move(*busy);
 	}
 	mdr::Status ok = check_host_add(r);
 	std::optional<Change> c;
@@ -331,34 +396,20 @@ mdr::Result<Change> Store::prepare_host_add(uint64_t host_id, uint32_t tenant,
 
 mdr::Result<Change> Store::prepare_host_remove(uint64_t host_id)
 {
-	const Record r{.type = kHostRemove, .host_id = host_id};
-
-	if (!hosts_.contains(host_id))
-		return mdr::Error(-ENOENT, describe_record(r) + ": no such host");
-	if (pending_.contains(r.key()))
-		return mdr::Error(-EBUSY, describe_record(r) + ": a change of the host is in flight");
-	return reserve(r, std::nullopt);
+	return prepare_removal({.type = kHostRemove, .host_id = host_id},
+			       hosts_.contains(host_id), "no such host", "a change of the host");
 }
 
 const RegisteredHost *Store::host(uint64_t id) const
 {
-	auto it = hosts_.find(id);
-
-	return it == hosts_.end() ? nullptr : &it->second;
+	return find_in(hosts_, id);
 }
 
 HostPage Store::list_hosts(uint64_t cursor, size_t max) const
 {
-	HostPage page{{}, 0};
+	auto [hosts, next] = page_of(hosts_, cursor, max);
 
-	for (auto it = hosts_.lower_bound(cursor); it != hosts_.end(); ++it) {
-		if (page.hosts.size() == max) {
-			page.next = it->first;
-			break;
-		}
-		page.hosts.push_back(&it->second);
-	}
-	return page;
+	return {std::move(hosts), next};
 }
 
 // ---------------------------------------------------------------------------
@@ -371,57 +422,44 @@ mdr::Result<Change> Store::prepare_device_record(const RecordedDevice &d)
 
 	if (mdr::Status ok = check_recorded_device(d.id, d.size, d.identity); !ok.ok())
 		return fail(ok, describe_record(r));
-	if (pending_.contains(r.key()))
-		return mdr::Error(-EBUSY, describe_record(r) + ": a record of the device is in flight");
+	if (std::optional<mdr::Error> busy = in_flight(r, "a record of the device"))
+		return std::move(*busy);
 	return reserve(r, std::nullopt);
 }
 
 mdr::Result<Change> Store::prepare_device_forget(uint32_t dev_id)
 {
-	const Record r{.type = kDeviceForget, .dev_id = dev_id};
-
-	if (!recorded_.contains(dev_id))
-		return mdr::Error(-ENOENT, describe_record(r) + ": no disk is recorded for it");
-	if (pending_.contains(r.key()))
-		return mdr::Error(-EBUSY, describe_record(r) + ": a record of the device is in flight");
-	return reserve(r, std::nullopt);
+	return prepare_removal({.type = kDeviceForget, .dev_id = dev_id},
+			       recorded_.contains(dev_id), "no disk is recorded for it",
+			       "a record of the device");
 }
 
 const RecordedDevice *Store::recorded_device(uint32_t id) const
 {
-	auto it = recorded_.find(id);
-
-	return it == recorded_.end() ? nullptr : &it->second;
+	return find_in(recorded_, id);
 }
 
 mdr::Result<Applied> Store::commit(const Change &change)
 {
-	mdr::Result<Record> r = decode_record(change.type, change.payload);
+	mdr::Result<Taken> t = take_change(change);
 
-	if (!r.ok())
-		return mdr::Error(-ENOENT, r.message() + ": not a change in flight");
+	if (!t.ok())
+		return mdr::Error(t.error(), t.message());
 
-	mdr::Result<Pending> p = take_pending(r.value(), change);
+	Taken &c = t.value();
+	mdr::Result<Applied> done = apply(c.record, std::move(c.pending.table));
 
-	if (!p.ok())
-		return mdr::Error(p.error(), p.message());
-	mdr::Result<Applied> done = apply(r.value(), std::move(p.value().table));
-	mdr::wipe(r.value().secret);
-	mdr::wipe(p.value().payload);
+	mdr::wipe(c.record.secret);
+	mdr::wipe(c.pending.payload);
 	return done;
 }
 
 mdr::Status Store::abort(const Change &change)
 {
-	mdr::Result<Record> r = decode_record(change.type, change.payload);
+	mdr::Result<Taken> t = take_change(change);
 
-	if (!r.ok())
-		return mdr::Error(-ENOENT, r.message() + ": not a change in flight");
-
-	mdr::Result<Pending> p = take_pending(r.value(), change);
-
-	if (!p.ok())
-		return mdr::Error(p.error(), p.message());
+	if (!t.ok())
+		return mdr::Error(t.error(), t.message());
 	return {};
 }
 
@@ -448,30 +486,21 @@ mdr::Status Store::replay(uint16_t type, std::span<const uint8_t> payload)
 
 const Volume *Store::volume(uint64_t id) const
 {
-	auto it = volumes_.find(id);
-
-	return it == volumes_.end() ? nullptr : &it->second;
+	return find_in(volumes_, id);
 }
 
 const Volume *Store::volume(std::string_view name) const
 {
-	auto it = names_.find(name);
+	const uint64_t *id = find_in(names_, name);
 
-	return it == names_.end() ? nullptr : volume(it->second);
+	return id ? volume(*id) : nullptr;
 }
 
 VolumePage Store::list_volumes(uint64_t cursor, size_t max) const
 {
-	VolumePage page{{}, 0};
+	auto [volumes, next] = page_of(volumes_, cursor, max);
 
-	for (auto it = volumes_.lower_bound(cursor); it != volumes_.end(); ++it) {
-		if (page.volumes.size() == max) {
-			page.next = it->first;
-			break;
-		}
-		page.volumes.push_back(&it->second);
-	}
-	return page;
+	return {std::move(volumes), next};
 }
 
 std::vector<mdr::wire::DevExtents> Store::extents_by_device(const Volume &volume) const
@@ -503,9 +532,7 @@ std::vector<Move> Store::moves() const
 
 const Move *Store::move(uint64_t volume_id, uint64_t index) const
 {
-	auto it = moves_.find({volume_id, index});
-
-	return it == moves_.end() ? nullptr : &it->second;
+	return find_in(moves_, Key{volume_id, index});
 }
 
 std::optional<std::pair<uint64_t, uint64_t>>

@@ -301,6 +301,9 @@ public:
 
 private:
 	mdr::Result<Change> prepare_move_end(uint64_t volume_id, uint64_t index, bool done);
+	// The volume, when it exists and has the extent (-ENOENT, -ERANGE).
+	mdr::Result<const Volume *> volume_with_extent(uint64_t volume_id,
+						       uint64_t index) const;
 	// prepare_move()'s checks; the volume when they pass.
 	mdr::Result<const Volume *> check_move(uint64_t volume_id, uint64_t index,
 					       uint32_t to_dev) const;
@@ -322,7 +325,21 @@ private:
 	bool busy(uint64_t volume_id) const;
 
 	Change reserve(const Record &r, std::optional<Table> table);
-	mdr::Result<Pending> take_pending(const Record &r, const Change &change);
+	// -EBUSY when a change of r's key is in flight (what: "a change of
+	// the host", ...).
+	std::optional<mdr::Error> in_flight(const Record &r, const char *what) const;
+	// A record that removes what its key names: -ENOENT (missing) unless
+	// it exists, -EBUSY (in_flight()'s what) while a change of it is in
+	// flight.
+	mdr::Result<Change> prepare_removal(const Record &r, bool exists, const char *missing,
+					    const char *what);
+	// The record of a change in flight and what it held, taken out of
+	// pending_ (-ENOENT: not in flight).
+	struct Taken {
+		Record record;
+		Pending pending;
+	};
+	mdr::Result<Taken> take_change(const Change &change);
 
 	// store_apply.cc: the only code that changes volumes.
 	mdr::Result<Applied> apply(const Record &r, std::optional<Table> table);
