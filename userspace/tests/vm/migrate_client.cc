@@ -34,7 +34,6 @@
 // does not say where it put the extents (the check before it still ran).
 // A step that fails prints "STEP: error: ..." and the program exits 1.
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -51,36 +50,13 @@
 #include "lib/client/rdma_client.h"
 #include "lib/util/errors.h"
 #include "lib/wire/wire.h"
+#include "tests/vm/vm_client.h"
 
 namespace {
 
 namespace wire = mdr::wire;
-
-std::vector<std::string> split(std::string_view s, char sep = ':')
-{
-	std::vector<std::string> out;
-	size_t pos;
-
-	while ((pos = s.find(sep)) != std::string_view::npos) {
-		out.emplace_back(s.substr(0, pos));
-		s.remove_prefix(pos + 1);
-	}
-	out.emplace_back(s);
-	return out;
-}
-
-bool parse_u64(const std::string &s, uint64_t &v)
-{
-	int base = 10;
-	std::string_view d = s;
-
-	if (d.starts_with("0x")) {
-		d.remove_prefix(2);
-		base = 16;
-	}
-	auto [p, ec] = std::from_chars(d.data(), d.data() + d.size(), v, base);
-	return ec == std::errc() && p == d.data() + d.size() && !d.empty();
-}
+using mdr::test::parse_u64;
+using mdr::test::split;
 
 double now_s()
 {
@@ -226,16 +202,10 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		std::string val = argv[++i];
-		if (a == "--node")
-			opts.node = val;
-		else if (a == "--port" && parse_u64(val, v))
-			opts.port = uint16_t(v);
-		else if (a == "--timeout" && parse_u64(val, v))
-			opts.timeout_ms = int(v);
-		else if (a == "--admin-key")
-			key_file = val;
-		else if (a == "--stamp" && val.find('=') != std::string::npos &&
-			 parse_u64(val.substr(0, val.find('=')), v))
+		if (mdr::test::connect_option(a, val, opts, key_file))
+			continue;
+		if (a == "--stamp" && val.find('=') != std::string::npos &&
+		    parse_u64(val.substr(0, val.find('=')), v))
 			stamps.paths[uint32_t(v)] = val.substr(val.find('=') + 1);
 		else {
 			fprintf(stderr, "bad option %s %s\n", argv[i - 1], val.c_str());
@@ -243,28 +213,10 @@ int main(int argc, char **argv)
 		}
 	}
 
-	auto c = mdr::RdmaClient::connect(opts);
-	if (!c.ok()) {
-		printf("connect: error: %s (%s)\n", c.message().c_str(),
-		       mdr::errno_name(-c.error()).c_str());
+	std::unique_ptr<mdr::RdmaClient> c = mdr::test::connect_or_say(opts);
+	if (!c || !mdr::test::prove_admin_key(*c, key_file))
 		return 1;
-	}
-	mdr::RdmaClient &cl = *c.value();
-	{
-		FILE *f = fopen(key_file.c_str(), "re");
-		char buf[256];
-		size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0;
-		if (f)
-			fclose(f);
-		while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-			n--;
-		auto st = cl.authenticate({reinterpret_cast<uint8_t *>(buf), n});
-		if (!st.ok()) {
-			printf("auth: error: %s (%s)\n", st.message().c_str(),
-			       mdr::errno_name(-st.error()).c_str());
-			return 1;
-		}
-	}
+	mdr::RdmaClient &cl = *c;
 
 	Totals t;
 	int failures = 0;

@@ -56,7 +56,6 @@
 // An auth step's failure, as a step's, prints the status's name, as in
 // "auth: error: authentication: MDR_ST_PERM (EPERM)" and
 // "open: error: MDR_ST_PERM (EPERM)".
-#include <charconv>
 #include <chrono>
 #include <initializer_list>
 #include <cinttypes>
@@ -71,49 +70,17 @@
 #include "lib/client/rdma_client.h"
 #include "lib/util/errors.h"
 #include "lib/wire/wire.h"
+#include "tests/vm/vm_client.h"
 
 namespace {
 
 namespace wire = mdr::wire;
+using mdr::test::parse_u64;
+using mdr::test::split;
 
 struct Opened {
 	wire::OpenRep rep;
 };
-
-std::vector<std::string> split(std::string_view s)
-{
-	std::vector<std::string> out;
-	size_t pos;
-
-	while ((pos = s.find(':')) != std::string_view::npos) {
-		out.emplace_back(s.substr(0, pos));
-		s.remove_prefix(pos + 1);
-	}
-	out.emplace_back(s);
-	return out;
-}
-
-// Decimal or 0x hex, with an optional K/M/G/T (binary) suffix.
-bool parse_u64(const std::string &s, uint64_t &v)
-{
-	std::string_view d = s;
-	uint64_t mult = 1;
-	int base = 10;
-
-	if (!d.empty() && strchr("KMGT", d.back())) {
-		mult = 1ull << (10 * (strchr("KMGT", d.back()) - "KMGT" + 1));
-		d.remove_suffix(1);
-	}
-	if (d.starts_with("0x")) {
-		d.remove_prefix(2);
-		base = 16;
-	}
-	auto [p, ec] = std::from_chars(d.data(), d.data() + d.size(), v, base);
-	if (ec != std::errc() || p != d.data() + d.size() || d.empty())
-		return false;
-	v *= mult;
-	return true;
-}
 
 void print_entry(const char *what, uint64_t index, const wire::Entry &e)
 {
@@ -254,16 +221,12 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		std::string val = argv[++i];
-		if (a == "--node")
-			opts.node = val;
-		else if (a == "--port" && parse_u64(val, v))
-			opts.port = uint16_t(v);
-		else if (a == "--tenant" && parse_u64(val, v))
+		if (mdr::test::connect_option(a, val, opts, key_file))
+			continue;
+		if (a == "--tenant" && parse_u64(val, v))
 			opts.tenant = uint32_t(v);
 		else if (a == "--host-id" && parse_u64(val, v))
 			opts.host_id = v;
-		else if (a == "--timeout" && parse_u64(val, v))
-			opts.timeout_ms = int(v);
 		else if (a == "--wire-version" && parse_u64(val, v) &&
 			 v >= MDR_WIRE_VERSION_MIN && v <= MDR_WIRE_VERSION) {
 			opts.version_max = uint16_t(v);
@@ -279,9 +242,6 @@ int main(int argc, char **argv)
 			proof.record = val;
 		} else if (a == "--replay") {
 			proof.replay = val;
-		} else if (a == "--admin-key") {
-			key_file = val;
-			opts.role = MDR_ROLE_ADMIN;
 		} else {
 			fprintf(stderr, "bad option %s %s\n", argv[i - 1], val.c_str());
 			return 2;
@@ -296,13 +256,10 @@ int main(int argc, char **argv)
 	if (opts.role == MDR_ROLE_HOST && !version_given)
 		opts.version_max = proof.wanted() || proof.skip ? MDR_WIRE_VERSION : 2;
 
-	auto c = mdr::RdmaClient::connect(opts);
-	if (!c.ok()) {
-		printf("connect: error: %s (%s)\n", c.message().c_str(),
-		       mdr::errno_name(-c.error()).c_str());
+	std::unique_ptr<mdr::RdmaClient> c = mdr::test::connect_or_say(opts);
+	if (!c)
 		return 1;
-	}
-	mdr::RdmaClient &cl = *c.value();
+	mdr::RdmaClient &cl = *c;
 	cl.on_push([](uint64_t id, const wire::Invalidate &inv) {
 		printf("push: id=%" PRIu64 " volume_id=%" PRIu64 " first=%" PRIu64
 		       " count=%" PRIu64 " gen=%" PRIu64 " reason=%u\n",
@@ -314,19 +271,8 @@ int main(int argc, char **argv)
 	if (opts.role == MDR_ROLE_HOST && !proof.run(cl))
 		return 1;
 	if (!key_file.empty()) {
-		FILE *f = fopen(key_file.c_str(), "re");
-		char buf[256];
-		size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0;
-		if (f)
-			fclose(f);
-		while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-			n--;
-		auto st = cl.authenticate({reinterpret_cast<uint8_t *>(buf), n});
-		if (!st.ok()) {
-			printf("auth: error: %s (%s)\n", st.message().c_str(),
-			       mdr::errno_name(-st.error()).c_str());
+		if (!mdr::test::prove_admin_key(cl, key_file))
 			return 1;
-		}
 		printf("auth: ok\n");
 	}
 

@@ -47,7 +47,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -62,10 +61,12 @@
 #include <rdma/rdma_cma.h>
 
 #include "lib/wire/wire.h"
+#include "tests/vm/vm_client.h"
 
 namespace {
 
 namespace wire = mdr::wire;
+using mdr::test::parse_u64;
 
 constexpr uint32_t kMsgSize = 4096;	// what we receive, and announce
 constexpr uint32_t kRecvSlots = 4;
@@ -83,18 +84,6 @@ struct Options {
 	uint64_t conns = 1;
 	uint64_t hold_ms = 0;
 };
-
-bool parse_u64(std::string_view s, uint64_t &v)
-{
-	int base = 10;
-
-	if (s.starts_with("0x")) {
-		s.remove_prefix(2);
-		base = 16;
-	}
-	auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
-	return ec == std::errc() && p == s.data() + s.size() && !s.empty();
-}
 
 int die(const char *what)
 {
@@ -431,11 +420,9 @@ int main(int argc, char **argv)
 		const std::string_view a = argv[i], v = argv[i + 1];
 		uint64_t n;
 
-		if (a == "--node")
-			o.node = v;
-		else if (a == "--port" && parse_u64(v, n))
-			o.port = uint16_t(n);
-		else if (a == "--tenant" && parse_u64(v, n))
+		if (mdr::test::address_option(a, v, o.node, o.port))
+			continue;
+		if (a == "--tenant" && parse_u64(v, n))
 			o.tenant = uint32_t(n);
 		else if (a == "--host-id" && parse_u64(v, n))
 			o.host_id = n;
