@@ -5,7 +5,6 @@
 
 #include <netdb.h>
 #include <poll.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -40,26 +39,13 @@ constexpr uint32_t kMaxSendWr = kSendSlots + kPushSlots + 1;
 
 } // namespace
 
+// The QP goes first; the members free the rest.
 RdmaClient::~RdmaClient()
 {
-	if (id_ && id_->qp)
-		rdma_disconnect(id_);
-	if (id_ && id_->qp)
-		rdma_destroy_qp(id_);
-	if (cq_)
-		ibv_destroy_cq(cq_);
-	if (ch_)
-		ibv_destroy_comp_channel(ch_);
-	if (mr_)
-		ibv_dereg_mr(mr_);
-	if (buf_)
-		munmap(buf_, buf_len_);
-	if (pd_)
-		ibv_dealloc_pd(pd_);
-	if (id_)
-		rdma_destroy_id(id_);
-	if (ec_)
-		rdma_destroy_event_channel(ec_);
+	if (id_ && id_->qp) {
+		rdma_disconnect(id_.get());
+		rdma_destroy_qp(id_.get());
+	}
 }
 
 Result<int> RdmaClient::wait_cm(int expected)
@@ -70,7 +56,7 @@ Result<int> RdmaClient::wait_cm(int expected)
 	int n = ::poll(&p, 1, opts_.timeout_ms);
 	if (n == 0)
 		return Error(-ETIMEDOUT, "no answer from " + opts_.node);
-	if (n < 0 || rdma_get_cm_event(ec_, &ev))
+	if (n < 0 || rdma_get_cm_event(ec_.get(), &ev))
 		return errno_error("rdma_get_cm_event");
 	const int got = ev->event;
 	if (got == RDMA_CM_EVENT_ESTABLISHED) {
@@ -128,38 +114,39 @@ Status RdmaClient::setup()
 	if (!addr.ok())
 		return Error(addr.error(), addr.message());
 
-	ec_ = rdma_create_event_channel();
+	ec_.reset(rdma_create_event_channel());
 	if (!ec_)
 		return errno_error("rdma_create_event_channel");
-	if (rdma_create_id(ec_, &id_, nullptr, RDMA_PS_TCP))
+	rdma_cm_id *id;
+	if (rdma_create_id(ec_.get(), &id, nullptr, RDMA_PS_TCP))
 		return errno_error("rdma_create_id");
-	if (rdma_resolve_addr(id_, nullptr, addr.value().sa(), opts_.timeout_ms))
+	id_.reset(id);
+	if (rdma_resolve_addr(id, nullptr, addr.value().sa(), opts_.timeout_ms))
 		return errno_error("rdma_resolve_addr " + opts_.node);
 	if (auto r = wait_cm(RDMA_CM_EVENT_ADDR_RESOLVED); !r.ok())
 		return Error(r.error(), r.message());
-	if (rdma_resolve_route(id_, opts_.timeout_ms))
+	if (rdma_resolve_route(id, opts_.timeout_ms))
 		return errno_error("rdma_resolve_route");
 	if (auto r = wait_cm(RDMA_CM_EVENT_ROUTE_RESOLVED); !r.ok())
 		return Error(r.error(), r.message());
 
-	pd_ = ibv_alloc_pd(id_->verbs);
-	ch_ = pd_ ? ibv_create_comp_channel(id_->verbs) : nullptr;
-	cq_ = ch_ ? ibv_create_cq(id_->verbs, kMaxSendWr + kRecvSlots, nullptr, ch_, 0) : nullptr;
+	pd_.reset(ibv_alloc_pd(id->verbs));
+	if (pd_)
+		ch_.reset(ibv_create_comp_channel(id->verbs));
+	if (ch_)
+		cq_.reset(ibv_create_cq(id->verbs, kMaxSendWr + kRecvSlots, nullptr, ch_.get(), 0));
 	if (!cq_)
 		return errno_error("verbs setup");
-	buf_len_ = size_t(kRecvSlots) * kMsgSize + size_t(kSendSlots) * kSendSize + kReadArea;
-	void *mem = mmap(nullptr, buf_len_, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED)
-		return errno_error("mmap");
-	buf_ = static_cast<std::byte *>(mem);
-	mr_ = ibv_reg_mr(pd_, buf_, buf_len_, IBV_ACCESS_LOCAL_WRITE);
-	if (!mr_)
-		return errno_error("ibv_reg_mr");
+	auto buf = verbs::Region::create(pd_.get(), size_t(kRecvSlots) * kMsgSize +
+						    size_t(kSendSlots) * kSendSize + kReadArea,
+					 IBV_ACCESS_LOCAL_WRITE);
+	if (!buf.ok())
+		return Error(buf.error(), buf.message());
+	buf_ = std::move(buf).value();
 
-	if (auto st = verbs::create_rc_qp(id_, pd_, cq_, {.send_wr = kMaxSendWr,
-							  .recv_wr = kRecvSlots,
-							  .max_inline = sizeof(mdr_wire_inval_ack)});
+	if (auto st = verbs::create_rc_qp(id, pd_.get(), cq_.get(),
+					  {.send_wr = kMaxSendWr, .recv_wr = kRecvSlots,
+					   .max_inline = sizeof(mdr_wire_inval_ack)});
 	    !st.ok())
 		return st;
 	for (uint32_t i = 0; i < kRecvSlots; i++)
@@ -181,35 +168,36 @@ Status RdmaClient::setup()
 	param.initiator_depth = 1;	// our READs of tables
 	param.retry_count = 7;
 	param.rnr_retry_count = 7;
-	if (rdma_connect(id_, &param))
+	if (rdma_connect(id, &param))
 		return errno_error("rdma_connect");
 	if (auto r = wait_cm(RDMA_CM_EVENT_ESTABLISHED); !r.ok())
 		return Error(r.error(), r.message());
-	if (ibv_req_notify_cq(cq_, 0))
+	if (ibv_req_notify_cq(cq_.get(), 0))
 		return errno_error("ibv_req_notify_cq");
 	return {};
 }
 
 Status RdmaClient::post_recv(uint32_t slot)
 {
-	return verbs::post_recv(id_->qp, slot, buf_ + size_t(slot) * kMsgSize, kMsgSize, mr_->lkey);
+	return verbs::post_recv(id_->qp, slot, buf_.data() + size_t(slot) * kMsgSize, kMsgSize,
+				buf_.lkey());
 }
 
 // Sends @msg from send slot @slot, which stays the HCA's until the send
 // completes.
 Status RdmaClient::post_send(uint32_t slot, std::span<const std::byte> msg)
 {
-	std::byte *at = buf_ + size_t(kRecvSlots) * kMsgSize + size_t(slot) * kSendSize;
+	std::byte *at = buf_.data() + size_t(kRecvSlots) * kMsgSize + size_t(slot) * kSendSize;
 
 	std::memcpy(at, msg.data(), msg.size());
 	return verbs::post_send(id_->qp, {.opcode = IBV_WR_SEND, .wr_id = kSendWr | slot,
 					  .addr = at, .len = uint32_t(msg.size()),
-					  .lkey = mr_->lkey, .flags = IBV_SEND_SIGNALED});
+					  .lkey = buf_.lkey(), .flags = IBV_SEND_SIGNALED});
 }
 
 void RdmaClient::on_recv(uint32_t slot, uint32_t len)
 {
-	auto m = wire::parse({buf_ + size_t(slot) * kMsgSize, len}, wire::Side::client,
+	auto m = wire::parse({buf_.data() + size_t(slot) * kMsgSize, len}, wire::Side::client,
 			     opts_.role);
 
 	if (m.ok() && std::holds_alternative<wire::Invalidate>(m.value().body)) {
@@ -261,7 +249,7 @@ Status RdmaClient::poll_until(Pred pred, int timeout_ms)
 
 	while (!pred()) {
 		ibv_wc wc[16];
-		int n = ibv_poll_cq(cq_, 16, wc);
+		int n = ibv_poll_cq(cq_.get(), 16, wc);
 
 		if (n < 0)
 			return Error(-EIO, "ibv_poll_cq");
@@ -308,13 +296,13 @@ Status RdmaClient::poll_until(Pred pred, int timeout_ms)
 		if (p[0].revents & POLLIN) {
 			ibv_cq *cq;
 			void *ctx;
-			if (ibv_get_cq_event(ch_, &cq, &ctx) == 0) {
+			if (ibv_get_cq_event(ch_.get(), &cq, &ctx) == 0) {
 				ibv_ack_cq_events(cq, 1);
-				ibv_req_notify_cq(cq_, 0);
+				ibv_req_notify_cq(cq_.get(), 0);
 			}
 		}
 		rdma_cm_event *ev;
-		if ((p[1].revents & POLLIN) && rdma_get_cm_event(ec_, &ev) == 0) {
+		if ((p[1].revents & POLLIN) && rdma_get_cm_event(ec_.get(), &ev) == 0) {
 			const rdma_cm_event_type type = ev->event;
 			rdma_ack_cm_event(ev);
 			if (type == RDMA_CM_EVENT_DISCONNECTED ||
@@ -404,11 +392,11 @@ std::vector<Result<wire::Msg>> RdmaClient::call_many(std::span<const wire::Body>
 
 Result<std::vector<std::byte>> RdmaClient::read(uint64_t addr, uint32_t rkey, uint32_t len)
 {
-	std::byte *area = buf_ + size_t(kRecvSlots + 1) * kMsgSize;
+	std::byte *area = buf_.data() + size_t(kRecvSlots + 1) * kMsgSize;
 
 	if (len == 0 || len > kReadArea)
 		return Error(-EINVAL, "READ length out of range");
-	ibv_sge sge{reinterpret_cast<uintptr_t>(area), len, mr_->lkey};
+	ibv_sge sge{reinterpret_cast<uintptr_t>(area), len, buf_.lkey()};
 	ibv_send_wr wr{}, *bad;
 	wr.wr_id = kReadWr;
 	wr.sg_list = &sge;

@@ -25,14 +25,8 @@
 #include "lib/auth/auth.h"
 #include "lib/client/pipeline.h"
 #include "lib/util/result.h"
+#include "lib/verbs/verbs.h"
 #include "lib/wire/wire.h"
-
-struct rdma_event_channel;
-struct rdma_cm_id;
-struct ibv_comp_channel;
-struct ibv_cq;
-struct ibv_pd;
-struct ibv_mr;
 
 namespace mdr {
 
@@ -118,14 +112,15 @@ private:
 	void on_recv(uint32_t slot, uint32_t len);
 
 	ClientOptions opts_;
-	rdma_event_channel *ec_ = nullptr;
-	rdma_cm_id *id_ = nullptr;
-	ibv_comp_channel *ch_ = nullptr;
-	ibv_cq *cq_ = nullptr;
-	ibv_pd *pd_ = nullptr;
-	ibv_mr *mr_ = nullptr;
-	std::byte *buf_ = nullptr;	// recv slots, send slot, READ area
-	size_t buf_len_ = 0;
+	// Freed in reverse, after the destructor disconnects and destroys the
+	// QP: the CQ, its channel, the buffers, the PD, the id, the channel of
+	// its events.
+	verbs::EventChannelPtr ec_;
+	verbs::IdPtr id_;
+	verbs::PdPtr pd_;
+	verbs::Region buf_;		// recv slots, send slots, READ area
+	verbs::CompChannelPtr ch_;
+	verbs::CqPtr cq_;
 	wire::ConnRep rep_;
 	wire::ConnReq req_;
 	uint32_t node_qpn_ = 0;		// mdnode's QP, from ESTABLISHED

@@ -62,6 +62,13 @@ void Free::operator()(ibv_cq *cq) const { ibv_destroy_cq(cq); }
 void Free::operator()(ibv_comp_channel *ch) const { ibv_destroy_comp_channel(ch); }
 void Free::operator()(rdma_event_channel *ec) const { rdma_destroy_event_channel(ec); }
 
+void Free::operator()(rdma_cm_id *id) const
+{
+	if (id->qp)
+		rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+}
+
 Result<EventChannelPtr> event_channel()
 {
 	EventChannelPtr ec(rdma_create_event_channel());

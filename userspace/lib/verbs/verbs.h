@@ -52,18 +52,23 @@ bool set_nonblock(int fd);
 // "192.0.2.1:4791", or "?".
 std::string peer_address(rdma_cm_id *id);
 
-// RAII for the objects a connection owns besides its id (STYLE.md): each
-// pointer frees its object with the provider's destroy call.
+// RAII for the objects a connection owns (STYLE.md): each pointer frees
+// its object with the provider's destroy call. An id goes with its QP, if
+// it still has one; a QP must go before the CQ it uses, so an owner that
+// holds both destroys the QP first (rdma_destroy_qp()) and declares the
+// id before the CQ, PD and region, which members free in reverse.
 struct Free {
 	void operator()(ibv_pd *pd) const;
 	void operator()(ibv_cq *cq) const;
 	void operator()(ibv_comp_channel *ch) const;
 	void operator()(rdma_event_channel *ec) const;
+	void operator()(rdma_cm_id *id) const;
 };
 using PdPtr = std::unique_ptr<ibv_pd, Free>;
 using CqPtr = std::unique_ptr<ibv_cq, Free>;
 using CompChannelPtr = std::unique_ptr<ibv_comp_channel, Free>;
 using EventChannelPtr = std::unique_ptr<rdma_event_channel, Free>;
+using IdPtr = std::unique_ptr<rdma_cm_id, Free>;
 
 // An rdma_cm event channel whose fd reads non-blocking.
 Result<EventChannelPtr> event_channel();

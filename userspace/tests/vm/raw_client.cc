@@ -43,7 +43,6 @@
 #include <endian.h>
 #include <netdb.h>
 #include <poll.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -60,6 +59,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "lib/verbs/verbs.h"
 #include "lib/wire/wire.h"
 #include "tests/vm/vm_client.h"
 
@@ -93,22 +93,11 @@ int die(const char *what)
 
 class Raw {
 public:
+	// The QP goes first; the members free the rest.
 	~Raw()
 	{
 		if (id_ && id_->qp)
-			rdma_destroy_qp(id_);
-		if (cq_)
-			ibv_destroy_cq(cq_);
-		if (mr_)
-			ibv_dereg_mr(mr_);
-		if (buf_)
-			munmap(buf_, buf_len_);
-		if (pd_)
-			ibv_dealloc_pd(pd_);
-		if (id_)
-			rdma_destroy_id(id_);
-		if (ec_)
-			rdma_destroy_event_channel(ec_);
+			rdma_destroy_qp(id_.get());
 	}
 
 	// 0: connected; 1: refused (printed); -1: local failure (printed).
@@ -121,13 +110,12 @@ private:
 	bool cm_event(int timeout_ms, rdma_cm_event_type *type, std::vector<std::byte> *pdata);
 	void post_recv(uint32_t slot);
 
-	rdma_event_channel *ec_ = nullptr;
-	rdma_cm_id *id_ = nullptr;
-	ibv_pd *pd_ = nullptr;
-	ibv_cq *cq_ = nullptr;
-	ibv_mr *mr_ = nullptr;
-	std::byte *buf_ = nullptr;
-	size_t buf_len_ = 0;
+	// Freed in reverse: the CQ, the buffers, the PD, the id, the channel.
+	mdr::verbs::EventChannelPtr ec_;
+	mdr::verbs::IdPtr id_;
+	mdr::verbs::PdPtr pd_;
+	mdr::verbs::Region buf_;	// receive slots, then the one send
+	mdr::verbs::CqPtr cq_;
 	bool connected_ = false;
 };
 
@@ -136,7 +124,7 @@ bool Raw::cm_event(int timeout_ms, rdma_cm_event_type *type, std::vector<std::by
 	pollfd p{ec_->fd, POLLIN, 0};
 	rdma_cm_event *ev;
 
-	if (::poll(&p, 1, timeout_ms) <= 0 || rdma_get_cm_event(ec_, &ev))
+	if (::poll(&p, 1, timeout_ms) <= 0 || rdma_get_cm_event(ec_.get(), &ev))
 		return false;
 	*type = ev->event;
 	if (pdata) {
@@ -149,14 +137,8 @@ bool Raw::cm_event(int timeout_ms, rdma_cm_event_type *type, std::vector<std::by
 
 void Raw::post_recv(uint32_t slot)
 {
-	ibv_sge sge{reinterpret_cast<uintptr_t>(buf_ + size_t(slot) * kMsgSize), kMsgSize,
-		    mr_->lkey};
-	ibv_recv_wr wr{}, *bad;
-
-	wr.wr_id = slot;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	ibv_post_recv(id_->qp, &wr, &bad);
+	(void)mdr::verbs::post_recv(id_->qp, slot, buf_.data() + size_t(slot) * kMsgSize,
+				    kMsgSize, buf_.lkey());
 }
 
 int Raw::connect(const Options &o)
@@ -171,38 +153,34 @@ int Raw::connect(const Options &o)
 		printf("error: bad address %s\n", o.node.c_str());
 		return -1;
 	}
-	ec_ = rdma_create_event_channel();
-	if (!ec_ || rdma_create_id(ec_, &id_, nullptr, RDMA_PS_TCP) ||
-	    rdma_resolve_addr(id_, nullptr, res->ai_addr, 2000)) {
+	ec_.reset(rdma_create_event_channel());
+	rdma_cm_id *id = nullptr;
+	if (ec_ && rdma_create_id(ec_.get(), &id, nullptr, RDMA_PS_TCP) == 0)
+		id_.reset(id);
+	if (!id_ || rdma_resolve_addr(id, nullptr, res->ai_addr, 2000)) {
 		freeaddrinfo(res);
 		return -die("rdma_resolve_addr");
 	}
 	freeaddrinfo(res);
 	if (!cm_event(5000, &type, nullptr) || type != RDMA_CM_EVENT_ADDR_RESOLVED ||
-	    rdma_resolve_route(id_, 2000) || !cm_event(5000, &type, nullptr) ||
+	    rdma_resolve_route(id, 2000) || !cm_event(5000, &type, nullptr) ||
 	    type != RDMA_CM_EVENT_ROUTE_RESOLVED)
 		return -die("resolving the address and route");
 
-	pd_ = ibv_alloc_pd(id_->verbs);
-	cq_ = pd_ ? ibv_create_cq(id_->verbs, 64, nullptr, nullptr, 0) : nullptr;
-	buf_len_ = size_t(kRecvSlots) * kMsgSize + kSendSize;
-	void *mem = mmap(nullptr, buf_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			 -1, 0);
-	if (!cq_ || mem == MAP_FAILED)
+	pd_.reset(ibv_alloc_pd(id->verbs));
+	if (pd_)
+		cq_.reset(ibv_create_cq(id->verbs, 64, nullptr, nullptr, 0));
+	if (!cq_)
 		return -die("verbs setup");
-	buf_ = static_cast<std::byte *>(mem);
-	mr_ = ibv_reg_mr(pd_, buf_, buf_len_, IBV_ACCESS_LOCAL_WRITE);
-	if (!mr_)
-		return -die("ibv_reg_mr");
-	ibv_qp_init_attr qa{};
-	qa.send_cq = cq_;
-	qa.recv_cq = cq_;
-	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = 8;
-	qa.cap.max_recv_wr = kRecvSlots;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
-	if (rdma_create_qp(id_, pd_, &qa))
+	auto buf = mdr::verbs::Region::create(pd_.get(), size_t(kRecvSlots) * kMsgSize + kSendSize,
+					      IBV_ACCESS_LOCAL_WRITE);
+	if (!buf.ok()) {
+		printf("error: %s\n", buf.message().c_str());
+		return -1;
+	}
+	buf_ = std::move(buf).value();
+	if (!mdr::verbs::create_rc_qp(id, pd_.get(), cq_.get(),
+				      {.send_wr = 8, .recv_wr = kRecvSlots}).ok())
 		return -die("rdma_create_qp");
 	for (uint32_t i = 0; i < kRecvSlots; i++)
 		post_recv(i);
@@ -256,7 +234,7 @@ int Raw::connect(const Options &o)
 	param.private_data_len = uint8_t(pd_len);
 	param.retry_count = 7;
 	param.rnr_retry_count = 7;
-	if (rdma_connect(id_, &param))
+	if (rdma_connect(id, &param))
 		return -die("rdma_connect");
 	std::vector<std::byte> rep;
 	if (!cm_event(5000, &type, &rep)) {
@@ -288,8 +266,8 @@ int Raw::connect(const Options &o)
 
 void Raw::exchange(const std::string &name, const std::vector<std::byte> &msg, int wait_ms)
 {
-	std::byte *out = buf_ + size_t(kRecvSlots) * kMsgSize;
-	ibv_sge sge{reinterpret_cast<uintptr_t>(out), uint32_t(msg.size()), mr_->lkey};
+	std::byte *out = buf_.data() + size_t(kRecvSlots) * kMsgSize;
+	ibv_sge sge{reinterpret_cast<uintptr_t>(out), uint32_t(msg.size()), buf_.lkey()};
 	ibv_send_wr wr{}, *bad;
 
 	std::memcpy(out, msg.data(), msg.size());
@@ -306,13 +284,14 @@ void Raw::exchange(const std::string &name, const std::vector<std::byte> &msg, i
 	const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
 	while (std::chrono::steady_clock::now() < end) {
 		ibv_wc wc[8];
-		int n = ibv_poll_cq(cq_, 8, wc);
+		int n = ibv_poll_cq(cq_.get(), 8, wc);
 
 		for (int i = 0; i < n; i++) {
 			if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id == kSendWr)
 				continue;	// the connection's end shows as a CM event
 			const uint32_t slot = uint32_t(wc[i].wr_id);
-			auto hdr = wire::peek_header({buf_ + size_t(slot) * kMsgSize, wc[i].byte_len});
+			auto hdr = wire::peek_header({buf_.data() + size_t(slot) * kMsgSize,
+						      wc[i].byte_len});
 			post_recv(slot);
 			if (!hdr || !hdr->reply()) {
 				printf("%s: unexpected message from mdnode\n", name.c_str());
