@@ -75,6 +75,30 @@ std::string move_hint(int err, std::string_view name, uint32_t to_dev, const mdr
 	}
 }
 
+// What moves cost, as both commands report it: the bytes copied and the
+// stalls of IO to the extents while they moved.
+void move_costs(mdr::JsonWriter &json, uint64_t bytes, uint64_t stall_max_us,
+		uint64_t stall_total_us)
+{
+	json.key("bytes").value(bytes)
+		.key("stall_max_us").value(stall_max_us)
+		.key("stall_total_us").value(stall_total_us);
+}
+
+// "moved 3 extents (12 MiB)"
+std::string moved_text(uint64_t moved, uint64_t bytes)
+{
+	return "moved " + std::to_string(moved) + " extent" + (moved == 1 ? "" : "s") + " (" +
+	       format_size(bytes) + ")";
+}
+
+// "stall max 1.2 ms, total 3.4 ms"
+std::string stalls_text(uint64_t stall_max_us, uint64_t stall_total_us)
+{
+	return "stall max " + format_ms(stall_max_us) + " ms, total " + format_ms(stall_total_us) +
+	       " ms";
+}
+
 constexpr std::string_view kMigrateUsage =
 	"Usage: mdctl migrate NAME --extent N[-M] --to-dev ID [--timeout SECONDS]\n"
 	"                     [--node ADDR[:PORT]] [--key-file FILE] [-o json]\n"
@@ -135,10 +159,8 @@ void print_migrate(const Env &env, Format format, const MigrateReport &r,
 			.key("volume_id").value(r.volume_id)
 			.key("to_dev").value(r.to_dev)
 			.key("moved").value(r.moved)
-			.key("skipped").value(r.skipped)
-			.key("bytes").value(r.bytes)
-			.key("stall_max_us").value(r.stall_max_us)
-			.key("stall_total_us").value(r.stall_total_us);
+			.key("skipped").value(r.skipped);
+		move_costs(json, r.bytes, r.stall_max_us, r.stall_total_us);
 		if (error)
 			json.key("error").value(mdr::errno_name(-*error));
 		json.key("extents").begin_array();
@@ -176,11 +198,9 @@ void print_migrate(const Env &env, Format format, const MigrateReport &r,
 	}
 	if (!r.extents.empty())
 		table.print(env.out);
-	env.out << "moved " << r.moved << " extent" << (r.moved == 1 ? "" : "s") << " ("
-		<< format_size(r.bytes) << ") of volume '" << r.name << "' to device "
-		<< r.to_dev << ", skipped " << r.skipped << "; stall max "
-		<< format_ms(r.stall_max_us) << " ms, total " << format_ms(r.stall_total_us)
-		<< " ms\n";
+	env.out << moved_text(r.moved, r.bytes) << " of volume '" << r.name << "' to device "
+		<< r.to_dev << ", skipped " << r.skipped << "; "
+		<< stalls_text(r.stall_max_us, r.stall_total_us) << '\n';
 }
 
 // One MOVE of extents [first, first + count); a refusal of the batch as
@@ -375,18 +395,14 @@ int cmd_dev_drain(Args args, const Env &env)
 			.key("dev_id").value(r.dev_id)
 			.key("to_dev").value(req.to_dev)
 			.key("moved").value(r.moved)
-			.key("remaining").value(r.remaining)
-			.key("bytes").value(r.bytes)
-			.key("stall_max_us").value(r.stall_max_us)
-			.key("stall_total_us").value(r.stall_total_us)
-			.key("status").value(mdr::wire::status_name(r.status))
-			.end_object();
+			.key("remaining").value(r.remaining);
+		move_costs(json, r.bytes, r.stall_max_us, r.stall_total_us);
+		json.key("status").value(mdr::wire::status_name(r.status)).end_object();
 		env.out << json.str() << '\n';
 	} else {
-		env.out << "drained device " << r.dev_id << ": moved " << r.moved << " extent"
-			<< (r.moved == 1 ? "" : "s") << " (" << format_size(r.bytes) << "), "
-			<< r.remaining << " remaining; stall max " << format_ms(r.stall_max_us)
-			<< " ms, total " << format_ms(r.stall_total_us) << " ms\n";
+		env.out << "drained device " << r.dev_id << ": " << moved_text(r.moved, r.bytes)
+			<< ", " << r.remaining << " remaining; "
+			<< stalls_text(r.stall_max_us, r.stall_total_us) << '\n';
 	}
 	if (!err)
 		return kExitOk;
