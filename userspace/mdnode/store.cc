@@ -460,6 +460,9 @@ mdr::Status Store::abort(const Change &change)
 
 	if (!t.ok())
 		return mdr::Error(t.error(), t.message());
+	// A HOST_ADD's key goes as on a commit.
+	mdr::wipe(t.value().record.secret);
+	mdr::wipe(t.value().pending.payload);
 	return {};
 }
 

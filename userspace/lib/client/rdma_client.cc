@@ -32,6 +32,9 @@ constexpr uint32_t kMsgSize = 16384;		// what we receive
 constexpr uint32_t kSendSlots = kQueueDepth;	// one per outstanding request
 constexpr uint32_t kSendSize = 4096;		// largest request: mdnode's max_msg
 constexpr uint32_t kReadArea = 65536;		// largest READ
+// The buffer: the receive slots, the send slots, the READ area.
+constexpr size_t kSendAt = size_t(kRecvSlots) * kMsgSize;
+constexpr size_t kReadAt = kSendAt + size_t(kSendSlots) * kSendSize;
 constexpr uint64_t kSendWr = 1ull << 62, kAckWr = 2ull << 62, kReadWr = 3ull << 62;
 constexpr uint64_t kWrKind = 3ull << 62;
 // Requests, acks of pushes (at most kPushSlots unacked), one READ.
@@ -137,9 +140,7 @@ Status RdmaClient::setup()
 		cq_.reset(ibv_create_cq(id->verbs, kMaxSendWr + kRecvSlots, nullptr, ch_.get(), 0));
 	if (!cq_)
 		return errno_error("verbs setup");
-	auto buf = verbs::Region::create(pd_.get(), size_t(kRecvSlots) * kMsgSize +
-						    size_t(kSendSlots) * kSendSize + kReadArea,
-					 IBV_ACCESS_LOCAL_WRITE);
+	auto buf = verbs::Region::create(pd_.get(), kReadAt + kReadArea, IBV_ACCESS_LOCAL_WRITE);
 	if (!buf.ok())
 		return Error(buf.error(), buf.message());
 	buf_ = std::move(buf).value();
@@ -187,7 +188,7 @@ Status RdmaClient::post_recv(uint32_t slot)
 // completes.
 Status RdmaClient::post_send(uint32_t slot, std::span<const std::byte> msg)
 {
-	std::byte *at = buf_.data() + size_t(kRecvSlots) * kMsgSize + size_t(slot) * kSendSize;
+	std::byte *at = buf_.data() + kSendAt + size_t(slot) * kSendSize;
 
 	std::memcpy(at, msg.data(), msg.size());
 	return verbs::post_send(id_->qp, {.opcode = IBV_WR_SEND, .wr_id = kSendWr | slot,
@@ -392,7 +393,7 @@ std::vector<Result<wire::Msg>> RdmaClient::call_many(std::span<const wire::Body>
 
 Result<std::vector<std::byte>> RdmaClient::read(uint64_t addr, uint32_t rkey, uint32_t len)
 {
-	std::byte *area = buf_.data() + size_t(kRecvSlots + 1) * kMsgSize;
+	std::byte *area = buf_.data() + kReadAt;
 
 	if (len == 0 || len > kReadArea)
 		return Error(-EINVAL, "READ length out of range");

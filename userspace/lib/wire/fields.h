@@ -11,7 +11,7 @@
 //	{
 //		v.zero("reserved", w.reserved);
 //		v.num("volume_id", m.volume_id, w.volume_id, nonzero);
-//		v.rule([&](What at) { return first_plus_count(at, m.first, m.count); });
+//		v.rule([&](What at) { return range_fits(at, m.first, m.count); });
 //	}
 //
 // with m the host-endian struct of wire.h and w the wire struct. Each walk
