@@ -219,6 +219,16 @@ struct Setup {
 		}
 	}
 
+	// The MOVE of extent 1 to device 2 (req_id 20) frozen: its push
+	// to the host, not acked.
+	wire::Msg freeze(Rig &r) const
+	{
+		r.send(adm, 20, wire::MoveReq{.volume_id = vol, .first = 1, .count = 1,
+					      .to_dev = 2});
+		r.flush();
+		return r.one(host);
+	}
+
 	ConnId adm = 0, host = 0;
 	uint64_t vol = 0;
 	wire::Entry at[2];

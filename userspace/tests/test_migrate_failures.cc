@@ -43,10 +43,7 @@ void test_crash_at_each_step(void **)
 		Setup s(r);
 		const uint64_t used1 = r.used(1), used2 = r.used(2);
 
-		r.send(s.adm, 20, wire::MoveReq{.volume_id = s.vol, .first = 1, .count = 1,
-						.to_dev = 2});
-		r.flush();
-		wire::Msg push = r.one(s.host);
+		wire::Msg push = s.freeze(r);
 		uint64_t seen = 3;	// FROZEN g1
 		if (step >= 1)
 			r.ack(s.host, push);	// the copy is queued
@@ -111,10 +108,7 @@ void test_new_leader_rolls_back_after_grace(void **)
 	Setup s(r);
 	const uint64_t used1 = r.used(1), used2 = r.used(2);
 
-	r.send(s.adm, 20, wire::MoveReq{.volume_id = s.vol, .first = 1, .count = 1,
-					.to_dev = 2});
-	r.flush();
-	expect_push(r.one(s.host), s.vol, 1, 3, MDR_INVAL_MOVE);
+	expect_push(s.freeze(r), s.vol, 1, 3, MDR_INVAL_MOVE);
 	r.crash_and_restart(false);
 	assert_int_equal(r.store->counts().moving, 1);
 
