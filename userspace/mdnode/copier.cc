@@ -132,7 +132,10 @@ void Copier::run()
 			queue_.pop_front();
 		}
 		it.times.started = mono_us();
-		it.err = it.job.zero ? zero(it.job, it.times) : copy(it.job, it.times);
+		if (cancelled_.load(std::memory_order_relaxed))
+			it.err = -ECANCELED;
+		else
+			it.err = it.job.zero ? zero(it.job, it.times) : copy(it.job, it.times);
 		it.times.synced = mono_us();
 		if (!it.times.written)	// failed before the IO
 			it.times.written = it.times.synced;
@@ -235,6 +238,10 @@ int Copier::copy(const CopyJob &job, CopyTimes &times)
 	int err = 0;
 
 	while (written < total && (!err || in_flight)) {
+		// Cancelled: no chunk is read or written from here on; what
+		// was submitted completes.
+		if (!err && cancelled_.load(std::memory_order_relaxed))
+			err = -ECANCELED;
 		for (unsigned s = 0; !err && s < slots.size() && next < ios.size(); s++) {
 			if (slots[s].busy)
 				continue;
@@ -364,6 +371,10 @@ int Copier::write_zeros(int fd, uint64_t off, uint64_t len)
 	int err = 0;
 
 	for (uint64_t at = 0; at < len && !err;) {
+		if (cancelled_.load(std::memory_order_relaxed)) {
+			err = -ECANCELED;
+			break;
+		}
 		const size_t n = std::min<uint64_t>(opts_.chunk, len - at);
 		const ssize_t w = pwrite(fd, b, n, off_t(off + at));
 

@@ -29,6 +29,7 @@
 #ifndef MDNODE_COPIER_H
 #define MDNODE_COPIER_H
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -121,6 +122,13 @@ public:
 	// their callbacks (tests, shutdown).
 	void wait_all();
 
+	// Writes nothing more, for good: the copy running ends before its
+	// next chunk (what was submitted completes), and every job queued or
+	// started later fails, -ECANCELED, without IO. A group's leader that
+	// stops calls it (GroupReplica::stop()): a deposed leader's copier
+	// must not write places its successor may hand out. Any thread.
+	void cancel() { cancelled_.store(true, std::memory_order_relaxed); }
+
 	// Bytes of the copies reported done (copy_bytes() of each), and of
 	// the zeroing jobs.
 	uint64_t bytes_copied() const { return bytes_; }
@@ -155,6 +163,7 @@ private:
 	std::deque<Item> finished_;	// waiting for process_completions()
 	size_t busy_ = 0;		// queued or being copied
 	bool stop_ = false;
+	std::atomic<bool> cancelled_{false};	// cancel()
 	uint64_t bytes_ = 0;		// loop thread: copies reported done
 	uint64_t zeroed_ = 0;		// loop thread: zeroing reported done
 	std::thread worker_;

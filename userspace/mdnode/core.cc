@@ -34,6 +34,7 @@ std::map<uint32_t, std::string> copier_paths(const NodeOptions &opts, const Stor
 NodeCore::NodeCore(const NodeOptions &o, Store &s, Journal &j, std::function<int64_t()> now_ms)
 	: opts(o), store(s), journal(j), leases(int64_t(o.io_hold_ms)),
 	  copier(copier_paths(o, s), o.copier), now_ms_(std::move(now_ms)), start_ms_(now_ms_()),
+	  windows_ms_(start_ms_),
 	  first_new_volume_(s.next_volume_id()), checkpointed_records_(j.stats().records)
 {
 }
@@ -313,14 +314,14 @@ uint32_t NodeCore::open_count(uint64_t volume_id) const
 
 void NodeCore::begin_windows(LeaseBounds inherited)
 {
-	start_ms_ = now_ms_();
+	windows_ms_ = now_ms_();
 	first_new_volume_ = store.next_volume_id();
 	inherited_ = inherited;
 }
 
 int64_t NodeCore::restart_lease_left() const
 {
-	return std::max<int64_t>(0, start_ms_ + int64_t(restart_bounds().held_ms) - now_ms_());
+	return std::max<int64_t>(0, windows_ms_ + int64_t(restart_bounds().held_ms) - now_ms_());
 }
 
 bool NodeCore::in_restart_lease() const
@@ -332,7 +333,7 @@ bool NodeCore::in_restart_grace() const
 {
 	const LeaseBounds b = restart_bounds();
 
-	return now_ms_() < start_ms_ + int64_t(b.held_ms) + int64_t(b.io_hold_ms);
+	return now_ms_() < windows_ms_ + int64_t(b.held_ms) + int64_t(b.io_hold_ms);
 }
 
 void NodeCore::lease_granted(uint64_t volume_id, Session &s)

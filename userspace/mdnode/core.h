@@ -326,6 +326,9 @@ private:
 
 	std::function<int64_t()> now_ms_;
 	int64_t start_ms_;
+	// Where the restart windows start: the start, or the takeover
+	// (begin_windows()).
+	int64_t windows_ms_;
 	LeaseBounds inherited_{};
 	// Volumes with smaller ids existed before the start.
 	uint64_t first_new_volume_;

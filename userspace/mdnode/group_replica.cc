@@ -498,6 +498,10 @@ void GroupReplica::stop(const std::string &why)
 	failure_ = why;
 	log_error("group %llu: stopping: %s", (unsigned long long)settings_.group, why.c_str());
 	answers_.abandon(-EAGAIN);
+	// Before valid_until - drift_margin (tick() stops it there): no
+	// successor exists yet, and none of its copies writes after this
+	// but what was submitted.
+	node_.stop_copies();
 	node_.stop_serving_hosts();
 	// The shipper writes through the link: it goes first.
 	shipper_.reset();

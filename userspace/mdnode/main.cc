@@ -49,7 +49,7 @@ constexpr int kTickMs = 50;
 constexpr unsigned kRdmaBudget = 256;
 
 // A replica's settings: etcd's records name the hosts' address of it.
-ReplicaSettings replica_settings(const Config &cfg)
+ReplicaSettings replica_settings(const Config &cfg, const NodeOptions &no)
 {
 	ReplicaSettings s;
 	const bool v6 = cfg.listen_address.find(':') != std::string::npos;
@@ -61,7 +61,7 @@ ReplicaSettings replica_settings(const Config &cfg)
 	s.client_address = (v6 ? "[" + cfg.listen_address + "]" : cfg.listen_address) + ":" +
 			   std::to_string(cfg.port);
 	s.ttl_s = int(cfg.group_ttl_s);
-	s.lease_bounds = own_bounds(node_options(cfg));
+	s.lease_bounds = own_bounds(no);
 	return s;
 }
 
@@ -110,7 +110,7 @@ int run(const Config &cfg)
 	// the first request on (group_replica.h).
 	std::unique_ptr<GroupReplica> replica;
 	if (cfg.group) {
-		auto r = GroupReplica::start(replica_settings(cfg), node, *store, j,
+		auto r = GroupReplica::start(replica_settings(cfg, no), node, *store, j,
 					     std::move(log));
 		if (!r.ok()) {
 			log_error("refusing to start: %s", r.message().c_str());

@@ -31,24 +31,34 @@ void Mover::tick()
 {
 	// Before the moves asked for during the grace: they may be of the
 	// same extents.
-	if (roll_back_pending_ && !core_.in_restart_grace()) {
-		roll_back_pending_ = false;
+	if (!left_moves_.empty() && !core_.in_restart_grace()) {
+		std::set<MoveKey> still;
+
 		for (const Move &m : core_.store.moves()) {
-			mdr::Status st = roll_back(m, [this, copy = m](int err) {
-				if (!err)
-					return;
-				log_error("volume %llu extent %llu: rolling back the move the "
-					  "leader before left: %s; trying again",
-					  (unsigned long long)copy.volume_id,
-					  (unsigned long long)copy.index, strerror(-err));
-				roll_back_pending_ = true;
+			const MoveKey key{m.volume_id, m.index};
+
+			if (!left_moves_.contains(key))
+				continue;
+			still.insert(key);
+			if (rolling_back_.contains(key))
+				continue;
+			// Before the call: its done may run within it.
+			rolling_back_.insert(key);
+			mdr::Status st = roll_back(m, [this, key](int err) {
+				rolling_back_.erase(key);
+				if (err)
+					log_error("volume %llu extent %llu: rolling back the move the "
+						  "leader before left: %s; trying again",
+						  (unsigned long long)key.first,
+						  (unsigned long long)key.second, strerror(-err));
 			});
-			// -EBUSY: its roll back is in flight already.
-			if (!st.ok() && st.error() != -EBUSY) {
-				log_error("%s", st.message().c_str());
-				roll_back_pending_ = true;
+			if (!st.ok()) {
+				rolling_back_.erase(key);
+				log_error_rl("%s; trying again", st.message().c_str());
 			}
 		}
+		// Rolled back (or gone with its volume): done with.
+		std::erase_if(left_moves_, [&still](const MoveKey &k) { return !still.contains(k); });
 	}
 	if (!deferred_moves_.empty() && !core_.in_restart_grace()) {
 		auto deferred = std::exchange(deferred_moves_, {});
@@ -488,6 +498,12 @@ mdr::Status Mover::roll_back(const Move &m, std::function<void(int err)> done)
 		done(err);
 	});
 	return {};
+}
+
+void Mover::roll_back_after_grace()
+{
+	for (const Move &m : core_.store.moves())
+		left_moves_.insert({m.volume_id, m.index});
 }
 
 mdr::Status Mover::recover_moves()

@@ -48,8 +48,9 @@ public:
 	// begun then are over (tick()): until then the deposed leader's
 	// copier may still write the new places, which a roll back frees for
 	// reuse. Hosts' IO to those extents waits until then. A roll back the
-	// group does not commit is tried again at the next tick.
-	void roll_back_after_grace() { roll_back_pending_ = true; }
+	// group does not commit is tried again at the next tick; only those
+	// moves are rolled back, never one this leader began.
+	void roll_back_after_grace();
 	// Starts the moves asked for during the restart grace, and goes on
 	// with those whose holders all acked during it. From tick().
 	void tick();
@@ -170,7 +171,10 @@ private:
 	// Moves asked for during the grace after the start, started by tick()
 	// once it is over: freezing earlier would only make IO wait longer.
 	std::vector<std::function<void()>> deferred_moves_;
-	bool roll_back_pending_ = false;	// roll_back_after_grace()
+	// roll_back_after_grace(): the moves the leaders before left, until
+	// rolled back; of them those in flight.
+	std::set<MoveKey> left_moves_;
+	std::set<MoveKey> rolling_back_;
 };
 
 } // namespace mdnode

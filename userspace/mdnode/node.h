@@ -61,6 +61,10 @@ public:
 	// stay until the process ends, which GroupReplica makes it do at
 	// once. Admins stay: they may read.
 	void stop_serving_hosts();
+	// A leader that stops: its copier writes nothing more (moves' copies,
+	// ALLOC's zeroing), before its successor may hand out the places
+	// they write (Copier::cancel()).
+	void stop_copies() { core_.copier.cancel(); }
 
 	uint16_t on_connect(const PeerInfo &peer) override;
 	void on_established(const PeerInfo &peer) override;

@@ -68,7 +68,7 @@ mdr::Status LeaderGate::on_log_state(const std::string &member, const LogPositio
 		return {};
 	}
 	if (heard() >= majority_)
-		phase_ = own_applied_ == own_.index ? Phase::serving : Phase::committing;
+		phase_ = Phase::committing;
 	return {};
 }
 

@@ -6,9 +6,8 @@
 //	LeaderGate	what a replica that won epoch E must see before it
 //			answers any change: log states from a majority of the
 //			replica set (itself counting), none of them more up to
-//			date than its own log; then, if its log holds records
-//			it has not applied (not known committed), a record of
-//			its own epoch committed
+//			date than its own log; then a record of its own epoch
+//			committed (its EPOCH record)
 //	AnswerQueue	the changes the leader journaled and shipped, each
 //			answered once the commit index covers its log index,
 //			in index order, and never before
@@ -30,13 +29,13 @@
 //     means its log may lack one: adopting the better log is not built,
 //     so the gate says behind and the replica must not serve.
 //   - Changes are prepared against its store, which holds what it
-//     applied. When that is its whole log (every record of it known
-//     committed), it may serve at once: a change's record, of its own
-//     epoch, commits whatever of the earlier epochs' followers still lack
-//     with it (Raft's rule). When its log holds records it has not
-//     applied, their fate is decided only by a record of its own epoch
-//     committed after them (the EPOCH record): it applies them then, and
-//     only then serves.
+//     applied. Records its log holds that it has not applied are decided
+//     only by a record of its own epoch committed after them (the EPOCH
+//     record): it applies them then. It serves only then even when its
+//     log is all applied: the EPOCH record announces the lease bounds of
+//     its epoch (repl_journal.h), which the next leader waits out, and a
+//     lease granted before it is committed could outlive a next leader
+//     that never saw it.
 #ifndef MDNODE_REPL_ANSWER_H
 #define MDNODE_REPL_ANSWER_H
 
@@ -57,9 +56,8 @@ public:
 	enum class Phase {
 		gathering,	// fewer than a majority's log states so far
 		behind,		// a member's log is ahead of its own: no serving
-		committing,	// a majority is not ahead, its log holds records
-				// not applied: it waits for the commit of its
-				// epoch's first record
+		committing,	// a majority is not ahead: it waits for the
+				// commit of its epoch's first record
 		serving,	// answers changes
 	};
 

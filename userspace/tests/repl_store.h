@@ -145,12 +145,11 @@ struct Replica : mdnode::repl::Sink {
 	}
 	// A checkpoint as GroupReplica takes one: every record of its log
 	// applied, the log's position before the store's snapshot.
-	void checkpoint(uint64_t epoch)
+	void checkpoint(uint64_t epoch, mdnode::LeaseBounds bounds)
 	{
 		assert_int_equal(applied, durable);
 		std::vector<uint8_t> c = mdnode::repl::encode_checkpoint_header(
-			{.last = {epoch, applied}, .epoch_bounds = mdnode::LeaseBounds{5200, 20000},
-			 .recent = {}});
+			{.last = {epoch, applied}, .epoch_bounds = bounds, .recent = {}});
 		const std::vector<uint8_t> snap = store.snapshot();
 
 		c.insert(c.end(), snap.begin(), snap.end());

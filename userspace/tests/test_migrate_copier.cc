@@ -3,7 +3,8 @@
 // test_migrate_copier.cc - the copier of moves on its own, on sparse files
 // under /var/tmp: whole extents with its default options, one after another
 // on the same ring, also after a job that failed; only the runs of a job,
-// cut into chunks, and runs that do not fit refused.
+// cut into chunks, and runs that do not fit refused; nothing written once
+// cancelled.
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
@@ -149,6 +150,51 @@ void test_copier_copies_only_the_runs(void **)
 	}
 }
 
+// Cancelled (a leader that stops): no job queued or started later writes
+// anything, copy or zeroing; each fails with ECANCELED.
+void test_copier_cancelled_writes_nothing(void **)
+{
+	TempDir dir("mdr-migrate");
+	const std::string a = dir.path + "/a", b = dir.path + "/b";
+	constexpr uint64_t kLen = 1 * MiB;
+
+	Rig::make_file(a, kLen);
+	Rig::make_file(b, kLen);
+	std::vector<uint8_t> buf(kLen);
+	stamp(buf, 700);
+	int fd = ::open(a.c_str(), O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, buf.data(), buf.size(), 0), ssize_t(buf.size()));
+	close(fd);
+
+	mdnode::Copier c({{1, a}, {2, b}}, {.chunk = 128 << 10, .depth = 2});
+	std::vector<int> got;
+	auto done = [&got](int err, const mdnode::CopyTimes &) { got.push_back(err); };
+
+	c.cancel();
+	c.start({.src_dev = 1, .dst_dev = 2, .len = kLen}, done);
+	c.start({.src_dev = 1, .dst_dev = 1, .len = kLen, .zero = true}, done);
+	c.wait_all();
+	assert_int_equal(got.size(), 2);
+	assert_int_equal(got[0], -ECANCELED);
+	assert_int_equal(got[1], -ECANCELED);
+	assert_int_equal(c.bytes_copied(), 0);
+	assert_int_equal(c.bytes_zeroed(), 0);
+
+	// b still holds zeros, a its data.
+	std::vector<uint8_t> have(kLen);
+	fd = ::open(b.c_str(), O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, have.data(), have.size(), 0), ssize_t(have.size()));
+	close(fd);
+	assert_true(std::all_of(have.begin(), have.end(), [](uint8_t x) { return x == 0; }));
+	fd = ::open(a.c_str(), O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, have.data(), have.size(), 0), ssize_t(have.size()));
+	close(fd);
+	assert_true(have == buf);
+}
+
 } // namespace
 
 int main()
@@ -157,6 +203,7 @@ int main()
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_copier_copies_extents_with_its_defaults),
 		cmocka_unit_test(test_copier_copies_only_the_runs),
+		cmocka_unit_test(test_copier_cancelled_writes_nothing),
 	};
 
 	return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -110,10 +110,9 @@ void test_gate_member_ahead(void **)
 }
 
 // Five replicas: two followers' log states make the majority, and the
-// first answer of a member counts, not a repeat. Its log all applied
-// (here: empty, a new group), it serves as soon as the majority is heard:
-// no record before its epoch's first change needs that change's commit to
-// be known committed.
+// first answer of a member counts, not a repeat. Its log empty (a new
+// group), it still serves only once its EPOCH record committed: the
+// record announces the lease bounds its leases are granted under.
 void test_gate_five_and_repeats(void **)
 {
 	LeaderGate g = gate(3, {}, 0, {"b", "c", "d", "e"});
@@ -124,17 +123,22 @@ void test_gate_five_and_repeats(void **)
 	assert_int_equal(g.heard(), 2);
 	assert_int_equal(g.phase(), Phase::gathering);
 	assert_true(g.on_log_state("d", {}).ok());
+	assert_int_equal(g.phase(), Phase::committing);
+	assert_true(g.epoch_record(1).ok());
+	g.on_commit(1);
 	assert_true(g.serving());
-	assert_int_equal(g.epoch_record(1).error(), -EBUSY);
 }
 
-// A log all applied, of an earlier epoch: serving once a majority, none
-// ahead, was heard; one ahead still keeps it from serving.
+// A log all applied, of an earlier epoch: its EPOCH record to commit once
+// a majority, none ahead, was heard; one ahead keeps it from serving.
 void test_gate_applied_log_serves(void **)
 {
 	LeaderGate g = gate(9, {4, 20}, 20);
 
 	assert_true(g.on_log_state("b", {3, 25}).ok());
+	assert_int_equal(g.phase(), Phase::committing);
+	assert_true(g.epoch_record(21).ok());
+	g.on_commit(21);
 	assert_true(g.serving());
 	LeaderGate h = gate(9, {4, 20}, 20);
 	assert_true(h.on_log_state("b", {4, 22}).ok());

@@ -8,6 +8,7 @@
 // snapshot is the leader's byte for byte, and each follower's journal,
 // reopened, replays to the same state, also from a checkpoint.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -52,15 +53,26 @@ struct Leader : repl_store::Leader {
 	}
 };
 
+// A leader and its followers b and c, connected.
+struct Group {
+	Group()
+	{
+		plug(w, b, w.f("b"));
+		plug(w, c, w.f("c"));
+	}
+
+	World w{kMinBatchBytes + 8192};
+	Leader l{w};
+	std::function<uint64_t()> commit = [this] { return w.leader->commit_index(); };
+	Replica b{commit}, c{commit};
+};
+
 void test_stores_equal(void **)
 {
-	World w(kMinBatchBytes + 8192);
-	Leader l(w);
-	auto commit = [&w] { return w.leader->commit_index(); };
-	Replica b(commit), c(commit);
-
-	plug(w, b, w.f("b"));
-	plug(w, c, w.f("c"));
+	Group g;
+	World &w = g.w;
+	Leader &l = g.l;
+	Replica &b = g.b, &c = g.c;
 
 	// Volumes, then extents allocated many at a time, with c's journal
 	// stalled for a while: the leader commits with b, c catches up.
@@ -131,13 +143,10 @@ void test_stores_equal(void **)
 // record kept), and the log goes on from there.
 void test_follower_checkpoint(void **)
 {
-	World w(kMinBatchBytes + 8192);
-	Leader l(w);
-	auto commit = [&w] { return w.leader->commit_index(); };
-	Replica b(commit), c(commit);
-
-	plug(w, b, w.f("b"));
-	plug(w, c, w.f("c"));
+	Group g;
+	World &w = g.w;
+	Leader &l = g.l;
+	Replica &b = g.b;
 	l.change(l.store.prepare_create("db1", 64 << 20, 0, 7));
 	const uint64_t v1 = [&] { w.settle(); return l.store.volume("db1")->id; }();
 	for (uint64_t i = 0; i < 6; i++)
@@ -147,7 +156,7 @@ void test_follower_checkpoint(void **)
 	w.settle();
 	assert_int_equal(b.applied, 7);
 	const uint64_t segments = b.journal->stats().segments;
-	b.checkpoint(World::kEpoch);
+	b.checkpoint(World::kEpoch, {7000, 3000});
 	assert_int_equal(b.journal->stats().checkpoints, 1);
 	assert_true(b.journal->stats().segments > segments);
 
@@ -166,17 +175,18 @@ void test_follower_checkpoint(void **)
 	assert_true(b.log.applied >= 7);
 	assert_int_equal(b.log.applied + b.log.held.size(), 10);
 	assert_int_equal(b.log.log_records, 10 - 7);
-	assert_true(b.log.epoch_bounds == (mdnode::LeaseBounds{5200, 20000}));
+	assert_true(b.log.epoch_bounds == (mdnode::LeaseBounds{7000, 3000}));
 	b.apply_held();
 	assert_true(b.store.snapshot() == l.store.snapshot());
 
 	// Once more with nothing after the checkpoint: the log is its
 	// position alone.
-	b.checkpoint(World::kEpoch);
+	b.checkpoint(World::kEpoch, {6000, 0});
 	b.restart();
 	assert_true(b.log.last == (mdnode::repl::LogPosition{World::kEpoch, 10}));
 	assert_int_equal(b.log.applied, 10);
 	assert_true(b.log.held.empty());
+	assert_true(b.log.epoch_bounds == (mdnode::LeaseBounds{6000, 0}));
 	assert_true(b.store.snapshot() == l.store.snapshot());
 }
 
