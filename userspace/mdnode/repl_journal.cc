@@ -145,7 +145,8 @@ mdr::Result<std::deque<HeldRecord>> decode_recent(std::span<const uint8_t> in,
 						   num(h.epoch) + " after " +
 						   num(out.back().index) + " of epoch " +
 						   num(out.back().epoch));
-		if (h.index == 0 || h.epoch == 0 || h.epoch > last.epoch || is_local(h.type))
+		if (h.index == 0 || h.epoch == 0 || h.epoch > last.epoch || is_local(h.type) ||
+		    h.type == kLogMark)
 			return mdr::Error(-EINVAL, "recent record " + num(h.index) + " of epoch " +
 						   num(h.epoch) + ", type " + num(h.type));
 		const auto p = std::as_bytes(in.subspan(kRecentRecordHeader, len));

@@ -310,6 +310,7 @@ void test_checkpoint_header(void **)
 		{"an epoch going back", 40 + 24 + 5 + 8, 2, "of epoch 2 after 88 of epoch 3"},
 		{"an epoch past the log's", 40 + 8, 5, "recent record 88 of epoch 5"},
 		{"a local record", 40 + 16, mdnode::kDeviceRecord, "type 10"},
+		{"a mark", 40 + 16, mdnode::kLogMark, "type 12"},
 		{"a reserved field", 40 + 18, 1, "reserved field not 0"},
 		{"a payload past the section", 40 + 20, 200, "overruns its section"},
 		{"not ending at the log's last", 16, 91, "not at the log's last (4, 91)"},
