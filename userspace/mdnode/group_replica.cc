@@ -236,6 +236,7 @@ void GroupReplica::lead(uint64_t epoch)
 
 	epoch_ = epoch;
 	next_index_ = own.index + 1;
+	local_durable_ = own.index;	// flushed above
 	commit_index_ = applied;
 	epoch_shipped_ = false;
 	serving_begun_ = false;
@@ -357,8 +358,12 @@ std::optional<std::vector<uint8_t>> GroupReplica::checkpoint_header() const
 	if (stopped_)
 		return std::nullopt;
 	if (shipper_) {
-		// Its first record, EPOCH, is committed once it serves.
-		if (!serving_begun_ || commit_index_ + 1 != next_index_ || answers_.waiting())
+		// Its first record, EPOCH, is committed once it serves. Its
+		// own journal has them all too: the commit may have counted
+		// the followers without it, and the checkpoint's flush would
+		// then wait on the disk in the loop.
+		if (!serving_begun_ || commit_index_ + 1 != next_index_ || answers_.waiting() ||
+		    local_durable_ + 1 != next_index_)
 			return std::nullopt;
 		c.last = {epoch_, commit_index_};
 	} else {
@@ -429,6 +434,7 @@ mdr::Result<uint64_t> GroupReplica::append_and_ship(uint16_t type,
 
 void GroupReplica::local_durable(uint64_t index)
 {
+	local_durable_ = std::max(local_durable_, index);
 	// After a stop the shipper is gone: nothing counts any more.
 	if (!shipper_)
 		return;

@@ -164,6 +164,7 @@ private:
 	uint64_t epoch_ = 0;
 	uint64_t next_index_ = 0;	// the leader's next record's
 	uint64_t commit_index_ = 0;	// the shipper's, last told
+	uint64_t local_durable_ = 0;	// the leader's journal has up to it
 	bool epoch_shipped_ = false;	// its EPOCH record
 	// Its log's last records (repl_journal.h), its own as leader and
 	// its receiver's as follower: for a follower behind the start of an
