@@ -201,6 +201,16 @@ struct Rig : NodeRig {
 	unsigned restarts = 0;
 };
 
+// An extent whose move froze it and then rolled back: mapped at its old
+// place again, two generations past it (the freeze, the roll back).
+inline void expect_rolled_back(const wire::Entry &e, const wire::Entry &was)
+{
+	assert_int_equal(e.state, MDR_EXT_MAPPED);
+	assert_int_equal(e.generation, was.generation + 2);
+	assert_int_equal(e.dev_id, was.dev_id);
+	assert_int_equal(e.pstart, was.pstart);
+}
+
 // A volume of 4 extents on device 1, extents 0 and 1 allocated by a host
 // that keeps its lease, stamped with known data.
 struct Setup {

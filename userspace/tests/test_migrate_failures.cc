@@ -125,10 +125,7 @@ void test_new_leader_rolls_back_after_grace(void **)
 	r.node->tick();
 	r.flush();
 	const wire::Entry e = r.entry(s.vol, 1);
-	assert_int_equal(e.state, MDR_EXT_MAPPED);
-	assert_int_equal(e.generation, 4);
-	assert_int_equal(e.dev_id, 1);
-	assert_int_equal(e.pstart, s.at[1].pstart);
+	expect_rolled_back(e, s.at[1]);
 	assert_int_equal(r.store->counts().moving, 0);
 	assert_int_equal(r.used(1), used1);
 	assert_int_equal(r.used(2), used2);
@@ -220,10 +217,7 @@ void test_failed_copy_rolls_back(void **)
 	r.ack(s.host, r.one(s.host));
 	r.copies();
 	const wire::Entry e = r.entry(s.vol, 0);
-	assert_int_equal(e.state, MDR_EXT_MAPPED);
-	assert_int_equal(e.generation, 4);
-	assert_int_equal(e.dev_id, 1);
-	assert_int_equal(e.pstart, s.at[0].pstart);
+	expect_rolled_back(e, s.at[0]);
 	assert_int_equal(r.used(2), used2);
 	wire::Msg push = r.one(s.host);
 	expect_push(push, s.vol, 0, 4, MDR_INVAL_ALLOC);

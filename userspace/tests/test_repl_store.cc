@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "mdnode/config.h"
+#include "mdnode/startup.h"
 #include "tests/repl_store.h"
 #include "tests/test_repl.h"
 
@@ -59,6 +61,18 @@ struct Group {
 	{
 		plug(w, b, w.f("b"));
 		plug(w, c, w.f("c"));
+	}
+
+	// Extents [first, end) of the volume allocated and committed
+	// everywhere: the heartbeat of the leader's tick at now_ms carries
+	// the commit index (a later one than the last tick's).
+	void allocs(uint64_t volume_id, uint64_t first, uint64_t end, int64_t now_ms)
+	{
+		for (uint64_t i = first; i < end; i++)
+			l.alloc(volume_id, i);
+		w.settle();
+		w.leader->tick(now_ms);
+		w.settle();
 	}
 
 	World w{kMinBatchBytes + 8192};
@@ -144,28 +158,20 @@ void test_stores_equal(void **)
 void test_follower_checkpoint(void **)
 {
 	Group g;
-	World &w = g.w;
 	Leader &l = g.l;
 	Replica &b = g.b;
+
 	l.change(l.store.prepare_create("db1", 64 << 20, 0, 7));
-	const uint64_t v1 = [&] { w.settle(); return l.store.volume("db1")->id; }();
-	for (uint64_t i = 0; i < 6; i++)
-		l.alloc(v1, i);
-	w.settle();
-	w.leader->tick(0);
-	w.settle();
+	g.w.settle();
+	const uint64_t v1 = l.store.volume("db1")->id;
+	g.allocs(v1, 0, 6, 0);
 	assert_int_equal(b.applied, 7);
 	const uint64_t segments = b.journal->stats().segments;
 	b.checkpoint(World::kEpoch, {7000, 3000});
 	assert_int_equal(b.journal->stats().checkpoints, 1);
 	assert_true(b.journal->stats().segments > segments);
 
-	for (uint64_t i = 6; i < 9; i++)
-		l.alloc(v1, i);
-	w.settle();
-	// The next heartbeat carries the commit index.
-	w.leader->tick(60000);
-	w.settle();
+	g.allocs(v1, 6, 9, 60000);
 	assert_int_equal(b.applied, 10);
 
 	b.restart();
@@ -190,6 +196,51 @@ void test_follower_checkpoint(void **)
 	assert_true(b.store.snapshot() == l.store.snapshot());
 }
 
+// A start (mdnode::recover()) takes a data directory of its own kind and
+// refuses the other: a replica's checkpoint by a single node, a single
+// node's by a replica. A replica's starts at its checkpoint's position.
+void test_a_start_refuses_the_other_kind(void **)
+{
+	Group g;
+
+	g.l.change(g.l.store.prepare_create("db1", 64 << 20, 0, 7));
+	g.w.settle();
+	g.allocs(g.l.store.volume("db1")->id, 0, 2, 0);
+	g.b.checkpoint(World::kEpoch, {7000, 3000});
+	journal_test::flush_ok(*g.b.journal);
+	g.b.journal.reset();
+
+	mdnode::Config cfg;
+	cfg.data_dir = g.b.dir.path;
+	mdnode::Store single = mdr::test::make_store();
+	assert_true(mdnode::recover(cfg, single, nullptr) == nullptr);
+	mdnode::Store replica = mdr::test::make_store();
+	mdnode::repl::RecoveredLog log;
+	assert_true(mdnode::recover(cfg, replica, &log) != nullptr);
+	assert_true(log.last == (mdnode::repl::LogPosition{World::kEpoch, 3}));
+	assert_int_equal(log.applied, 3);
+	assert_true(log.epoch_bounds == (mdnode::LeaseBounds{7000, 3000}));
+	assert_true(replica.snapshot() == g.l.store.snapshot());
+
+	journal_test::TempDir d;
+	{
+		auto j = mdnode::Journal::open(journal_test::small_options(d.path),
+				       [](std::span<const std::byte>) { return mdr::Status(); },
+				       [](uint16_t, std::span<const std::byte>) {
+			return mdr::Status();
+		});
+		assert_true(j.ok());
+		const std::vector<uint8_t> snap = g.l.store.snapshot();
+		assert_true(j.value()->checkpoint(std::as_bytes(std::span(snap))).ok());
+	}
+	cfg.data_dir = d.path;
+	mdnode::Store as_replica = mdr::test::make_store();
+	assert_true(mdnode::recover(cfg, as_replica, &log) == nullptr);
+	mdnode::Store as_single = mdr::test::make_store();
+	assert_true(mdnode::recover(cfg, as_single, nullptr) != nullptr);
+	assert_true(as_single.snapshot() == g.l.store.snapshot());
+}
+
 } // namespace
 
 int main()
@@ -197,6 +248,7 @@ int main()
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stores_equal),
 		cmocka_unit_test(test_follower_checkpoint),
+		cmocka_unit_test(test_a_start_refuses_the_other_kind),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
