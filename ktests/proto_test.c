@@ -405,7 +405,27 @@ static size_t error_rep(void *buf)
 	return 24;
 }
 
+/* A follower's answer to an ALLOC: replica 2 leads at 192.0.2.12:4791. */
+static size_t not_leader_rep(void *buf)
+{
+	struct mdr_wire_leader l;
+
+	put_hdr(buf, MDR_OP_ALLOC, MDR_WIRE_F_REPLY, MDR_ST_NOT_LEADER,
+		24 + sizeof(l), 6);
+	memset(&l, 0, sizeof(l));
+	l.epoch = cpu_to_le64(0x1234);
+	l.replica = cpu_to_le32(2);
+	l.port = cpu_to_le16(4791);
+	l.family = MDR_FAMILY_IPV4;
+	l.addr[0] = 192;
+	l.addr[2] = 2;
+	l.addr[3] = 12;
+	memcpy(buf + 24, &l, sizeof(l));
+	return 24 + sizeof(l);
+}
+
 #define OFF(type, field)	offsetof(struct type, field)
+#define LOFF(field)		(24 + offsetof(struct mdr_wire_leader, field))
 
 /*
  * A good message of @base, with @size bytes at @off overwritten by @val
@@ -471,6 +491,20 @@ static const struct msg_case msg_cases[] = {
 	  OFF(mdr_wire_hdr, status), 2, MDR_ST_MAX, 0, -EPROTO },
 	{ "close_rep", error_rep, OFF(mdr_wire_hdr, opcode) + 2, 4,
 	  MDR_WIRE_F_REPLY, 0, 0 },
+	/* MDR_ST_NOT_LEADER: the header and the leader */
+	{ "not-leader", not_leader_rep, 0, 0, 0, 0, 0 },
+	{ "not-leader without its leader", not_leader_rep,
+	  OFF(mdr_wire_hdr, length), 4, 24, 0, -EPROTO },
+	{ "leader with another status", not_leader_rep,
+	  OFF(mdr_wire_hdr, status), 2, MDR_ST_AGAIN, 0, -EPROTO },
+	{ "leader family", not_leader_rep, LOFF(family), 1, 5, 0, -EINVAL },
+	{ "leader reserved", not_leader_rep, LOFF(reserved), 1, 1, 0, -EINVAL },
+	{ "leader IPv4 long", not_leader_rep, LOFF(addr) + 4, 1, 1, 0,
+	  -EINVAL },
+	{ "leader port zero", not_leader_rep, LOFF(port), 2, 0, 0, -EINVAL },
+	{ "leader epoch zero", not_leader_rep, LOFF(epoch), 8, 0, 0, -EINVAL },
+	{ "address without a leader", not_leader_rep, LOFF(replica), 4, 0, 0,
+	  -EINVAL },
 	/* bodies */
 	{ "open_rep flags", good_open_rep, OFF(mdr_wire_open_rep, flags), 4,
 	  1, 0, -EINVAL },
@@ -683,12 +717,30 @@ static void proto_test_track_push(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, m.inval.count, 1ULL);
 }
 
+static void proto_test_not_leader(struct kunit *test)
+{
+	static const u8 addr[16] = { 192, 0, 2, 12 };
+	u8 buf[64];
+	struct mdr_msg m;
+	const char *why = NULL;
+	size_t len = not_leader_rep(buf);
+
+	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, len, &m, &why), 0);
+	KUNIT_EXPECT_EQ(test, m.status, (u16)MDR_ST_NOT_LEADER);
+	KUNIT_EXPECT_EQ(test, m.leader.epoch, 0x1234ULL);
+	KUNIT_EXPECT_EQ(test, m.leader.replica, 2U);
+	KUNIT_EXPECT_EQ(test, m.leader.port, (u16)4791);
+	KUNIT_EXPECT_EQ(test, m.leader.family, (u8)MDR_FAMILY_IPV4);
+	KUNIT_EXPECT_EQ(test, memcmp(m.leader.addr, addr, sizeof(addr)), 0);
+}
+
 static void proto_test_status_to_errno(struct kunit *test)
 {
 	KUNIT_EXPECT_EQ(test, mdr_status_to_errno(MDR_ST_OK), 0);
 	KUNIT_EXPECT_EQ(test, mdr_status_to_errno(MDR_ST_NOSPC), -ENOSPC);
 	KUNIT_EXPECT_EQ(test, mdr_status_to_errno(MDR_ST_STALE), -ESTALE);
 	KUNIT_EXPECT_EQ(test, mdr_status_to_errno(MDR_ST_NOMEM), -ENOMEM);
+	KUNIT_EXPECT_EQ(test, mdr_status_to_errno(MDR_ST_NOT_LEADER), -EAGAIN);
 	KUNIT_EXPECT_EQ(test, mdr_status_to_errno(MDR_ST_MAX), -EPROTO);
 	KUNIT_EXPECT_EQ(test, mdr_status_to_errno(0xffff), -EPROTO);
 }
@@ -949,6 +1001,7 @@ static struct kunit_case proto_test_cases[] = {
 	KUNIT_CASE(proto_test_msg_fields),
 	KUNIT_CASE(proto_test_msg_encode),
 	KUNIT_CASE(proto_test_track_push),
+	KUNIT_CASE(proto_test_not_leader),
 	KUNIT_CASE(proto_test_status_to_errno),
 	KUNIT_CASE(proto_test_backoff_bounds),
 	KUNIT_CASE(proto_test_backoff_jitter_spreads),

@@ -284,6 +284,8 @@ int mdr_status_to_errno(u16 status)
 		[MDR_ST_AGAIN] = -EAGAIN,
 		[MDR_ST_IO] = -EIO,
 		[MDR_ST_NOMEM] = -ENOMEM,
+		/* try again, where the reply says the leader is */
+		[MDR_ST_NOT_LEADER] = -EAGAIN,
 	};
 
 	if (status >= MDR_ST_MAX)
@@ -410,6 +412,51 @@ static int mdr_parse_open_rep(const void *buf, struct mdr_open_info *o,
 	if (o->lease_ms < MDR_WIRE_LEASE_MS_MIN ||
 	    o->lease_ms > MDR_WIRE_LEASE_MS_MAX) {
 		*why = "open_rep: lease_ms out of range";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * The leader a replica that does not lead names (version 5): all zero, or
+ * a replica, its epoch, port and an address of a known family.
+ */
+static int mdr_parse_leader(const void *buf, struct mdr_leader_info *l,
+			    const char **why)
+{
+	struct mdr_wire_leader w;
+	bool addr_zero;
+
+	memcpy(&w, buf, sizeof(w));
+	l->epoch = le64_to_cpu(w.epoch);
+	l->replica = le32_to_cpu(w.replica);
+	l->port = le16_to_cpu(w.port);
+	l->family = w.family;
+	memcpy(l->addr, w.addr, sizeof(l->addr));
+	addr_zero = !memchr_inv(w.addr, 0, sizeof(w.addr));
+
+	if (w.reserved) {
+		*why = "leader reserved not zero";
+		return -EINVAL;
+	}
+	if (l->family != MDR_FAMILY_NONE && l->family != MDR_FAMILY_IPV4 &&
+	    l->family != MDR_FAMILY_IPV6) {
+		*why = "leader of an unknown family";
+		return -EINVAL;
+	}
+	if (!l->replica) {
+		if (l->epoch || l->port || l->family || !addr_zero) {
+			*why = "an address or epoch without a leader";
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (!l->epoch || !l->port || !l->family) {
+		*why = "leader without an epoch, port or family";
+		return -EINVAL;
+	}
+	if (l->family == MDR_FAMILY_IPV4 && memchr_inv(w.addr + 4, 0, 12)) {
+		*why = "leader's IPv4 address longer than 4 bytes";
 		return -EINVAL;
 	}
 	return 0;
@@ -579,6 +626,13 @@ int mdr_msg_parse(const void *buf, size_t received, struct mdr_msg *m,
 	if (!shape) {
 		*why = "not a message a host receives";
 		return -EPROTO;
+	}
+	if (reply && m->status == MDR_ST_NOT_LEADER) {
+		if (m->length != MDR_HDR_SIZE + sizeof(struct mdr_wire_leader)) {
+			*why = "not-leader reply of the wrong length";
+			return -EPROTO;
+		}
+		return mdr_parse_leader(buf + MDR_HDR_SIZE, &m->leader, why);
 	}
 	if (reply && m->status != MDR_ST_OK) {
 		if (m->length != MDR_HDR_SIZE) {

@@ -154,6 +154,22 @@ struct mdr_inval_ack_info {
 };
 
 /**
+ * struct mdr_leader_info - who leads a replica group (struct mdr_wire_leader)
+ * @epoch:	its epoch; 0 with @replica 0
+ * @replica:	its replica id; 0: the replica answering knows none
+ * @port:	its rdma_cm port
+ * @family:	enum mdr_wire_family
+ * @addr:	network byte order; IPv4 in the first 4 bytes
+ */
+struct mdr_leader_info {
+	u64 epoch;
+	u32 replica;
+	u16 port;
+	u8 family;
+	u8 addr[16];
+};
+
+/**
  * struct mdr_msg - a received message, checked and host-endian
  * @opcode:	enum mdr_wire_opcode
  * @flags:	MDR_WIRE_F_*
@@ -165,6 +181,7 @@ struct mdr_inval_ack_info {
  * @alloc:	MDR_OP_ALLOC reply with MDR_ST_OK; the entry is verified
  *		against (volume_id, index) and is mapped
  * @inval:	MDR_OP_INVALIDATE push
+ * @leader:	any reply with MDR_ST_NOT_LEADER (version 5)
  */
 struct mdr_msg {
 	u16 opcode;
@@ -182,6 +199,7 @@ struct mdr_msg {
 		} alloc;
 		struct mdr_inval_info inval;
 		u8 auth_mac[32];	/* MDR_OP_HOST_AUTH: mdnode's proof */
+		struct mdr_leader_info leader;
 	};
 };
 

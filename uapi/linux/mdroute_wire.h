@@ -33,8 +33,10 @@
  * nonce on host connections) and the host registry (MDR_OP_HOST_*).
  * Version 4 adds the identity and state of each device to MDR_OP_DEV_LIST
  * replies (struct mdr_wire_device_ext).
+ * Version 5 adds MDR_ST_NOT_LEADER, whose reply names the leader of a
+ * replica group (struct mdr_wire_leader), and MDR_OP_GROUP_STATUS.
  */
-#define MDR_WIRE_VERSION	4
+#define MDR_WIRE_VERSION	5
 /* Lowest version a peer built from this header still speaks. */
 #define MDR_WIRE_VERSION_MIN	1
 
@@ -160,6 +162,7 @@ enum mdr_wire_opcode {
 	MDR_OP_HOST_ADD		= 0x2a,	/* register a host and its key (v3) */
 	MDR_OP_HOST_REMOVE	= 0x2b,	/* forget a host (v3) */
 	MDR_OP_HOST_LIST	= 0x2c,	/* the registered hosts (v3) */
+	MDR_OP_GROUP_STATUS	= 0x2d,	/* a replica's view of its group (v5) */
 	/* any connection */
 	MDR_OP_PING		= 0x30,
 };
@@ -182,6 +185,7 @@ enum mdr_wire_status {
 	MDR_ST_AGAIN	= 10,	/* transient (extent frozen): retry later */
 	MDR_ST_IO	= 11,	/* mdnode could not make the change durable */
 	MDR_ST_NOMEM	= 12,	/* resources exhausted on mdnode */
+	MDR_ST_NOT_LEADER = 13,	/* a replica that does not lead (v5) */
 	MDR_ST_MAX
 };
 
@@ -200,7 +204,9 @@ enum mdr_wire_status {
  *		reply; unique among the sender's outstanding ones
  *
  * A reply whose status is not MDR_ST_OK is this header alone (length 24),
- * whatever the opcode; it echoes the request's opcode and req_id.
+ * whatever the opcode; it echoes the request's opcode and req_id. The one
+ * exception is MDR_ST_NOT_LEADER: the header, then struct mdr_wire_leader
+ * (length 56).
  */
 struct mdr_wire_hdr {
 	__le16 magic;
@@ -210,6 +216,42 @@ struct mdr_wire_hdr {
 	__le32 length;
 	__le32 reserved;
 	__le64 req_id;
+};
+
+/*
+ * Address families of the protocol's own (not the operating system's).
+ */
+enum mdr_wire_family {
+	MDR_FAMILY_NONE	= 0,
+	MDR_FAMILY_IPV4	= 4,
+	MDR_FAMILY_IPV6	= 6,
+};
+
+/**
+ * struct mdr_wire_leader - body of an MDR_ST_NOT_LEADER reply (version 5)
+ * @epoch:	the epoch of the leader named; 0 when none is known
+ * @replica:	the leading replica's id in its group; 0 when none is
+ *		known (an election is on: ask this replica again later)
+ * @port:	the leader's rdma_cm port for hosts and admins; 0 when none
+ * @family:	enum mdr_wire_family; MDR_FAMILY_NONE when none is known
+ * @reserved:	zero
+ * @addr:	the leader's address: IPv4 in the first 4 bytes (the rest
+ *		zero), or IPv6; network byte order; all zero when none
+ *
+ * A replica of a group that does not lead answers every request only a
+ * leader serves (OPEN, RENEW, ALLOC, CLOSE, changes of volumes, hosts and
+ * moves) with this, on connections of version 5 and later; older peers
+ * get MDR_ST_AGAIN. What it names is its own latest knowledge, which may
+ * be behind: the client connects there, and a replica that does not lead
+ * either answers the same way.
+ */
+struct mdr_wire_leader {
+	__le64 epoch;
+	__le32 replica;
+	__le16 port;
+	__u8 family;
+	__u8 reserved;
+	__u8 addr[16];
 };
 
 /* ---------------------------------------------------------------------- */
@@ -967,6 +1009,7 @@ MDR_WIRE_ASSERT(sizeof(struct mdr_wire_conn_req) == 56,
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_conn_rep) == 48, "conn_rep");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_conn_rej) == 8, "conn_rej");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_hdr) == 24, "hdr");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_leader) == 32, "leader");
 MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_hdr, length) == 8, "hdr.length");
 MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_hdr, req_id) == 16, "hdr.req_id");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_entry) == 32, "entry");

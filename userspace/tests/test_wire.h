@@ -312,6 +312,14 @@ inline w::DrainRep drain_rep()
 	return m;
 }
 
+// A follower's answer to an ALLOC: replica 2 leads at 192.0.2.12:4791.
+inline w::ErrorRep not_leader()
+{
+	return {.opcode = MDR_OP_ALLOC, .status = MDR_ST_NOT_LEADER,
+		.leader = w::Leader{.epoch = 0x1234, .replica = 2, .port = 4791,
+				    .family = MDR_FAMILY_IPV4, .addr = {192, 0, 2, 12}}};
+}
+
 inline w::HostListRep host_list_rep()
 {
 	w::HostListRep m;
@@ -396,6 +404,14 @@ inline std::vector<w::Body> samples()
 		w::ErrorRep{.opcode = MDR_OP_MOVE, .status = MDR_ST_BUSY},
 		w::ErrorRep{.opcode = MDR_OP_VOL_CREATE, .status = MDR_ST_EXIST},
 		w::ErrorRep{.opcode = MDR_OP_INVALIDATE, .status = MDR_ST_NOENT},
+		not_leader(),
+		w::ErrorRep{.opcode = MDR_OP_VOL_CREATE, .status = MDR_ST_NOT_LEADER,
+			    .leader = w::Leader{}},
+		w::ErrorRep{.opcode = MDR_OP_OPEN, .status = MDR_ST_NOT_LEADER,
+			    .leader = w::Leader{.epoch = 3, .replica = 7, .port = 4791,
+						.family = MDR_FAMILY_IPV6,
+						.addr = {0xfd, 0, 0, 0, 0, 0, 0, 0,
+							 0, 0, 0, 0, 0, 0, 0, 1}}},
 	};
 }
 

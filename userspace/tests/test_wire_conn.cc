@@ -109,7 +109,7 @@ void test_conn_req(void **)
 
 void test_negotiate_version(void **)
 {
-	static_assert(MDR_WIRE_VERSION_MIN == 1 && MDR_WIRE_VERSION == 4,
+	static_assert(MDR_WIRE_VERSION_MIN == 1 && MDR_WIRE_VERSION == 5,
 		      "update the cases for a new version");
 	assert_int_equal(w::negotiate_version(1, 1).value(), 1);
 	assert_int_equal(w::negotiate_version(1, 2).value(), 2);
@@ -117,12 +117,14 @@ void test_negotiate_version(void **)
 	assert_int_equal(w::negotiate_version(3, 3).value(), 3);
 	assert_int_equal(w::negotiate_version(1, 3).value(), 3);
 	assert_int_equal(w::negotiate_version(4, 4).value(), 4);
-	assert_int_equal(w::negotiate_version(1, 9).value(), 4);
-	assert_int_equal(w::negotiate_version(2, 9).value(), 4);
+	assert_int_equal(w::negotiate_version(1, 4).value(), 4);
+	assert_int_equal(w::negotiate_version(5, 5).value(), 5);
+	assert_int_equal(w::negotiate_version(1, 9).value(), 5);
+	assert_int_equal(w::negotiate_version(2, 9).value(), 5);
 	assert_int_equal(w::negotiate_version(0, 1).value(), 1);
 
 	const std::pair<uint16_t, uint16_t> none[] = {
-		{5, 6}, {0, 0}, {3, 1}, {UINT16_MAX, UINT16_MAX}};
+		{6, 7}, {0, 0}, {3, 1}, {UINT16_MAX, UINT16_MAX}};
 
 	for (const auto &[lo, hi] : none) {
 		auto v = w::negotiate_version(lo, hi);
@@ -334,18 +336,22 @@ void test_status_errno(void **)
 		{MDR_ST_AGAIN, -EAGAIN, "MDR_ST_AGAIN"},
 		{MDR_ST_IO, -EIO, "MDR_ST_IO"},
 		{MDR_ST_NOMEM, -ENOMEM, "MDR_ST_NOMEM"},
+		// EAGAIN stays AGAIN's: only a replica's answer says NOT_LEADER.
+		{MDR_ST_NOT_LEADER, -EAGAIN, "MDR_ST_NOT_LEADER"},
 	};
 	static_assert(std::size(table) == MDR_ST_MAX);
 
 	for (const auto &t : table) {
+		const uint16_t back = t.status == MDR_ST_NOT_LEADER ? uint16_t{MDR_ST_AGAIN} : t.status;
+
 		assert_int_equal(w::status_to_errno(t.status), t.err);
-		assert_int_equal(w::errno_to_status(t.err), t.status);
-		assert_int_equal(w::errno_to_status(-t.err), t.status);	// positive
+		assert_int_equal(w::errno_to_status(t.err), back);
+		assert_int_equal(w::errno_to_status(-t.err), back);	// positive
 		assert_string_equal(w::status_name(t.status).c_str(), t.name);
 	}
 	assert_int_equal(w::status_to_errno(MDR_ST_MAX), -EPROTO);
 	assert_int_equal(w::status_to_errno(0xffff), -EPROTO);
-	assert_string_equal(w::status_name(MDR_ST_MAX).c_str(), "MDR_ST_?13");
+	assert_string_equal(w::status_name(MDR_ST_MAX).c_str(), "MDR_ST_?14");
 	assert_int_equal(w::errno_to_status(-EACCES), MDR_ST_PERM);
 	assert_int_equal(w::errno_to_status(-EDQUOT), MDR_ST_NOSPC);
 	assert_int_equal(w::errno_to_status(-EMSGSIZE), MDR_ST_PROTO);

@@ -206,6 +206,13 @@ void test_encoders_refuse_what_receivers_refuse(void **)
 		 "status 0 is not an error reply's"},
 		{w::ErrorRep{.opcode = MDR_OP_OPEN, .status = MDR_ST_MAX}, -EINVAL,
 		 "is not an error reply's"},
+		{w::ErrorRep{.opcode = MDR_OP_OPEN, .status = MDR_ST_NOT_LEADER}, -EINVAL,
+		 "open_rep: no leader with status 13"},
+		{w::ErrorRep{.opcode = MDR_OP_OPEN, .status = MDR_ST_AGAIN, .leader = w::Leader{}},
+		 -EINVAL, "open_rep: a leader with status 10"},
+		{w::ErrorRep{.opcode = MDR_OP_OPEN, .status = MDR_ST_NOT_LEADER,
+			     .leader = w::Leader{.epoch = 1, .replica = 1, .port = 1, .family = 5}},
+		 -EINVAL, "open_rep: leader: unknown family 5"},
 		{w::DevListRep{.devs = {{1, 10, 0, std::string(40, 's')}}}, -EINVAL,
 		 "dev_list_rep: devs[0]: serial longer than 39 characters"},
 		{w::MoveReq{.volume_id = 1, .count = 0, .to_dev = 2}, -EINVAL,
@@ -262,6 +269,34 @@ void test_encoders_refuse_what_receivers_refuse(void **)
 	}
 }
 
+// The leader's record in etcd, "ADDR:PORT", as a NOT_LEADER reply names
+// it, and back; what no client can be sent to is none.
+void test_leader_at(void **)
+{
+	auto l = w::leader_at(9, 2, "192.0.2.12:4791");
+	assert_true(l.has_value());
+	assert_true(*l == (w::Leader{.epoch = 9, .replica = 2, .port = 4791,
+				     .family = MDR_FAMILY_IPV4, .addr = {192, 0, 2, 12}}));
+	assert_string_equal(w::leader_host(*l).c_str(), "192.0.2.12");
+	assert_true(encode(w::ErrorRep{.opcode = MDR_OP_ALLOC, .status = MDR_ST_NOT_LEADER,
+				       .leader = *l}).size() == 56);
+
+	l = w::leader_at(9, 3, "[fd00::5]:4800");
+	assert_true(l.has_value());
+	assert_int_equal(l->family, MDR_FAMILY_IPV6);
+	assert_int_equal(l->port, 4800);
+	assert_string_equal(w::leader_host(*l).c_str(), "fd00::5");
+
+	for (const char *bad : {"192.0.2.12", "192.0.2.12:", "192.0.2.12:0", "192.0.2.12:65536",
+				"192.0.2.12:47x", "0.0.0.0:4791", "[::]:4791", "fd00::5:4791",
+				"[fd00::5:4791", "host.example:4791", ""})
+		if (w::leader_at(9, 2, bad).has_value())
+			fail_msg("leader_at accepted \"%s\"", bad);
+	assert_false(w::leader_at(0, 2, "192.0.2.12:4791").has_value());
+	assert_false(w::leader_at(9, 0, "192.0.2.12:4791").has_value());
+	assert_string_equal(w::leader_host(w::Leader{}).c_str(), "");
+}
+
 } // namespace
 
 int main()
@@ -274,6 +309,7 @@ int main()
 		cmocka_unit_test(test_largest_lists_fit),
 		cmocka_unit_test(test_node_stats_lengths),
 		cmocka_unit_test(test_encoders_refuse_what_receivers_refuse),
+		cmocka_unit_test(test_leader_at),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

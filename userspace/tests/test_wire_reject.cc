@@ -125,6 +125,9 @@ std::vector<Row> reject_rows()
 #define MROFF(field) offsetof(mdr_wire_move_rep, field)
 #define DROFF(field) offsetof(mdr_wire_drain_rep, field)
 
+	const w::Body nl = not_leader();
+	constexpr size_t kLeader = sizeof(mdr_wire_hdr);
+#define LOFF(field) offsetof(mdr_wire_leader, field)
 	constexpr size_t kOpenName = offsetof(mdr_wire_open_req, name);
 	constexpr size_t kRepName = offsetof(mdr_wire_open_rep, name);
 	constexpr size_t kCreateName = offsetof(mdr_wire_vol_create_req, name);
@@ -152,7 +155,7 @@ std::vector<Row> reject_rows()
 		 "open_req: status 1 in a request"},
 		{"status in push", inv, set16(6, MDR_ST_OK + 2), -EPROTO, "inval: status 2 in a push"},
 		{"status out of range", orep, set16(6, MDR_ST_MAX), -EPROTO,
-		 "open_rep: status 13 out of range"},
+		 "open_rep: status 14 out of range"},
 		{"status huge", ping, set16(6, 0xffff), -EPROTO, "out of range"},
 		{"header reserved", open_id, set32(12, 1), -EPROTO,
 		 "open_req: header reserved not zero"},
@@ -185,6 +188,22 @@ std::vector<Row> reject_rows()
 		 "node_stats_req: length 32, expected 24"},
 		{"error reply with a body", orep, set16(6, MDR_ST_NOSPC), -EPROTO,
 		 "open_rep: error reply of 144 bytes, expected 24"},
+		{"not-leader without its leader", nl, resize_to(24), -EPROTO,
+		 "alloc_rep: error reply of 24 bytes, expected 56"},
+		{"leader with another status", nl, set16(6, MDR_ST_AGAIN), -EPROTO,
+		 "alloc_rep: error reply of 56 bytes, expected 24"},
+		{"leader family", nl, set8(kLeader + LOFF(family), 5), -EINVAL,
+		 "alloc_rep: leader: unknown family 5"},
+		{"leader reserved", nl, set8(kLeader + LOFF(reserved), 1), -EINVAL,
+		 "alloc_rep: leader: reserved not zero"},
+		{"leader IPv4 long", nl, set8(kLeader + LOFF(addr) + 4, 1), -EINVAL,
+		 "IPv4 address with more than 4 bytes"},
+		{"leader port zero", nl, set16(kLeader + LOFF(port), 0), -EINVAL,
+		 "leader 2 without an epoch, port or family"},
+		{"leader epoch zero", nl, set64(kLeader + LOFF(epoch), 0), -EINVAL,
+		 "without an epoch"},
+		{"address without leader", nl, set32(kLeader + LOFF(replica), 0), -EINVAL,
+		 "an address or epoch without a leader"},
 		{"vol_rep too short", vrep, resize_to(128), -EPROTO,
 		 "vol_info_rep: length 128, expected at least 136"},
 		{"vol_rep partial element", vrep, grow(8), -EPROTO,
@@ -271,7 +290,7 @@ std::vector<Row> reject_rows()
 		{"drain_rep dev zero", drep, set32(DROFF(dev_id), 0), -EINVAL,
 		 "drain_rep: dev_id zero"},
 		{"drain_rep status", drep, set32(DROFF(status), MDR_ST_MAX), -EINVAL,
-		 "drain_rep: status 13 out of range"},
+		 "drain_rep: status 14 out of range"},
 		{"drain_rep stalls", drep, set64(DROFF(stall_max_us), 71), -EINVAL,
 		 "drain_rep: stall_total_us 70 below stall_max_us 71"},
 
@@ -503,6 +522,7 @@ std::vector<Row> reject_rows()
 	};
 }
 
+#undef LOFF
 #undef VOFF
 #undef DOFF
 #undef MOFF

@@ -139,6 +139,27 @@ Fault check_route(const Framed &f, Side receiver, mdr_wire_role role)
 	return std::nullopt;
 }
 
+// An error reply's length: the header, and the leader's for NOT_LEADER.
+constexpr size_t error_size(uint16_t status)
+{
+	return kHdrSize + (status == MDR_ST_NOT_LEADER ? sizeof(mdr_wire_leader) : 0);
+}
+
+Result<Body> decode_error(const Framed &f, Bytes msg)
+{
+	ErrorRep e{f.hdr.opcode, f.hdr.status, std::nullopt};
+
+	if (f.hdr.status == MDR_ST_NOT_LEADER) {
+		const std::string at = std::string(f.msg->name) + ": leader";
+		const auto w = read<mdr_wire_leader>(msg, kHdrSize);
+
+		e.leader.emplace();
+		if (auto fault = walk_part<Get>(at, *e.leader, w))
+			return std::move(*fault);
+	}
+	return Body{std::move(e)};
+}
+
 // Length against what the opcode and direction (and status) call for.
 Fault check_size(const Framed &f)
 {
@@ -146,9 +167,9 @@ Fault check_size(const Framed &f)
 	const char *name = f.msg->name;
 
 	if (f.hdr.reply() && f.hdr.status != MDR_ST_OK) {
-		if (len != kHdrSize)
+		if (len != error_size(f.hdr.status))
 			return fail(EPROTO, name, "error reply of ", len,
-				    " bytes, expected ", kHdrSize);
+				    " bytes, expected ", error_size(f.hdr.status));
 		return std::nullopt;
 	}
 
@@ -176,7 +197,7 @@ Result<Body> check_body(const Framed &f, Bytes msg)
 	if (auto e = check_size(f))
 		return *e;
 	if (f.hdr.reply() && f.hdr.status != MDR_ST_OK)
-		return Body{ErrorRep{f.hdr.opcode, f.hdr.status}};
+		return decode_error(f, msg);
 	return f.msg->decode(f.msg->name, msg);
 }
 
@@ -234,10 +255,26 @@ Result<size_t> encode_error(std::span<std::byte> out, uint64_t req_id,
 	if (m.status == MDR_ST_OK || m.status >= MDR_ST_MAX)
 		return fail(EINVAL, w, "status ", m.status,
 			    " is not an error reply's");
-	if (auto e = room(w, out, kHdrSize))
+	if (m.leader.has_value() != (m.status == MDR_ST_NOT_LEADER))
+		return fail(EINVAL, w, m.leader ? "a leader with status " : "no leader with status ",
+			    m.status);
+	const size_t len = error_size(m.status);
+	if (auto e = room(w, out, len))
 		return *e;
-	write(out, 0, make_hdr(m.opcode, true, m.status, kHdrSize, req_id));
-	return kHdrSize;
+	write(out, 0, make_hdr(m.opcode, true, m.status, len, req_id));
+	if (!m.leader)
+		return len;
+	auto lw = zeroed<mdr_wire_leader>();
+	if (auto fault = walk_part<Put>(w + ": leader", *m.leader, lw))
+		return std::move(*fault);
+	write(out, kHdrSize, lw);
+	// The receiver's checks of the leader; an unknown opcode has none of
+	// the rest to run.
+	auto back = read<mdr_wire_leader>(Bytes(out.data(), len), kHdrSize);
+	Leader again;
+	if (auto fault = walk_part<Get>(w + ": leader", again, back))
+		return std::move(*fault);
+	return len;
 }
 
 } // namespace
@@ -288,7 +325,7 @@ size_t encoded_size(const Body &body)
 		using T = std::decay_t<decltype(m)>;
 
 		if constexpr (std::is_same_v<T, ErrorRep>)
-			return kHdrSize;
+			return error_size(m.status);
 		else
 			return length_of(m);
 	}, body);

@@ -325,6 +325,25 @@ MDR_LAYOUT(HostAddReq, mdr_wire_host_add_req)
 	v.bytes(m.mac, w.mac);
 }
 
+// The body of an MDR_ST_NOT_LEADER reply: a leader, or all zero.
+MDR_LAYOUT(Leader, mdr_wire_leader)
+{
+	MDR_FIELD(epoch);
+	MDR_FIELD(replica);
+	MDR_FIELD(port);
+	MDR_FIELD(family);
+	v.zero("reserved", w.reserved);
+	v.bytes(m.addr, w.addr);
+	MDR_RULE(m.family != MDR_FAMILY_NONE && m.family != MDR_FAMILY_IPV4 &&
+		 m.family != MDR_FAMILY_IPV6, "unknown family ", m.family);
+	MDR_RULE(!m.replica && (m.epoch || m.port || m.family || !all_zero(m.addr)),
+		 "an address or epoch without a leader");
+	MDR_RULE(m.replica && (!m.epoch || !m.port || !m.family),
+		 "leader ", m.replica, " without an epoch, port or family");
+	MDR_RULE(m.family == MDR_FAMILY_IPV4 && !all_zero(&m.addr[4], 12),
+		 "IPv4 address with more than 4 bytes");
+}
+
 MDR_LAYOUT(HostRemoveReq, mdr_wire_host_remove_req)
 {
 	MDR_FIELD(host_id, nonzero);

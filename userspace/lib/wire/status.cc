@@ -32,6 +32,9 @@ constexpr StatusInfo kStatus[] = {
 	MDR_ST(MDR_ST_AGAIN, EAGAIN),
 	MDR_ST(MDR_ST_IO, EIO),
 	MDR_ST(MDR_ST_NOMEM, ENOMEM),
+	// Try again, at the leader the reply names: what a peer before
+	// version 5 is told as AGAIN. EAGAIN stays AGAIN's (the first row).
+	MDR_ST(MDR_ST_NOT_LEADER, EAGAIN),
 };
 #undef MDR_ST
 

@@ -29,7 +29,8 @@
 // size and role checks and the docs' message table all follow from them.
 //
 // Where the header is silent, this codec decides, and both sides use it:
-//   - a reply whose status is not MDR_ST_OK is the header alone (ErrorRep);
+//   - a reply whose status is not MDR_ST_OK is the header alone (ErrorRep),
+//     but for MDR_ST_NOT_LEADER's, the header and struct mdr_wire_leader;
 //   - messages without a body struct are the header alone: PING both ways,
 //     NODE_STATS requests, and the replies to CLOSE, AUTH and VOL_DELETE;
 //   - volume id 0 names no volume (RENEW uses it for "every lease"), device
@@ -83,6 +84,9 @@ inline uint64_t load(const __le64 &field) { return le64toh(field); }
 inline void store(__le16 &field, uint16_t value) { field = htole16(value); }
 inline void store(__le32 &field, uint32_t value) { field = htole32(value); }
 inline void store(__le64 &field, uint64_t value) { field = htole64(value); }
+// A byte has no order.
+inline uint8_t load(const __u8 &field) { return field; }
+inline void store(__u8 &field, uint8_t value) { field = value; }
 
 // ---------------------------------------------------------------------------
 // Status and errno: the only translation, each way.
@@ -111,6 +115,11 @@ inline constexpr uint16_t kHostAuthVersion = 3;
 // The version from which DEV_LIST replies carry each device's identity and
 // state (struct mdr_wire_device_ext).
 inline constexpr uint16_t kDeviceStateVersion = 4;
+
+// The version from which a replica that does not lead answers
+// MDR_ST_NOT_LEADER, naming the leader, where it answered MDR_ST_AGAIN,
+// and MDR_OP_GROUP_STATUS is known.
+inline constexpr uint16_t kGroupVersion = 5;
 
 // [A-Za-z0-9._-], 1 to MDR_WIRE_NAME_LEN - 1 characters.
 bool valid_volume_name(std::string_view name);
@@ -556,11 +565,37 @@ struct DrainRep {
 using PingReq = HeaderAlone<MDR_OP_PING, false>;
 using PingRep = HeaderAlone<MDR_OP_PING, true>;
 
+// struct mdr_wire_leader: who leads a replica group, as a replica that
+// does not lead knows it (version 5). All zero: it knows no leader now.
+struct Leader {
+	uint64_t epoch = 0;
+	uint32_t replica = 0;		// 0: none known
+	uint16_t port = 0;
+	uint8_t family = MDR_FAMILY_NONE;	// enum mdr_wire_family
+	std::array<uint8_t, 16> addr{};	// network byte order; IPv4 in the first 4
+
+	bool known() const { return replica != 0; }
+	bool operator==(const Leader &) const = default;
+};
+
+// The leader at "ADDR:PORT" or "[ADDR]:PORT" (a numeric address, as a
+// replica's record in etcd names it); nullopt for anything else, or an
+// address no client can reach (unspecified, port 0). leader_host() is the
+// address part back, as text ("192.0.2.11", "fd00::1").
+std::optional<Leader> leader_at(uint64_t epoch, uint32_t replica, std::string_view address);
+std::string leader_host(const Leader &l);
+// "replica 2 leads at 192.0.2.12:4791 (epoch 9)", "no replica is known to
+// lead": what a client tells of a NOT_LEADER reply.
+std::string leader_text(const Leader &l);
+
 // A reply with a status other than MDR_ST_OK, to a request of any opcode
-// (echoed as received, known to this build or not): the header alone.
+// (echoed as received, known to this build or not): the header alone,
+// but for MDR_ST_NOT_LEADER, which names the leader (and has @leader;
+// no other status has).
 struct ErrorRep {
 	uint16_t opcode = 0;
 	uint16_t status = MDR_ST_INVAL;
+	std::optional<Leader> leader{};
 	bool operator==(const ErrorRep &) const = default;
 };
 

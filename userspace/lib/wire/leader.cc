@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// leader.cc - a group's leader between the text a replica's record in etcd
+// holds ("ADDR:PORT") and struct mdr_wire_leader.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <charconv>
+#include <cstring>
+
+#include "lib/wire/wire.h"
+
+namespace mdr::wire {
+
+std::optional<Leader> leader_at(uint64_t epoch, uint32_t replica, std::string_view address)
+{
+	const size_t colon = address.rfind(':');
+	Leader l{.epoch = epoch, .replica = replica};
+
+	if (!epoch || !replica || colon == std::string_view::npos)
+		return std::nullopt;
+	std::string_view host = address.substr(0, colon);
+	const std::string_view port = address.substr(colon + 1);
+	const bool v6 = host.starts_with('[') && host.ends_with(']');
+
+	if (v6)
+		host = host.substr(1, host.size() - 2);
+	else if (host.find(':') != std::string_view::npos)
+		return std::nullopt;	// IPv6 without its brackets
+	auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), l.port);
+	if (ec != std::errc() || end != port.data() + port.size() || !l.port)
+		return std::nullopt;
+	l.family = v6 ? MDR_FAMILY_IPV6 : MDR_FAMILY_IPV4;
+	if (inet_pton(v6 ? AF_INET6 : AF_INET, std::string(host).c_str(), l.addr.data()) != 1)
+		return std::nullopt;
+	// 0.0.0.0 or ::, a listener's wildcard: no address to send a client to.
+	const size_t n = v6 ? 16 : 4;
+	bool any = true;
+	for (size_t i = 0; i < n; i++)
+		any = any && !l.addr[i];
+	if (any)
+		return std::nullopt;
+	return l;
+}
+
+std::string leader_host(const Leader &l)
+{
+	char text[INET6_ADDRSTRLEN] = "";
+
+	if (l.family == MDR_FAMILY_IPV4 || l.family == MDR_FAMILY_IPV6)
+		inet_ntop(l.family == MDR_FAMILY_IPV4 ? AF_INET : AF_INET6, l.addr.data(), text,
+			  sizeof(text));
+	return text;
+}
+
+std::string leader_text(const Leader &l)
+{
+	if (!l.known())
+		return "no replica is known to lead";
+
+	const std::string host = leader_host(l);
+	const bool v6 = l.family == MDR_FAMILY_IPV6;
+
+	return "replica " + std::to_string(l.replica) + " leads at " + (v6 ? "[" : "") + host +
+	       (v6 ? "]" : "") + ":" + std::to_string(l.port) + " (epoch " +
+	       std::to_string(l.epoch) + ")";
+}
+
+} // namespace mdr::wire
