@@ -159,6 +159,19 @@ void NodeCore::reply_error(ConnId conn, uint64_t req_id, uint16_t opcode, int er
 					   .status = wire::errno_to_status(err)});
 }
 
+void NodeCore::refuse_not_leading(const Session &s, uint64_t req_id, uint16_t opcode)
+{
+	std::optional<wire::Leader> to = repl ? repl->redirect() : std::nullopt;
+
+	if (!to || s.peer.version < wire::kGroupVersion)
+		return reply_error(s.peer.id, req_id, opcode, -EAGAIN);
+	stats.errors++;
+	if (opcode < kOpcodeSlots)
+		stats.req.errors[opcode]++;
+	reply(s.peer.id, req_id, wire::ErrorRep{.opcode = opcode, .status = MDR_ST_NOT_LEADER,
+						.leader = *to});
+}
+
 void NodeCore::reply_unparsed(ConnId conn, uint64_t req_id, uint16_t opcode, int err)
 {
 	stats.errors++;

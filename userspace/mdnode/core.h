@@ -194,6 +194,10 @@ public:
 	// header of one, when every record its log holds is applied to the
 	// store; none when some wait for their commit (not now).
 	virtual std::optional<std::vector<uint8_t>> checkpoint_header() const = 0;
+	// Whom a client refused because this replica does not accept is sent
+	// to: the leader as last known (all zero: none known now), or nullopt
+	// when this replica leads or is about to (the client asks again here).
+	virtual std::optional<mdr::wire::Leader> redirect() const = 0;
 };
 
 // Told when a lease is granted (OPEN), lapses (its host sends no new IO)
@@ -223,6 +227,10 @@ struct NodeCore {
 
 	void reply(ConnId conn, uint64_t req_id, const mdr::wire::Body &body);
 	void reply_error(ConnId conn, uint64_t req_id, uint16_t opcode, int err);
+	// A request only a leader serves, on a replica that does not accept
+	// (accepting()): MDR_ST_NOT_LEADER with the leader from version 5 on
+	// (ReplicatedLog::redirect()), MDR_ST_AGAIN before or when it leads.
+	void refuse_not_leading(const Session &s, uint64_t req_id, uint16_t opcode);
 	// The error answer to a message that did not parse: counted as a bad
 	// message by the caller, not as a request of its opcode, and it stops
 	// no request's clock. Its req_id is the peer's word only: a request

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <utility>
@@ -166,6 +167,7 @@ void GroupReplica::on_group(const GroupState &s)
 		 s.leader_id.empty() ? "none" : s.leader_id.c_str(),
 		 s.leader_address.empty() ? "-" : s.leader_address.c_str(), (long long)s.epoch,
 		 s.reason.c_str());
+	known_leader_ = known_leader(s);
 	if (s.role == GroupState::Role::leader && s.epoch > 0) {
 		if (!shipper_ && !stopped_)
 			lead(uint64_t(s.epoch));
@@ -177,6 +179,29 @@ void GroupReplica::on_group(const GroupState &s)
 	// now on, whichever connection comes first.
 	if (s.epoch > 0)
 		follower_->fence(uint64_t(s.epoch));
+}
+
+// The leader etcd names, as clients are sent to it; all zero for none, or
+// for a record whose id or address is not one (it is logged above).
+mdr::wire::Leader GroupReplica::known_leader(const GroupState &s) const
+{
+	uint32_t id = 0;
+	const char *end = s.leader_id.data() + s.leader_id.size();
+
+	if (s.epoch <= 0 || std::from_chars(s.leader_id.data(), end, id).ptr != end)
+		return {};
+	return mdr::wire::leader_at(uint64_t(s.epoch), id, s.leader_address)
+		.value_or(mdr::wire::Leader{});
+}
+
+// None while it leads, has led or is named the leader (a record of its
+// own from before a restart, until its lease lapses): the client asks
+// again here rather than being sent in a circle.
+std::optional<mdr::wire::Leader> GroupReplica::redirect() const
+{
+	if (shipper_ || stopped_ || known_leader_.replica == settings_.self)
+		return std::nullopt;
+	return known_leader_;
 }
 
 void GroupReplica::lead(uint64_t epoch)

@@ -121,6 +121,7 @@ public:
 	// A leader that serves, every record of its log committed and
 	// answered; a follower whose receiver applied all it holds.
 	std::optional<std::vector<uint8_t>> checkpoint_header() const override;
+	std::optional<mdr::wire::Leader> redirect() const override;
 
 private:
 	GroupReplica(const ReplicaSettings &s, Node &node, Store &store, Journal &journal);
@@ -131,6 +132,7 @@ private:
 	mdr::Status apply(uint64_t index, uint16_t type, std::span<const std::byte> payload) override;
 
 	void on_group(const GroupState &s);
+	mdr::wire::Leader known_leader(const GroupState &s) const;
 	void lead(uint64_t epoch);
 	void stop(const std::string &why);
 	// A majority's log is ahead: back to following, no campaign for a
@@ -180,6 +182,8 @@ private:
 	LeaseBounds announced_{};
 	bool settled_ = false;
 	bool stopped_ = false;
+	// Who leads, as etcd last told (redirect()).
+	mdr::wire::Leader known_leader_{};
 	std::string failure_;
 };
 

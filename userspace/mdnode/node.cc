@@ -150,11 +150,10 @@ void Node::handle(Session &s, const wire::Msg &m)
 	// says which); without it the host is cut off.
 	if (!auth_.allowed(s, m.hdr))
 		return;
-	// A replica that does not lead: AGAIN, the client asks again or asks
-	// another replica. (The leader's address in the answer, a status of
-	// its own, is not built: replication.md, "Not built yet".)
+	// A replica that does not lead names the leader (or AGAIN: it is
+	// about to lead, or the client is older than version 5).
 	if (!m.hdr.reply() && leader_only(m.hdr.opcode) && !core_.accepting())
-		return core_.reply_error(s.peer.id, id, m.hdr.opcode, -EAGAIN);
+		return core_.refuse_not_leading(s, id, m.hdr.opcode);
 	std::visit([&](const auto &b) {
 		using T = std::decay_t<decltype(b)>;
 		if constexpr (std::is_same_v<T, wire::OpenReq>)

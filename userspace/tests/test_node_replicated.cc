@@ -61,9 +61,11 @@ public:
 	{
 		return std::nullopt;
 	}
+	std::optional<wire::Leader> redirect() const override { return leader; }
 
 	mdnode::Journal *journal = nullptr;
 	bool accept = true;
+	std::optional<wire::Leader> leader;	// redirect()'s
 	uint64_t next = 1;
 	uint64_t durable = 0;
 	std::vector<uint16_t> types;
@@ -270,12 +272,60 @@ void test_stop_serving_hosts(void **)
 
 } // namespace
 
+// A replica that does not lead names the leader to clients of version 5
+// (the leader as it knows it, or none), and answers AGAIN to older ones
+// and while it is about to lead itself (redirect() none).
+static void test_follower_names_the_leader(void **)
+{
+	Replica r;
+	const ConnId adm = r.admin();
+	const ConnId old_adm = r.admin(true, wire::kGroupVersion - 1);
+	const ConnId h = r.host(1, 0xa);
+	const wire::Leader at{.epoch = 9, .replica = 2, .port = 4791,
+			      .family = MDR_FAMILY_IPV4, .addr = {192, 0, 2, 12}};
+	const wire::Body create = wire::VolCreateReq{.size = MiB, .extent_shift = kShift,
+						     .tenant = 1, .name = "w"};
+	auto leader_of = [](const wire::Msg &m) {
+		const auto &e = std::get<wire::ErrorRep>(m.body);
+
+		assert_int_equal(e.status, MDR_ST_NOT_LEADER);
+		assert_true(e.leader.has_value());
+		return *e.leader;
+	};
+
+	r.log.accept = false;
+	r.log.leader = at;
+	r.send(adm, 1, create);
+	assert_true(leader_of(r.one(adm)) == at);
+	// This rig's hosts speak a version before 5 (unproven): AGAIN.
+	assert_true(r.host_version < wire::kGroupVersion);
+	r.send(h, 2, wire::OpenReq{.volume_id = 1});
+	wire::Msg m = r.one(h);
+	assert_int_equal(std::get<wire::ErrorRep>(m.body).opcode, MDR_OP_OPEN);
+	assert_int_equal(status_of(m), MDR_ST_AGAIN);
+	// Before version 5: AGAIN, which that client knows.
+	assert_int_equal(r.call(old_adm, 3, create), MDR_ST_AGAIN);
+	// No leader known: the reply says so.
+	r.log.leader = wire::Leader{};
+	r.send(adm, 4, create);
+	assert_false(leader_of(r.one(adm)).known());
+	// About to lead: AGAIN, here.
+	r.log.leader.reset();
+	assert_int_equal(r.call(adm, 5, create), MDR_ST_AGAIN);
+	// Reads are answered, leader or not.
+	assert_int_equal(r.call(adm, 6, wire::VolListReq{}), MDR_ST_OK);
+	r.flush();
+	assert_int_equal(r.log.next, 1);
+	assert_null(r.store->volume("w"));
+}
+
 int main()
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_change_answered_at_commit),
 		cmocka_unit_test(test_abandoned_changes),
 		cmocka_unit_test(test_follower_refuses),
+		cmocka_unit_test(test_follower_names_the_leader),
 		cmocka_unit_test(test_new_leader_waits_out_old_leases),
 		cmocka_unit_test(test_stop_serving_hosts),
 	};
