@@ -51,6 +51,9 @@ public:
 	// host registry) and the admin key it proved.
 	virtual const mdr::wire::ConnRep &accepted() const = 0;
 	virtual std::span<const uint8_t> admin_key() const = 0;
+	// The leader a reply with MDR_ST_NOT_LEADER named (its call failed
+	// with -EAGAIN, nothing done), once; none for a node of its own.
+	virtual std::optional<mdr::wire::Leader> take_redirect() { return std::nullopt; }
 };
 
 struct NodeOptions {
@@ -74,6 +77,8 @@ public:
 	// Names in a directory, without "." and "..", in no particular order.
 	virtual mdr::Result<std::vector<std::string>> list_dir(const std::string &path) = 0;
 	virtual std::optional<std::string> getenv(const char *name) = 0;
+	// Waits, as between two attempts.
+	virtual void sleep_ms(int ms) = 0;
 	// Connects to mdnode as an admin and proves @key.
 	virtual mdr::Result<std::unique_ptr<NodeSession>>
 	connect_node(const NodeOptions &opts, std::span<const uint8_t> key) = 0;

@@ -20,6 +20,7 @@
 #include "lib/util/json.h"
 #include "lib/wire/wire.h"
 #include "mdctl/cli.h"
+#include "mdctl/follow.h"
 #include "mdctl/host_identity.h"
 #include "mdctl/parse.h"
 #include "mdctl/session.h"
@@ -173,14 +174,25 @@ int cmd_host_add(Args args, const Env &env)
 	if (auto done = check_registry(env, command, *node, ns))
 		return *done;
 
-	auto req = mdr::host_add_request(node->admin_key(), node->accepted().nonce, host_id,
-					 *tenant, replace ? MDR_HOST_ADD_F_REPLACE : 0, key.bytes);
+	// The wrap is bound to the accept of the connection: a session that
+	// followed its group's leader (follow.h) answers AGAIN, and the
+	// request is made again for the leader's connection.
+	mdr::Result<mdr::wire::HostAddRep> rep = mdr::Error(-EAGAIN);
+	for (int attempt = 0; attempt <= kMaxLeaderHops; attempt++) {
+		auto req = mdr::host_add_request(node->admin_key(), node->accepted().nonce, host_id,
+						 *tenant, replace ? MDR_HOST_ADD_F_REPLACE : 0,
+						 key.bytes);
+		if (!req.ok()) {
+			mdr::wipe(key.bytes);
+			return failure(env, command, req.error(), "host " + format_host_id(host_id) +
+								 ": " + req.message());
+		}
+		rep = rpc<mdr::wire::HostAddRep>(*node, req.value());
+		mdr::wipe(req.value().wrapped);
+		if (rep.ok() || rep.error() != -EAGAIN)
+			break;
+	}
 	mdr::wipe(key.bytes);
-	if (!req.ok())
-		return failure(env, command, req.error(), "host " + format_host_id(host_id) +
-							 ": " + req.message());
-	auto rep = rpc<mdr::wire::HostAddRep>(*node, req.value());
-	mdr::wipe(req.value().wrapped);
 	if (!rep.ok())
 		return host_rpc_failure(env, command, rep.error(), rep.message(), host_id, replace,
 					ns.target);

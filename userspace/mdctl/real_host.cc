@@ -8,10 +8,12 @@
 #include "mdctl/host.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <thread>
 
 #include <dirent.h>
 #include <linux/keyctl.h>
@@ -53,6 +55,11 @@ public:
 	}
 
 	const mdr::wire::ConnRep &accepted() const override { return client_->accepted(); }
+
+	std::optional<mdr::wire::Leader> take_redirect() override
+	{
+		return client_->take_redirect();
+	}
 
 	std::span<const uint8_t> admin_key() const override { return key_; }
 
@@ -110,6 +117,11 @@ public:
 		const char *value = std::getenv(name);
 
 		return value ? std::optional<std::string>(value) : std::nullopt;
+	}
+
+	void sleep_ms(int ms) override
+	{
+		std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 	}
 
 	mdr::Result<std::unique_ptr<NodeSession>>

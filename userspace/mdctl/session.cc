@@ -7,6 +7,7 @@
 #include <iterator>
 #include <utility>
 
+#include "mdctl/follow.h"
 #include "mdctl/parse.h"
 
 namespace mdctl {
@@ -139,10 +140,10 @@ std::unique_ptr<NodeSession> open_node(const Env &env, std::string_view command,
 	}
 
 	NodeOptions opts{node_address(ns.target), node_port(ns.target), ns.timeout_ms};
-	auto session = env.host.connect_node(
-		opts, {reinterpret_cast<const uint8_t *>(k.data()), k.size()});
+	const std::span<const uint8_t> kb(reinterpret_cast<const uint8_t *>(k.data()), k.size());
+	auto session = env.host.connect_node(opts, kb);
 	if (session.ok())
-		return std::move(session).value();
+		return follow_leader(env.host, opts, kb, std::move(session).value());
 	std::string context = "mdnode at " + format_node(ns.target);
 	// The client's own words repeat the hint for an unreachable node.
 	if (!session.message().empty() && !unreachable(session.error()))
@@ -152,13 +153,15 @@ std::unique_ptr<NodeSession> open_node(const Env &env, std::string_view command,
 }
 
 // The status name the client gives as message says no more than the
-// errno, so it is left out.
+// errno, so it is left out; what follows it (NOT_LEADER's leader) is not.
 int rpc_failure(const Env &env, std::string_view command, int err, const std::string &message,
 		std::string context, const mdr::Target &target)
 {
 	std::string hint = node_hint(err, target);
+	const bool bare_status = message.starts_with("MDR_ST_") &&
+				 message.find(' ') == std::string::npos;
 
-	if (!message.empty() && !message.starts_with("MDR_ST_"))
+	if (!message.empty() && !bare_status)
 		context += (context.empty() ? "" : ": ") + message;
 	switch (err) {
 	case -ENOENT:

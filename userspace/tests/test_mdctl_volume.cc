@@ -8,6 +8,7 @@
 #include <string>
 
 #include "mdctl/config.h"
+#include "mdctl/follow.h"
 #include "tests/test_mdctl_node.h"
 
 #include "tests/common/cmocka_cxx.h"
@@ -47,6 +48,52 @@ static void test_volume_create(void **)
 	assert_failure(w, {"volume", "create", "x", "-s", "1G"},
 		       "mdctl: volume create failed: volume 'x': No space left on device "
 		       "(ENOSPC)\nhint: the node's devices are full; see 'mdctl dev list'\n");
+}
+
+// A replica that does not lead: the change goes where it says the leader
+// is (its key proved there too); reads stay at the replica named.
+static void test_volume_follows_the_leader(void **)
+{
+	World w;
+	const mdr::wire::Leader at{.epoch = 9, .replica = 2, .port = 4792,
+				   .family = MDR_FAMILY_IPV4, .addr = {192, 0, 2, 12}};
+	w.node.followers["192.0.2.2"] = at;
+
+	Outcome o = w.run({"volume", "create", "db", "--size", "1G"});
+	assert_int_equal(o.status, 0);
+	assert_true(o.err.empty());
+	assert_true(w.node.volumes.contains("db"));
+	assert_int_equal(w.node.connections.size(), 2);
+	assert_string_equal(w.node.connections[1].addr.c_str(), "192.0.2.12");
+	assert_int_equal(w.node.connections[1].port, 4792);
+	assert_int_equal(w.node.not_leader.size(), 1);
+
+	w.node.connections.clear();
+	assert_int_equal(w.run({"volume", "info", "db"}).status, 0);
+	assert_int_equal(w.node.connections.size(), 1);
+
+	// Two replicas that name each other: given up after a few.
+	w.node.followers["192.0.2.12"] = {.epoch = 9, .replica = 1, .port = 4791,
+					  .family = MDR_FAMILY_IPV4, .addr = {192, 0, 2, 2}};
+	o = w.run({"volume", "delete", "db"});
+	assert_int_equal(o.status, 1);
+	assert_true(o.err.find("MDR_ST_NOT_LEADER: replica 1 leads at 192.0.2.2:4791 (epoch 9); "
+			       "followed 3 leaders already") != std::string::npos);
+	assert_true(w.node.volumes.contains("db"));
+
+	// None known (an election): asked again within the timeout, then given up.
+	w.node.followers["192.0.2.2"] = mdr::wire::Leader{};
+	w.node.not_leader.clear();
+	o = w.run({"volume", "delete", "db"});
+	assert_int_equal(o.status, 1);
+	assert_true(o.err.find("no replica is known to lead; no leader within the timeout") !=
+		    std::string::npos);
+	assert_int_equal(w.host.slept_ms.size(), 5000 / mdctl::kNoLeaderRetryMs);
+	assert_int_equal(w.node.not_leader.size(), w.host.slept_ms.size() + 1);
+	// And the election over.
+	w.node.followers.erase("192.0.2.2");
+	assert_int_equal(w.run({"volume", "delete", "db"}).status, 0);
+	assert_false(w.node.volumes.contains("db"));
 }
 
 static void test_volume_usage_errors(void **)
@@ -187,6 +234,7 @@ int main()
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_volume_create),
+		cmocka_unit_test(test_volume_follows_the_leader),
 		cmocka_unit_test(test_volume_usage_errors),
 		cmocka_unit_test(test_volume_list),
 		cmocka_unit_test(test_volume_list_stuck_node),

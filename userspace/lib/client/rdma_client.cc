@@ -231,7 +231,13 @@ void RdmaClient::on_recv(uint32_t slot, uint32_t len)
 						       : std::nullopt) {
 		// Not ours (nullopt): the reply to a request given up.
 		const auto &h = m.value().hdr;
-		if (h.status != MDR_ST_OK)
+		const auto *e = std::get_if<wire::ErrorRep>(&m.value().body);
+		if (e && e->leader) {
+			redirect_ = e->leader;
+			(*replies_)[*i] = Error(wire::status_to_errno(h.status),
+						wire::status_name(h.status) + ": " +
+							wire::leader_text(*e->leader));
+		} else if (h.status != MDR_ST_OK)
 			(*replies_)[*i] = Error(wire::status_to_errno(h.status),
 						wire::status_name(h.status));
 		else

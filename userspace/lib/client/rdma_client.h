@@ -20,6 +20,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/auth/auth.h"
@@ -97,6 +98,10 @@ public:
 		on_push_ = std::move(fn);
 	}
 
+	// The leader the last MDR_ST_NOT_LEADER reply named (its call failed
+	// with -EAGAIN, nothing done), once: the caller may go there.
+	std::optional<wire::Leader> take_redirect() { return std::exchange(redirect_, {}); }
+
 	const wire::ConnRep &accepted() const { return rep_; }
 	uint64_t host_id() const { return opts_.host_id; }
 	uint64_t invalidations() const { return invalidations_; }
@@ -132,6 +137,7 @@ private:
 	Pipeline *pipeline_ = nullptr;
 	std::vector<std::optional<Result<wire::Msg>>> *replies_ = nullptr;
 	std::optional<Error> bad_message_;	// from mdnode: fails the call
+	std::optional<wire::Leader> redirect_;
 	uint64_t progress_ = 0;			// replies and freed send slots
 	std::vector<uint32_t> free_send_;	// send slots not owned by the HCA
 	bool read_done_ = false;

@@ -33,6 +33,7 @@ public:
 	};
 	std::map<std::string, LogonKey> keyring;
 	int add_key_error = 0;				// -errno add_key fails with
+	std::vector<int> slept_ms;			// sleep_ms() calls
 	int32_t next_serial = 1000;
 	// What a program does; by default it fails to run (ENOENT).
 	std::function<mdr::Result<int>(const std::vector<std::string> &)> on_run;
@@ -75,6 +76,8 @@ public:
 		std::reverse(names.begin(), names.end());	// readdir() does not sort
 		return names;
 	}
+
+	void sleep_ms(int ms) override { slept_ms.push_back(ms); }
 
 	std::optional<std::string> getenv(const char *name) override
 	{

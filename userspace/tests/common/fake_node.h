@@ -13,6 +13,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/auth/auth.h"
@@ -58,6 +59,12 @@ public:
 	std::vector<wire::MoveReq> moves;
 	std::vector<size_t> pipelined;			// requests of each call_many()
 
+	// Addresses at which a replica that does not lead answers: changes
+	// get MDR_ST_NOT_LEADER naming the leader given (reads are answered
+	// there, from the same maps); every NOT_LEADER, by address.
+	std::map<std::string, wire::Leader> followers;
+	std::vector<std::string> not_leader;
+
 	mdr::Result<std::unique_ptr<mdctl::NodeSession>>
 	connect(const mdctl::NodeOptions &opts, std::span<const uint8_t> k)
 	{
@@ -66,7 +73,7 @@ public:
 			return mdr::Error(connect_error, "connecting to " + opts.addr);
 		if (std::string(k.begin(), k.end()) != key)
 			return mdr::Error(-EPERM, "authentication: MDR_ST_PERM");
-		return std::unique_ptr<mdctl::NodeSession>(std::make_unique<Session>(*this));
+		return std::unique_ptr<mdctl::NodeSession>(std::make_unique<Session>(*this, opts.addr));
 	}
 
 	std::span<const uint8_t> key_bytes() const
@@ -91,13 +98,25 @@ public:
 private:
 	class Session final : public mdctl::NodeSession {
 	public:
-		explicit Session(FakeNode &node) : node_(node) {}
+		Session(FakeNode &node, std::string addr) : node_(node), addr_(std::move(addr)) {}
 
 		mdr::Result<wire::Msg> call(const wire::Body &request, int timeout_ms) override
 		{
 			node_.timeouts.push_back(timeout_ms);
+			if (auto f = node_.followers.find(addr_);
+			    f != node_.followers.end() && leader_only(request)) {
+				node_.not_leader.push_back(addr_);
+				redirect_ = f->second;
+				return mdr::Error(-EAGAIN, "MDR_ST_NOT_LEADER: " +
+								   wire::leader_text(f->second));
+			}
 			return std::visit([&](const auto &req) { return node_.answer(req); },
 					  request);
+		}
+
+		std::optional<wire::Leader> take_redirect() override
+		{
+			return std::exchange(redirect_, std::nullopt);
 		}
 
 		// Answered in order, as mdnode answers what arrives together.
@@ -116,7 +135,20 @@ private:
 		std::span<const uint8_t> admin_key() const override { return node_.key_bytes(); }
 
 	private:
+		static bool leader_only(const wire::Body &b)
+		{
+			return std::holds_alternative<wire::VolCreateReq>(b) ||
+			       std::holds_alternative<wire::VolDeleteReq>(b) ||
+			       std::holds_alternative<wire::VolResizeReq>(b) ||
+			       std::holds_alternative<wire::MoveReq>(b) ||
+			       std::holds_alternative<wire::DrainReq>(b) ||
+			       std::holds_alternative<wire::HostAddReq>(b) ||
+			       std::holds_alternative<wire::HostRemoveReq>(b);
+		}
+
 		FakeNode &node_;
+		const std::string addr_;
+		std::optional<wire::Leader> redirect_;
 	};
 
 	template <typename Rep>
