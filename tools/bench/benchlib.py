@@ -2,10 +2,10 @@
 """benchlib.py - the ratios of the benchmarks, computed in one place.
 
 tools/bench/volume prints them; tools/bench/report puts them in its
-report. Every ratio is taken within one round (the configurations of a
-round ran back to back) and the median over the rounds is the figure:
-the emulated machine is noisy, and a ratio across rounds would measure
-its drift.
+report; tools/bench/replication's are the last two of TARGETS. Every
+ratio is taken within one round (the configurations of a round ran back
+to back) and the median over the rounds is the figure: the emulated
+machine is noisy, and a ratio across rounds would measure its drift.
 """
 import statistics
 
@@ -14,6 +14,9 @@ TARGETS = {
     "hot_p50_vs_dm_linear": ("QD1 4 KiB randread p50, mdroute hot / dm-linear", "<=", 0.95),
     "qd32_iops_vs_dm_linear": ("QD32 4 KiB randread IOPS, mdroute / dm-linear", ">=", 1.05),
     "miss_penalty_vs_ib_read_lat": ("miss penalty / ib_read_lat -R 64 B p50", "<=", 1.30),
+    # tools/bench/replication (issue 22): a group of three against one node
+    "updates_ratio": ("ALLOCs per second at depth, replicated / single-node journal", ">=", 0.8),
+    "commit_p50_ratio": ("QD1 ALLOC p50, replicated / single-node journal", "<=", 2.0),
 }
 
 

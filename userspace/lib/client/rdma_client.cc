@@ -243,6 +243,8 @@ void RdmaClient::on_recv(uint32_t slot, uint32_t len)
 		else
 			(*replies_)[*i] = std::move(m.value());
 		progress_++;
+		if (watch_ && watch_->answered)
+			watch_->answered(*i);
 	}
 	if (auto st = post_recv(slot); !st.ok())
 		bad_message_ = Error(st.error(), "cannot repost a receive: " + st.message());
@@ -336,16 +338,19 @@ Result<wire::Msg> RdmaClient::call(const wire::Body &request, int timeout_ms)
 }
 
 std::vector<Result<wire::Msg>> RdmaClient::call_many(std::span<const wire::Body> requests,
-						     int timeout_ms)
+						     int timeout_ms, const Watch *watch)
 {
 	std::vector<std::optional<Result<wire::Msg>>> replies(requests.size());
-	Pipeline pipeline(requests.size(), queue_depth(), next_req_);
+	const unsigned depth = watch && watch->depth ? std::min(watch->depth, queue_depth())
+						     : queue_depth();
+	Pipeline pipeline(requests.size(), depth, next_req_);
 	std::optional<Error> failed;
 
 	if (timeout_ms <= 0)
 		timeout_ms = opts_.timeout_ms;
 	pipeline_ = &pipeline;
 	replies_ = &replies;
+	watch_ = watch;
 	bad_message_.reset();
 	while (!pipeline.done()) {
 		// Fill the window: a credit and a send slot for each request.
@@ -370,6 +375,8 @@ std::vector<Result<wire::Msg>> RdmaClient::call_many(std::span<const wire::Body>
 				break;
 			}
 			free_send_.pop_back();
+			if (watch && watch->sent)
+				watch->sent(s->index);
 		}
 		if (failed || pipeline.done())
 			break;
@@ -389,6 +396,7 @@ std::vector<Result<wire::Msg>> RdmaClient::call_many(std::span<const wire::Body>
 	next_req_ = pipeline.next_id();
 	pipeline_ = nullptr;
 	replies_ = nullptr;
+	watch_ = nullptr;
 
 	std::vector<Result<wire::Msg>> out;
 	out.reserve(replies.size());

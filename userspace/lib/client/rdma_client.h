@@ -72,14 +72,28 @@ public:
 	// comes after its call timed out is dropped.
 	Result<wire::Msg> call(const wire::Body &request, int timeout_ms = 0);
 
+	// What call_many() tells its caller of each request as it goes, and
+	// how deep it pipelines: a load generator times each request from
+	// its send to its reply without a window of its own.
+	struct Watch {
+		unsigned depth = 0;	// at most this many outstanding (0, or
+					// above queue_depth(): queue_depth())
+		// Request @index was posted to the send queue.
+		std::function<void(size_t index)> sent;
+		// The reply to request @index arrived (OK or not); not called
+		// for a request failed by a timeout or a lost connection.
+		std::function<void(size_t index)> answered;
+	};
+
 	// Sends @requests pipelined, at most the granted queue depth
 	// outstanding, and returns their replies in the order of @requests
 	// (each as call() would). Requests are sent in order; mdnode may
 	// answer them in any order. A timeout (no reply for @timeout_ms, 0:
 	// the connection's) or a lost connection fails every request not
-	// answered yet, sent or not.
+	// answered yet, sent or not. @watch, if given, limits the depth and
+	// hears of each send and reply.
 	std::vector<Result<wire::Msg>> call_many(std::span<const wire::Body> requests,
-						 int timeout_ms = 0);
+						 int timeout_ms = 0, const Watch *watch = nullptr);
 
 	// Requests call_many() keeps outstanding: what mdnode granted.
 	unsigned queue_depth() const;
@@ -136,6 +150,7 @@ private:
 	// their replies go.
 	Pipeline *pipeline_ = nullptr;
 	std::vector<std::optional<Result<wire::Msg>>> *replies_ = nullptr;
+	const Watch *watch_ = nullptr;
 	std::optional<Error> bad_message_;	// from mdnode: fails the call
 	std::optional<wire::Leader> redirect_;
 	uint64_t progress_ = 0;			// replies and freed send slots

@@ -16,6 +16,22 @@
 //   allocs:NAME:FIRST:COUNT   ALLOC of COUNT extents from FIRST, one at a
 //                             time; each acknowledged entry is printed
 //                             (and flushed) as soon as it is answered
+//   allocbench:NAME:FIRST:COUNT:DEPTH
+//                             a load of durable changes: ALLOC of COUNT
+//                             extents from FIRST (each a new one: a
+//                             journal record, or a record of the group's
+//                             log) with DEPTH of them outstanding at once
+//                             (at most the queue depth mdnode granted), a
+//                             RENEW of the volume after every 16 so that
+//                             a run longer than the lease keeps it; prints
+//                             one line "allocbench: {JSON}": allocs, ok,
+//                             errors, depth, elapsed_us (first send to
+//                             last reply), updates_per_s (ok ALLOCs per
+//                             second of it) and lat_us (p50, p99, max,
+//                             mean: send to reply of each ALLOC, nearest
+//                             rank), first_error when one failed
+//   clock                     "clock: realtime_us=N": when the step before
+//                             ended, on the guest's clock (CLOCK_REALTIME)
 //   idle:MS[:RENEW_MS]        acknowledge pushes for MS milliseconds; with
 //                             RENEW_MS, renew the lease of every opened
 //                             volume (one RENEW each) that often, as a
@@ -24,8 +40,10 @@
 //   renew:NAME, renewall (RENEW of volume 0), close:NAME, ping
 //   churn:N                   N more connections, one after the other: each
 //                             connects, pings and disconnects
-//   create:NAME:SIZE:TENANT, delete:NAME, info:NAME, resize:NAME:SIZE,
-//   list, devs, stats         (admin, after --admin-key)
+//   create:NAME:SIZE:TENANT[:SHIFT], delete:NAME, info:NAME,
+//   resize:NAME:SIZE, list, devs, stats
+//                             (admin, after --admin-key; SHIFT: log2 of
+//                             the extent size, mdnode's default without)
 // A step that fails prints "NAME: error: ..." and the program exits 1 at
 // the end of the steps (--keep-going) or at once. Every invalidation pushed
 // is printed as it arrives ("push: ..."), before it is acknowledged; with
@@ -35,6 +53,12 @@
 // --timeout MS: how long to wait for each connect step, reply and READ
 // (5000). --wire-version N: ask for wire versions up to N only (a host
 // at version 1 gets no TRACK push: mdnode moves without a pre-copy).
+// --retry MS: a step answered MDR_ST_AGAIN (a replica that does not lead
+// or does not serve yet, a new leader that waits out the leases of the
+// one before) is sent again every 5 ms, for up to MS ms from its first
+// try; only its last answer is printed, followed by "retry: STEP tries=N".
+// Started before a failover, with clock after the step, it tells when
+// the new leader answered it.
 //
 // Hosts and their proof (wire version 3):
 //   --key-file FILE    the host's key (16 to 64 bytes, trailing newlines
@@ -56,19 +80,23 @@
 // An auth step's failure, as a step's, prints the status's name, as in
 // "auth: error: authentication: MDR_ST_PERM (EPERM)" and
 // "open: error: MDR_ST_PERM (EPERM)".
+#include <algorithm>
 #include <chrono>
-#include <initializer_list>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "lib/auth/auth.h"
 #include "lib/client/rdma_client.h"
 #include "lib/util/errors.h"
+#include "lib/util/json.h"
 #include "lib/wire/wire.h"
 #include "tests/vm/vm_client.h"
 
@@ -176,6 +204,84 @@ struct HostProof {
 	}
 };
 
+// The allocbench step: @count ALLOCs of @volume's extents from @first,
+// at most @depth outstanding. The RENEWs among them are answered from
+// memory, neither timed nor counted. Prints its JSON line; false when an
+// ALLOC failed (@err, @why: the first failure).
+bool alloc_bench(mdr::RdmaClient &cl, uint64_t volume, uint64_t first, uint64_t count,
+		 unsigned depth, int &err, std::string &why)
+{
+	// Leases last 1 s at least (--lease-ms): 16 ALLOCs take less, even
+	// at QD1 under emulation (replication/004's stream: tens of ms each).
+	constexpr uint64_t kRenewEvery = 16;
+	using Clock = std::chrono::steady_clock;
+	std::vector<wire::Body> reqs;
+	std::vector<bool> is_alloc;
+
+	for (uint64_t k = 0; k < count; k++) {
+		reqs.push_back(wire::AllocReq{.volume_id = volume, .index = first + k});
+		is_alloc.push_back(true);
+		if ((k + 1) % kRenewEvery == 0 && k + 1 < count) {
+			reqs.push_back(wire::RenewReq{.volume_id = volume});
+			is_alloc.push_back(false);
+		}
+	}
+	std::vector<Clock::time_point> sent(reqs.size()), answered(reqs.size());
+	const mdr::RdmaClient::Watch watch{
+		.depth = depth,
+		.sent = [&](size_t i) { sent[i] = Clock::now(); },
+		.answered = [&](size_t i) { answered[i] = Clock::now(); },
+	};
+	auto replies = cl.call_many(reqs, 0, &watch);
+
+	std::vector<uint64_t> lat;
+	uint64_t errors = 0;
+	Clock::time_point t0 = Clock::time_point::max(), t1 = Clock::time_point::min();
+	uint64_t extent = first;
+	for (size_t i = 0; i < reqs.size(); i++) {
+		if (is_alloc[i])
+			extent = std::get<wire::AllocReq>(reqs[i]).index;
+		if (!replies[i].ok() && !err) {
+			err = replies[i].error();
+			why = (is_alloc[i] ? "ALLOC of extent " : "RENEW after extent ") +
+			      std::to_string(extent) + ": " + replies[i].message();
+		}
+		if (!is_alloc[i])
+			continue;
+		if (!replies[i].ok()) {
+			errors++;
+			continue;
+		}
+		t0 = std::min(t0, sent[i]);
+		t1 = std::max(t1, answered[i]);
+		lat.push_back(uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(
+			answered[i] - sent[i]).count()));
+	}
+	const mdr::test::LatencySummary l = mdr::test::summarize_latencies(std::move(lat));
+	const uint64_t elapsed_us = l.count
+		? uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count())
+		: 0;
+	mdr::JsonWriter w;
+	w.begin_object()
+		.key("allocs").value(count)
+		.key("ok").value(l.count)
+		.key("errors").value(errors)
+		.key("depth").value(std::min(depth ? depth : cl.queue_depth(), cl.queue_depth()))
+		.key("elapsed_us").value(elapsed_us)
+		.key("updates_per_s").value(elapsed_us ? l.count * 1000000 / elapsed_us : 0)
+		.key("lat_us").begin_object()
+			.key("p50").value(l.p50)
+			.key("p99").value(l.p99)
+			.key("max").value(l.max)
+			.key("mean").value(l.mean)
+		.end_object();
+	if (err)
+		w.key("first_error").value(why);
+	w.end_object();
+	printf("allocbench: %s\n", w.str().c_str());
+	return err == 0;
+}
+
 void print_volume(const char *what, const wire::Volume &v)
 {
 	printf("%s: volume_id=%" PRIu64 " name=%s size=%" PRIu64 " extent_shift=%u tenant=%u "
@@ -194,6 +300,7 @@ int main(int argc, char **argv)
 	bool version_given = false;
 	bool keep_going = false;
 	bool timing = false;
+	uint64_t retry_ms = 0;
 	int i = 1;
 
 	for (; i < argc && argv[i][0] == '-'; i++) {
@@ -225,6 +332,8 @@ int main(int argc, char **argv)
 			continue;
 		if (a == "--tenant" && parse_u64(val, v))
 			opts.tenant = uint32_t(v);
+		else if (a == "--retry" && parse_u64(val, v))
+			retry_ms = v;
 		else if (a == "--host-id" && parse_u64(val, v))
 			opts.host_id = v;
 		else if (a == "--wire-version" && parse_u64(val, v) &&
@@ -278,10 +387,27 @@ int main(int argc, char **argv)
 
 	std::map<std::string, Opened> opened;
 	int failures = 0;
+	// --retry: the step being tried again, since when, how often.
+	int retrying = -1;
+	auto retry_since = std::chrono::steady_clock::now();
+	uint64_t tries = 0;
 	for (; i < argc && (keep_going || failures == 0); i++) {
 		auto w = split(argv[i]);
 		const std::string &op = w[0];
+		if (retrying != i) {
+			retrying = i;
+			retry_since = std::chrono::steady_clock::now();
+			tries = 0;
+		}
+		tries++;
+		bool again = false;
 		auto fail = [&](const std::string &msg, int err) {
+			if (err == -EAGAIN && retry_ms &&
+			    std::chrono::steady_clock::now() - retry_since <
+				    std::chrono::milliseconds(retry_ms)) {
+				again = true;
+				return;
+			}
 			printf("%s: error: %s (%s)\n", op.c_str(), msg.c_str(),
 			       mdr::errno_name(-err).c_str());
 			failures++;
@@ -355,6 +481,22 @@ int main(int argc, char **argv)
 					fflush(stdout);
 				}
 			}
+		} else if (op == "allocbench") {
+			if (!need(5, {{2, &a}, {3, &n}, {4, &b}}))
+				continue;
+			if (Opened *v = vol()) {
+				int err = 0;
+				std::string why;
+				if (!alloc_bench(cl, v->rep.volume_id, a, n, unsigned(b), err, why))
+					fail(why, err);
+			}
+		} else if (op == "clock") {
+			if (!need(1))
+				continue;
+			timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			printf("clock: realtime_us=%lld\n",
+			       (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
 		} else if (op == "read") {
 			if (!need(4, {{2, &a}, {3, &b}}))
 				continue;
@@ -449,9 +591,11 @@ int main(int argc, char **argv)
 				r.ok() ? (void)printf("%s: ok\n", op.c_str()) : fail(r.message(), r.error());
 			}
 		} else if (op == "create") {
-			if (!need(4, {{2, &a}, {3, &b}}))
+			if (!(w.size() == 5 ? need(5, {{2, &a}, {3, &b}, {4, &n}})
+					    : need(4, {{2, &a}, {3, &b}})))
 				continue;
-			auto r = cl.call(wire::VolCreateReq{.size = a, .tenant = uint32_t(b), .name = w[1]});
+			auto r = cl.call(wire::VolCreateReq{.size = a, .extent_shift = uint32_t(n),
+							    .tenant = uint32_t(b), .name = w[1]});
 			if (r.ok())
 				print_volume("create", std::get<wire::VolCreateRep>(r.value().body).vol);
 			else
@@ -525,6 +669,14 @@ int main(int argc, char **argv)
 		} else {
 			fail("unknown step or bad number in '" + std::string(argv[i]) + "'", -EINVAL);
 		}
+		if (again) {
+			// Not printed, not counted: the same step in 5 ms.
+			std::this_thread::sleep_for(std::chrono::milliseconds(5));
+			i--;
+			continue;
+		}
+		if (tries > 1)
+			printf("retry: %s tries=%" PRIu64 "\n", op.c_str(), tries);
 		if (timing)
 			printf("time: %s ms=%lld\n", op.c_str(),
 			       (long long)std::chrono::duration_cast<std::chrono::milliseconds>(

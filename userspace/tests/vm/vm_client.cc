@@ -3,9 +3,11 @@
 // vm_client.cc - see vm_client.h.
 #include "tests/vm/vm_client.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
 
 #include "lib/util/errors.h"
 
@@ -42,6 +44,22 @@ std::vector<std::string> split(std::string_view s, char sep)
 	}
 	out.emplace_back(s);
 	return out;
+}
+
+LatencySummary summarize_latencies(std::vector<uint64_t> values)
+{
+	LatencySummary s{.count = values.size()};
+
+	if (values.empty())
+		return s;
+	std::sort(values.begin(), values.end());
+	// Nearest rank: the value at ceil(p * n / 100), counted from 1.
+	auto rank = [&](uint64_t p) { return values[(p * values.size() + 99) / 100 - 1]; };
+	s.p50 = rank(50);
+	s.p99 = rank(99);
+	s.max = values.back();
+	s.mean = std::accumulate(values.begin(), values.end(), uint64_t{0}) / values.size();
+	return s;
 }
 
 bool address_option(std::string_view name, std::string_view value, std::string &node,

@@ -33,6 +33,15 @@ bool address_option(std::string_view name, std::string_view value, std::string &
 bool connect_option(std::string_view name, const std::string &value, ClientOptions &opts,
 		    std::string &key_file);
 
+// Latencies of a load (mdr-test-node-client's allocbench), in the unit
+// they were given in: nearest-rank percentiles (the smallest value that
+// p % of them do not exceed), so that p99 of 100 values is the 99th and
+// not an interpolation between two requests; all 0 for none.
+struct LatencySummary {
+	uint64_t count = 0, p50 = 0, p99 = 0, max = 0, mean = 0;
+};
+LatencySummary summarize_latencies(std::vector<uint64_t> values);
+
 // A connection, or nullptr once "connect: error: ..." is printed.
 std::unique_ptr<RdmaClient> connect_or_say(const ClientOptions &opts);
 
