@@ -995,6 +995,83 @@ struct mdr_wire_host_list_rep {
 };
 
 /* ---------------------------------------------------------------------- */
+/* A replica group (version 5): MDR_OP_GROUP_STATUS.                      */
+
+enum mdr_replica_role {
+	MDR_REPLICA_NONE	= 0,	/* a node of its own: no group */
+	MDR_REPLICA_FOLLOWER	= 1,
+	MDR_REPLICA_LEADER	= 2,	/* leads and serves */
+	MDR_REPLICA_TAKING_OVER	= 3,	/* leads, serves once its epoch's
+					 * record is committed */
+	MDR_REPLICA_STOPPED	= 4,	/* led and stopped: its process ends */
+	MDR_REPLICA_ROLE_MAX
+};
+
+/* A replica as the one answering sees it. */
+enum mdr_replica_state {
+	MDR_PEER_UNKNOWN	= 0,	/* not seen from here (a follower sees
+					 * only itself) */
+	MDR_PEER_SELF		= 1,	/* the replica answering */
+	MDR_PEER_CONNECTING	= 2,	/* the leader has no log state of it */
+	MDR_PEER_STREAMING	= 3,	/* takes the leader's batches */
+	MDR_PEER_BACKLOGGED	= 4,	/* behind: its ring is full */
+	MDR_PEER_NEEDS_CHECKPOINT = 5,	/* behind the leader's window */
+	MDR_PEER_DROPPED	= 6,	/* its connection failed */
+	MDR_PEER_STATE_MAX
+};
+
+/**
+ * struct mdr_wire_replica - one replica of the set, in MDR_OP_GROUP_STATUS
+ * @durable:	the last index of its log known durable there: its own for
+ *		MDR_PEER_SELF, the last DURABLE it sent for the leader's
+ *		view of a follower; 0 when not known
+ * @id:		its replica id, non-zero
+ * @state:	enum mdr_replica_state
+ * @port:	its log listener's port
+ * @family:	enum mdr_wire_family of @addr, its log listener's address
+ * @reserved:	zero
+ * @addr:	IPv4 in the first 4 bytes, the rest zero; or IPv6
+ */
+struct mdr_wire_replica {
+	__le64 durable;
+	__le32 id;
+	__le16 state;
+	__le16 port;
+	__u8 family;
+	__u8 reserved[7];
+	__u8 addr[16];
+};
+
+/**
+ * struct mdr_wire_group_status_rep - reply to MDR_OP_GROUP_STATUS
+ * (request: a bare header; any replica answers, leader or not)
+ * @group:	the group; 0 for a node of its own (then every other field
+ *		is zero and @count 0)
+ * @epoch:	the epoch of the leader it knows; 0 when none
+ * @last_index:	its log's last record
+ * @commit_index: the leader's commit index; a follower's applied index
+ * @self:	its replica id
+ * @leader:	the leader's replica id as it knows it; 0 when none
+ * @role:	enum mdr_replica_role
+ * @count:	elements in @replicas
+ * @reserved:	zero
+ * @replicas:	the replica set, in id order, itself among them
+ */
+struct mdr_wire_group_status_rep {
+	struct mdr_wire_hdr hdr;
+	__le64 group;
+	__le64 epoch;
+	__le64 last_index;
+	__le64 commit_index;
+	__le32 self;
+	__le32 leader;
+	__le16 role;
+	__le16 count;
+	__le32 reserved;
+	struct mdr_wire_replica replicas[];
+};
+
+/* ---------------------------------------------------------------------- */
 /* Layout checks: sizes and offsets are the protocol.                     */
 
 #ifdef __cplusplus
@@ -1065,6 +1142,9 @@ MDR_WIRE_ASSERT(sizeof(struct mdr_wire_host_remove_req) == 32,
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_host) == 24, "host");
 MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_host_list_rep, hosts) == 40,
 		"host_list_rep");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_replica) == 40, "replica");
+MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_group_status_rep, replicas) == 72,
+		"group_status_rep");
 
 #undef MDR_WIRE_OFF
 #undef MDR_WIRE_ASSERT

@@ -312,6 +312,20 @@ inline w::DrainRep drain_rep()
 	return m;
 }
 
+// Replica 1 of group 7 leads in epoch 5; replica 3 is behind.
+inline w::GroupStatusRep group_status_rep()
+{
+	return {.group = 7, .epoch = 5, .last_index = 90, .commit_index = 88, .self = 1,
+		.leader = 1, .role = MDR_REPLICA_LEADER,
+		.replicas = {{.durable = 90, .id = 1, .state = MDR_PEER_SELF, .port = 4800,
+			      .family = MDR_FAMILY_IPV4, .addr = {192, 0, 2, 11}},
+			     {.durable = 88, .id = 2, .state = MDR_PEER_STREAMING, .port = 4800,
+			      .family = MDR_FAMILY_IPV4, .addr = {192, 0, 2, 12}},
+			     {.durable = 0, .id = 3, .state = MDR_PEER_NEEDS_CHECKPOINT,
+			      .port = 4800, .family = MDR_FAMILY_IPV6,
+			      .addr = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3}}}};
+}
+
 // A follower's answer to an ALLOC: replica 2 leads at 192.0.2.12:4791.
 inline w::ErrorRep not_leader()
 {
@@ -405,6 +419,9 @@ inline std::vector<w::Body> samples()
 		w::ErrorRep{.opcode = MDR_OP_VOL_CREATE, .status = MDR_ST_EXIST},
 		w::ErrorRep{.opcode = MDR_OP_INVALIDATE, .status = MDR_ST_NOENT},
 		not_leader(),
+		w::GroupStatusReq{},
+		group_status_rep(),
+		w::GroupStatusRep{},
 		w::ErrorRep{.opcode = MDR_OP_VOL_CREATE, .status = MDR_ST_NOT_LEADER,
 			    .leader = w::Leader{}},
 		w::ErrorRep{.opcode = MDR_OP_OPEN, .status = MDR_ST_NOT_LEADER,

@@ -126,6 +126,12 @@ std::vector<Row> reject_rows()
 #define DROFF(field) offsetof(mdr_wire_drain_rep, field)
 
 	const w::Body nl = not_leader();
+	const w::Body gs = group_status_rep();
+	const auto gr = [](size_t i, size_t field) {
+		return sizeof(mdr_wire_group_status_rep) + i * sizeof(mdr_wire_replica) + field;
+	};
+#define GOFF(field) offsetof(mdr_wire_group_status_rep, field)
+#define ROFF(field) offsetof(mdr_wire_replica, field)
 	constexpr size_t kLeader = sizeof(mdr_wire_hdr);
 #define LOFF(field) offsetof(mdr_wire_leader, field)
 	constexpr size_t kOpenName = offsetof(mdr_wire_open_req, name);
@@ -204,6 +210,31 @@ std::vector<Row> reject_rows()
 		 "without an epoch"},
 		{"address without leader", nl, set32(kLeader + LOFF(replica), 0), -EINVAL,
 		 "an address or epoch without a leader"},
+		{"group_status partial", gs, grow(8), -EPROTO, "not 72 + a multiple of 40"},
+		{"group_status count", gs, set16(GOFF(count), 2), -EPROTO,
+		 "group_status_rep: count 2 disagrees with the length (3 replicas)"},
+		{"group_status role", gs, set16(GOFF(role), MDR_REPLICA_ROLE_MAX), -EINVAL,
+		 "group_status_rep: role 5 out of range"},
+		{"group_status commit past last", gs, set64(GOFF(commit_index), 91), -EINVAL,
+		 "commit_index 91 past last_index 90"},
+		{"group_status leader without epoch", gs, set64(GOFF(epoch), 0), -EINVAL,
+		 "leader 1 with epoch 0"},
+		{"group_status self elsewhere", gs, set32(GOFF(self), 2), -EINVAL,
+		 "replicas[0]: replica 1 state 1 with self 2"},
+		{"group_status own node", gs, set64(GOFF(group), 0), -EINVAL,
+		 "a node of its own with a replica's fields"},
+		{"replica order", gs, set32(gr(1, ROFF(id)), 1), -EINVAL,
+		 "replicas[1]: id 1 not in ascending order"},
+		{"replica state", gs, set16(gr(1, ROFF(state)), MDR_PEER_STATE_MAX), -EINVAL,
+		 "replicas[1]: state 7 out of range"},
+		{"replica family", gs, set8(gr(1, ROFF(family)), 5), -EINVAL,
+		 "replicas[1]: family 5 unknown"},
+		{"replica IPv4 long", gs, set8(gr(1, ROFF(addr)) + 4, 1), -EINVAL,
+		 "replicas[1]: IPv4 address with more than 4 bytes"},
+		{"replica port", gs, set16(gr(1, ROFF(port)), 0), -EINVAL,
+		 "replicas[1]: port zero"},
+		{"replica reserved", gs, set8(gr(2, ROFF(reserved)) + 6, 1), -EINVAL,
+		 "replicas[2]: reserved not zero"},
 		{"vol_rep too short", vrep, resize_to(128), -EPROTO,
 		 "vol_info_rep: length 128, expected at least 136"},
 		{"vol_rep partial element", vrep, grow(8), -EPROTO,
@@ -523,6 +554,8 @@ std::vector<Row> reject_rows()
 }
 
 #undef LOFF
+#undef GOFF
+#undef ROFF
 #undef VOFF
 #undef DOFF
 #undef MOFF

@@ -29,6 +29,7 @@
 #ifndef MDR_WIRE_LAYOUTS_H
 #define MDR_WIRE_LAYOUTS_H
 
+#include <algorithm>
 #include <string>
 
 #include "lib/wire/fields.h"
@@ -342,6 +343,56 @@ MDR_LAYOUT(Leader, mdr_wire_leader)
 		 "leader ", m.replica, " without an epoch, port or family");
 	MDR_RULE(m.family == MDR_FAMILY_IPV4 && !all_zero(&m.addr[4], 12),
 		 "IPv4 address with more than 4 bytes");
+}
+
+// An address of a replica's record: a known family, IPv4 in 4 bytes.
+inline Fault replica_address(What at, uint8_t family, const std::array<uint8_t, 16> &addr)
+{
+	if (family != MDR_FAMILY_IPV4 && family != MDR_FAMILY_IPV6)
+		return fail(EINVAL, at, "family ", family, " unknown");
+	return fail_if(family == MDR_FAMILY_IPV4 && !all_zero(&addr[4], 12), at,
+		       "IPv4 address with more than 4 bytes");
+}
+
+MDR_ELEMENT(Replica, mdr_wire_replica, "replicas")
+{
+	MDR_FIELD(durable);
+	MDR_FIELD(id, nonzero);
+	MDR_FIELD(state, below{MDR_PEER_STATE_MAX});
+	MDR_FIELD(port, nonzero);
+	MDR_FIELD(family);
+	v.zero("reserved", w.reserved);
+	v.bytes(m.addr, w.addr);
+	v.rule([&](What at) { return replica_address(at, m.family, m.addr); });
+}
+
+MDR_LAYOUT_OF(GroupStatusRep, mdr_wire_group_status_rep, using Elem = Replica;)
+{
+	v.count("count", w.count, m.replicas);
+	v.zero("reserved", w.reserved);
+	MDR_FIELD(group);
+	MDR_FIELD(epoch);
+	MDR_FIELD(last_index);
+	MDR_FIELD(commit_index);
+	MDR_FIELD(self);
+	MDR_FIELD(leader);
+	MDR_FIELD(role, below{MDR_REPLICA_ROLE_MAX});
+	MDR_RULE(!m.group && (m.epoch || m.last_index || m.commit_index || m.self ||
+			      m.leader || m.role || !m.replicas.empty()),
+		 "a node of its own with a replica's fields");
+	MDR_RULE(m.group && (!m.self || !m.role), "a replica without its id or role");
+	MDR_RULE(m.commit_index > m.last_index, "commit_index ", m.commit_index,
+		 " past last_index ", m.last_index);
+	MDR_RULE(!m.leader != !m.epoch, "leader ", m.leader, " with epoch ", m.epoch);
+	v.elements("replicas", m.replicas, ascending(&Replica::id, "id"),
+		   [&](What at, const std::vector<Replica> &r, size_t i) {
+			   return fail_if((r[i].id == m.self) != (r[i].state == MDR_PEER_SELF),
+					  at, "replica ", r[i].id, " state ", r[i].state,
+					  " with self ", m.self);
+		   });
+	MDR_RULE(m.group && std::none_of(m.replicas.begin(), m.replicas.end(),
+					 [&](const Replica &r) { return r.id == m.self; }),
+		 "self ", m.self, " not among the replicas");
 }
 
 MDR_LAYOUT(HostRemoveReq, mdr_wire_host_remove_req)

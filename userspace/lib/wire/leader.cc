@@ -12,6 +12,22 @@
 
 namespace mdr::wire {
 
+std::optional<WireAddress> wire_address(std::string_view host)
+{
+	WireAddress a;
+	const bool v6 = host.find(':') != std::string_view::npos;
+
+	a.family = v6 ? MDR_FAMILY_IPV6 : MDR_FAMILY_IPV4;
+	if (inet_pton(v6 ? AF_INET6 : AF_INET, std::string(host).c_str(), a.addr.data()) != 1)
+		return std::nullopt;
+	// 0.0.0.0 or ::, a listener's wildcard: no address to send a client to.
+	const size_t n = v6 ? 16 : 4;
+	for (size_t i = 0; i < n; i++)
+		if (a.addr[i])
+			return a;
+	return std::nullopt;
+}
+
 std::optional<Leader> leader_at(uint64_t epoch, uint32_t replica, std::string_view address)
 {
 	const size_t colon = address.rfind(':');
@@ -30,16 +46,11 @@ std::optional<Leader> leader_at(uint64_t epoch, uint32_t replica, std::string_vi
 	auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), l.port);
 	if (ec != std::errc() || end != port.data() + port.size() || !l.port)
 		return std::nullopt;
-	l.family = v6 ? MDR_FAMILY_IPV6 : MDR_FAMILY_IPV4;
-	if (inet_pton(v6 ? AF_INET6 : AF_INET, std::string(host).c_str(), l.addr.data()) != 1)
+	std::optional<WireAddress> a = wire_address(host);
+	if (!a || (a->family == MDR_FAMILY_IPV6) != v6)
 		return std::nullopt;
-	// 0.0.0.0 or ::, a listener's wildcard: no address to send a client to.
-	const size_t n = v6 ? 16 : 4;
-	bool any = true;
-	for (size_t i = 0; i < n; i++)
-		any = any && !l.addr[i];
-	if (any)
-		return std::nullopt;
+	l.family = a->family;
+	l.addr = a->addr;
 	return l;
 }
 

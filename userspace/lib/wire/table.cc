@@ -110,6 +110,7 @@ constexpr OpInfo kOps[] = {
 	MDR_ROW(MDR_OP_HOST_ADD, "host_add_req", "host_add_rep", kAdminRpc),
 	MDR_ROW(MDR_OP_HOST_REMOVE, "host_remove_req", "host_remove_rep", kAdminRpc),
 	MDR_ROW(MDR_OP_HOST_LIST, "host_list_req", "host_list_rep", kAdminRpc),
+	MDR_ROW(MDR_OP_GROUP_STATUS, "group_status_req", "group_status_rep", kAdminRpc),
 	MDR_ROW(MDR_OP_PING, "ping_req", "ping_rep", kEitherWay),
 };
 #undef MDR_ROW

@@ -478,6 +478,30 @@ struct DevListRep {
 };
 
 using NodeStatsReq = HeaderAlone<MDR_OP_NODE_STATS, false>;
+using GroupStatusReq = HeaderAlone<MDR_OP_GROUP_STATUS, false>;
+
+// struct mdr_wire_replica.
+struct Replica {
+	uint64_t durable = 0;		// 0: not known
+	uint32_t id = 0;		// non-zero
+	uint16_t state = MDR_PEER_UNKNOWN;	// enum mdr_replica_state
+	uint16_t port = 0;		// its log listener's
+	uint8_t family = MDR_FAMILY_NONE;
+	std::array<uint8_t, 16> addr{};
+	bool operator==(const Replica &) const = default;
+};
+
+struct GroupStatusRep {
+	MDR_WIRE_MSG(GroupStatusRep, MDR_OP_GROUP_STATUS, true);
+	uint64_t group = 0;		// 0: a node of its own
+	uint64_t epoch = 0;
+	uint64_t last_index = 0;
+	uint64_t commit_index = 0;
+	uint32_t self = 0;
+	uint32_t leader = 0;		// 0: none known
+	uint16_t role = MDR_REPLICA_NONE;	// enum mdr_replica_role
+	std::vector<Replica> replicas{};	// ascending ids
+};
 
 // Counters since mdnode started (struct mdr_wire_node_stats_rep).
 struct NodeStatsRep {
@@ -578,6 +602,14 @@ struct Leader {
 	bool operator==(const Leader &) const = default;
 };
 
+// A numeric IPv4 or IPv6 address (no brackets, no port) as the wire holds
+// it; nullopt for anything else, or for the unspecified address.
+struct WireAddress {
+	uint8_t family = MDR_FAMILY_NONE;	// enum mdr_wire_family
+	std::array<uint8_t, 16> addr{};
+};
+std::optional<WireAddress> wire_address(std::string_view host);
+
 // The leader at "ADDR:PORT" or "[ADDR]:PORT" (a numeric address, as a
 // replica's record in etcd names it); nullopt for anything else, or an
 // address no client can reach (unspecified, port 0). leader_host() is the
@@ -609,7 +641,8 @@ using Body = std::variant<
 	VolResizeReq, VolResizeRep, DevListReq, DevListRep,
 	NodeStatsReq, NodeStatsRep, PingReq, PingRep, ErrorRep,
 	MoveReq, MoveRep, DrainReq, DrainRep, HostAuthReq, HostAuthRep,
-	HostAddReq, HostAddRep, HostRemoveReq, HostRemoveRep, HostListReq, HostListRep>;
+	HostAddReq, HostAddRep, HostRemoveReq, HostRemoveRep, HostListReq, HostListRep,
+	GroupStatusReq, GroupStatusRep>;
 
 // struct mdr_wire_hdr, host-endian.
 struct Header {
