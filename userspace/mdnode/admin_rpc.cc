@@ -191,6 +191,12 @@ void AdminRpc::do_dev_list(Session &s, uint64_t req_id, const wire::DevListReq &
 	core_.reply(s.peer.id, req_id, rep);
 }
 
+void AdminRpc::do_group_status(Session &s, uint64_t req_id)
+{
+	core_.reply(s.peer.id, req_id,
+		    core_.repl ? core_.repl->group_status() : wire::GroupStatusRep{});
+}
+
 void AdminRpc::do_stats(Session &s, uint64_t req_id)
 {
 	const auto &js = core_.journal.stats();

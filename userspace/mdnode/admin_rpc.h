@@ -30,6 +30,9 @@ public:
 	void do_vol_list(Session &s, uint64_t req_id, const mdr::wire::VolListReq &r);
 	void do_dev_list(Session &s, uint64_t req_id, const mdr::wire::DevListReq &r);
 	void do_stats(Session &s, uint64_t req_id);
+	// GROUP_STATUS: the replica's view of its group (a node of its own:
+	// group 0), answered by leader and follower alike.
+	void do_group_status(Session &s, uint64_t req_id);
 
 private:
 	// Looks a volume up by name and changes it as a whole (delete, resize)

@@ -19,6 +19,7 @@
 #include <linux/mdroute_wire.h>
 
 #include "lib/util/args.h"
+#include "lib/wire/wire.h"
 
 namespace mdnode {
 
@@ -241,10 +242,11 @@ mdr::Status parse_replica(std::string_view value, std::string_view where,
 	auto hp = split_address(value.substr(eq + 1), where, "replica");
 	if (!hp.ok())
 		return mdr::Error(hp.error(), hp.message());
-	if (!numeric_address(hp.value().address))
+	// The leader dials it, and GROUP_STATUS names it: not a wildcard.
+	if (!mdr::wire::wire_address(hp.value().address))
 		return bad(where, "replica " + std::to_string(r.id) + " address '" +
 				  hp.value().address + "': want a numeric IPv4 address or an "
-				  "IPv6 one in brackets");
+				  "IPv6 one in brackets, not 0.0.0.0 or ::");
 	if (!hp.value().port)
 		return bad(where, "replica " + std::to_string(r.id) + " address '" +
 				  std::string(value.substr(eq + 1)) +
@@ -478,6 +480,12 @@ mdr::Status check_group(const Config &c)
 					       " and another share address " + r.address +
 					       " port " + std::to_string(r.port));
 	}
+	// Replicas that do not lead send clients to the leader's --listen.
+	if (!mdr::wire::wire_address(c.listen_address))
+		return bad("settings", "group " + std::to_string(c.group) + ": --listen '" +
+				       c.listen_address + "' is where the other replicas send "
+				       "clients while this one leads: give its own address, not "
+				       "a wildcard");
 	const ReplicaArg *self = self_replica(c);
 	if (!self)
 		return bad("settings", "replica-id " + std::to_string(c.replica_id) +

@@ -198,6 +198,8 @@ public:
 	// to: the leader as last known (all zero: none known now), or nullopt
 	// when this replica leads or is about to (the client asks again here).
 	virtual std::optional<mdr::wire::Leader> redirect() const = 0;
+	// What MDR_OP_GROUP_STATUS answers: this replica's view of its group.
+	virtual mdr::wire::GroupStatusRep group_status() const = 0;
 };
 
 // Told when a lease is granted (OPEN), lapses (its host sends no new IO)

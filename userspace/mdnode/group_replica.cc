@@ -168,6 +168,11 @@ void GroupReplica::on_group(const GroupState &s)
 		 s.leader_address.empty() ? "-" : s.leader_address.c_str(), (long long)s.epoch,
 		 s.reason.c_str());
 	known_leader_ = known_leader(s);
+	known_epoch_ = s.epoch > 0 ? uint64_t(s.epoch) : 0;
+	known_leader_id_ = 0;
+	if (known_epoch_)
+		std::from_chars(s.leader_id.data(), s.leader_id.data() + s.leader_id.size(),
+				known_leader_id_);
 	if (s.role == GroupState::Role::leader && s.epoch > 0) {
 		if (!shipper_ && !stopped_)
 			lead(uint64_t(s.epoch));
@@ -202,6 +207,68 @@ std::optional<mdr::wire::Leader> GroupReplica::redirect() const
 	if (shipper_ || stopped_ || known_leader_.replica == settings_.self)
 		return std::nullopt;
 	return known_leader_;
+}
+
+namespace {
+
+mdr_replica_state peer_state(repl::FollowerState s)
+{
+	switch (s) {
+	case repl::FollowerState::unready:
+		return MDR_PEER_CONNECTING;
+	case repl::FollowerState::streaming:
+		return MDR_PEER_STREAMING;
+	case repl::FollowerState::backlogged:
+		return MDR_PEER_BACKLOGGED;
+	case repl::FollowerState::needs_checkpoint:
+		return MDR_PEER_NEEDS_CHECKPOINT;
+	case repl::FollowerState::dropped:
+		return MDR_PEER_DROPPED;
+	}
+	return MDR_PEER_UNKNOWN;
+}
+
+} // namespace
+
+// What it knows: as leader, each follower's state and durable index; as
+// follower, its own log alone.
+mdr::wire::GroupStatusRep GroupReplica::group_status() const
+{
+	mdr::wire::GroupStatusRep r;
+	const bool leads = shipper_ && !stopped_;
+
+	r.group = settings_.group;
+	r.self = settings_.self;
+	r.epoch = leads ? epoch_ : known_epoch_;
+	r.leader = leads ? settings_.self : known_leader_id_;
+	if (!r.epoch || !r.leader)
+		r.epoch = r.leader = 0;
+	r.role = stopped_ ? MDR_REPLICA_STOPPED
+	       : !leads   ? MDR_REPLICA_FOLLOWER
+	       : accepting() ? MDR_REPLICA_LEADER : MDR_REPLICA_TAKING_OVER;
+	r.last_index = !leads ? follower_->last().index : next_index_ ? next_index_ - 1 : 0;
+	r.commit_index = std::min(leads ? commit_index_ : follower_->applied_index(),
+				  r.last_index);
+	for (const ReplicaArg &a : settings_.replicas) {
+		mdr::wire::Replica p{.id = a.id, .port = a.port};
+		const repl::FollowerInfo *f = nullptr;
+
+		if (auto w = mdr::wire::wire_address(a.address)) {
+			p.family = w->family;
+			p.addr = w->addr;
+		}
+		if (a.id == settings_.self) {
+			p.state = MDR_PEER_SELF;
+			p.durable = leads ? local_durable_ : r.last_index;
+		} else if (leads && (f = shipper_->follower(member_name(a.id)))) {
+			p.state = peer_state(f->state);
+			p.durable = f->durable_index;
+		}
+		r.replicas.push_back(p);
+	}
+	std::sort(r.replicas.begin(), r.replicas.end(),
+		  [](const auto &x, const auto &y) { return x.id < y.id; });
+	return r;
 }
 
 void GroupReplica::lead(uint64_t epoch)

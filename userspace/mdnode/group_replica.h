@@ -122,6 +122,7 @@ public:
 	// answered; a follower whose receiver applied all it holds.
 	std::optional<std::vector<uint8_t>> checkpoint_header() const override;
 	std::optional<mdr::wire::Leader> redirect() const override;
+	mdr::wire::GroupStatusRep group_status() const override;
 
 private:
 	GroupReplica(const ReplicaSettings &s, Node &node, Store &store, Journal &journal);
@@ -184,6 +185,8 @@ private:
 	bool stopped_ = false;
 	// Who leads, as etcd last told (redirect()).
 	mdr::wire::Leader known_leader_{};
+	uint64_t known_epoch_ = 0;
+	uint32_t known_leader_id_ = 0;
 	std::string failure_;
 };
 

@@ -190,6 +190,8 @@ void Node::handle(Session &s, const wire::Msg &m)
 			admin_.do_dev_list(s, id, b);
 		else if constexpr (std::is_same_v<T, wire::NodeStatsReq>)
 			admin_.do_stats(s, id);
+		else if constexpr (std::is_same_v<T, wire::GroupStatusReq>)
+			admin_.do_group_status(s, id);
 		else if constexpr (std::is_same_v<T, wire::MoveReq>)
 			mover_.do_move(s, id, b);
 		else if constexpr (std::is_same_v<T, wire::DrainReq>)

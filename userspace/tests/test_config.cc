@@ -590,7 +590,10 @@ void test_config_group_errors(void **)
 		 ":4: replica '192.0.2.11:4800': want ID=ADDR:PORT with ID from 1 to 4294967295"},
 		{"replica = 1=node-a:4800\n",
 		 ":4: replica 1 address 'node-a': want a numeric IPv4 address or an IPv6 one "
-		 "in brackets"},
+		 "in brackets, not 0.0.0.0 or ::"},
+		{"replica = 1=0.0.0.0:4800\n",
+		 ":4: replica 1 address '0.0.0.0': want a numeric IPv4 address or an IPv6 one "
+		 "in brackets, not 0.0.0.0 or ::"},
 		{"replica = 1=192.0.2.11\n",
 		 ":4: replica 1 address '192.0.2.11' lacks its port: ADDR:PORT or [ADDR]:PORT"},
 		{"replica = 1=192.0.2.11:0\n", ":4: bad port '0'"},
@@ -622,6 +625,14 @@ void test_config_group_errors(void **)
 
 		assert_fails(parse_file(f), m.starts_with(":") ? f.path + m : m);
 	}
+	// The followers send clients to a leader's --listen: not a wildcard.
+	TempFile any("listen = 0.0.0.0\ndata-dir = /var/lib/mdnode\ndevice = 1=/dev/vda\n"
+		     "group = 7\nreplica-id = 1\netcd = http://e:2379\n"
+		     "replica = 1=192.0.2.11:4800\nreplica = 2=192.0.2.12:4800\n"
+		     "replica = 3=192.0.2.13:4800\n");
+	assert_fails(parse_file(any), "settings: group 7: --listen '0.0.0.0' is where the other "
+				      "replicas send clients while this one leads: give its "
+				      "own address, not a wildcard");
 	// On the command line, the option names the error.
 	assert_fails(parse({"-l", "192.0.2.2", "-d", "/d", "-D", "1=/dev/a", "--group", "0x7"}),
 		     "--group: group '0x7': want a number from 1 to 9223372036854775807");

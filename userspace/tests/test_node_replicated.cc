@@ -62,10 +62,12 @@ public:
 		return std::nullopt;
 	}
 	std::optional<wire::Leader> redirect() const override { return leader; }
+	wire::GroupStatusRep group_status() const override { return status; }
 
 	mdnode::Journal *journal = nullptr;
 	bool accept = true;
 	std::optional<wire::Leader> leader;	// redirect()'s
+	wire::GroupStatusRep status;		// group_status()'s
 	uint64_t next = 1;
 	uint64_t durable = 0;
 	std::vector<uint16_t> types;
@@ -319,6 +321,32 @@ static void test_follower_names_the_leader(void **)
 	assert_null(r.store->volume("w"));
 }
 
+// GROUP_STATUS: what the replica's log says of its group, from leader and
+// follower alike; a node of its own says it has none.
+static void test_group_status(void **)
+{
+	Replica r;
+	const ConnId adm = r.admin();
+
+	r.log.accept = false;
+	r.log.status = {.group = 7, .epoch = 3, .last_index = 4, .commit_index = 4, .self = 2,
+			.leader = 1, .role = MDR_REPLICA_FOLLOWER,
+			.replicas = {{.id = 1, .port = 4800, .family = MDR_FAMILY_IPV4,
+				      .addr = {192, 0, 2, 11}},
+				     {.durable = 4, .id = 2, .state = MDR_PEER_SELF, .port = 4800,
+				      .family = MDR_FAMILY_IPV4, .addr = {192, 0, 2, 12}}}};
+	r.send(adm, 1, wire::GroupStatusReq{});
+	assert_true(std::get<wire::GroupStatusRep>(r.one(adm).body) == r.log.status);
+
+	Rig own;
+	const ConnId a = own.admin();
+	own.send(a, 1, wire::GroupStatusReq{});
+	assert_true(std::get<wire::GroupStatusRep>(own.one(a).body) == wire::GroupStatusRep{});
+	// Admins only, with the key.
+	const ConnId unproven = own.admin(false);
+	assert_int_equal(own.call(unproven, 2, wire::GroupStatusReq{}), MDR_ST_PERM);
+}
+
 int main()
 {
 	const struct CMUnitTest tests[] = {
@@ -326,6 +354,7 @@ int main()
 		cmocka_unit_test(test_abandoned_changes),
 		cmocka_unit_test(test_follower_refuses),
 		cmocka_unit_test(test_follower_names_the_leader),
+		cmocka_unit_test(test_group_status),
 		cmocka_unit_test(test_new_leader_waits_out_old_leases),
 		cmocka_unit_test(test_stop_serving_hosts),
 	};
