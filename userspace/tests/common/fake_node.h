@@ -40,6 +40,7 @@ public:
 	uint64_t next_id = 1;
 
 	wire::NodeStatsRep stats;			// the move and auth counters it reports
+	wire::GroupStatusRep group_status;		// GROUP_STATUS's answer
 	std::optional<uint64_t> move_busy_at;		// a MOVE of this extent: EBUSY
 
 	// The accept of every connection: a fixed nonce, this build's wire version.
@@ -260,6 +261,8 @@ private:
 		}
 		return reply(rep);
 	}
+
+	mdr::Result<wire::Msg> handle(const wire::GroupStatusReq &) { return reply(group_status); }
 
 	mdr::Result<wire::Msg> handle(const wire::NodeStatsReq &)
 	{

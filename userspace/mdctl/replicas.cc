@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// replicas.cc - mdctl node replicas: a replica group as the replica named
+// sees it (MDR_OP_GROUP_STATUS): who leads, in which epoch, its log, and
+// each replica's state and durable index as far as it knows them.
+#include <string>
+#include <string_view>
+
+#include "lib/util/json.h"
+#include "lib/wire/wire.h"
+#include "mdctl/cli.h"
+#include "mdctl/session.h"
+
+namespace mdctl {
+
+namespace {
+
+constexpr std::string_view kNodeReplicasUsage =
+	"Usage: mdctl node replicas [--node ADDR[:PORT]] [--key-file FILE] [-o json]\n"
+	"\n"
+	"Show the replica group of the storage node as the replica named sees it:\n"
+	"its role (leader, taking-over: leading but not serving yet, follower,\n"
+	"stopped), the leader it knows and its epoch, its log's last index and\n"
+	"the commit index (a follower's: what it applied), and every replica of\n"
+	"the set with its log address. The leader also shows each follower's\n"
+	"state (connecting, streaming, backlogged, needs-checkpoint, dropped)\n"
+	"and the last index it reported durable; a follower knows only its own.\n"
+	"Any replica answers, leader or not. A node of its own says so.\n"
+	"\n"
+	"Options:\n"
+	MDCTL_NODE_OPTIONS
+	"  -o, --output FORMAT  table (default) or json\n"
+	"  -h, --help           show this help\n";
+
+std::string role_name(uint16_t role)
+{
+	switch (role) {
+	case MDR_REPLICA_FOLLOWER:
+		return "follower";
+	case MDR_REPLICA_LEADER:
+		return "leader";
+	case MDR_REPLICA_TAKING_OVER:
+		return "taking-over";
+	case MDR_REPLICA_STOPPED:
+		return "stopped";
+	default:
+		return "none";
+	}
+}
+
+std::string state_name(uint16_t state)
+{
+	switch (state) {
+	case MDR_PEER_SELF:
+		return "self";
+	case MDR_PEER_CONNECTING:
+		return "connecting";
+	case MDR_PEER_STREAMING:
+		return "streaming";
+	case MDR_PEER_BACKLOGGED:
+		return "backlogged";
+	case MDR_PEER_NEEDS_CHECKPOINT:
+		return "needs-checkpoint";
+	case MDR_PEER_DROPPED:
+		return "dropped";
+	default:
+		return "unknown";
+	}
+}
+
+std::string replica_address(const mdr::wire::Replica &r)
+{
+	const mdr::wire::Leader at{.epoch = 1, .replica = r.id, .port = r.port,
+				   .family = r.family, .addr = r.addr};
+	const std::string host = mdr::wire::leader_host(at);
+
+	return (r.family == MDR_FAMILY_IPV6 ? "[" + host + "]" : host) + ":" +
+	       std::to_string(r.port);
+}
+
+int cmd_node_replicas(Args args, const Env &env)
+{
+	Common c;
+	NodeSettings ns;
+	std::unique_ptr<NodeSession> node;
+
+	if (auto done = node_command(args, kNodeCommandOptions, kNodeReplicasUsage,
+				     "node replicas", env, c, ns, node))
+		return *done;
+	auto rep = rpc<mdr::wire::GroupStatusRep>(*node, mdr::wire::GroupStatusReq{});
+	if (!rep.ok() && rep.error() == -EPROTO && node->accepted().version < mdr::wire::kGroupVersion)
+		return failure(env, "node replicas", -EPROTONOSUPPORT,
+			       "mdnode at " + format_node(ns.target) + " speaks wire version " +
+				       std::to_string(node->accepted().version),
+			       "a node from before replica groups (version 5) has none");
+	if (!rep.ok())
+		return rpc_failure(env, "node replicas", rep, {}, ns.target);
+	const mdr::wire::GroupStatusRep &r = rep.value();
+
+	if (c.format == Format::json) {
+		mdr::JsonWriter json;
+		json.begin_object().key("node").value(format_node(ns.target));
+		json.key("group").value(r.group);
+		if (r.group) {
+			json.key("self").value(uint64_t{r.self});
+			json.key("role").value(role_name(r.role));
+			json.key("leader").value(uint64_t{r.leader});
+			json.key("epoch").value(r.epoch);
+			json.key("last_index").value(r.last_index);
+			json.key("commit_index").value(r.commit_index);
+			json.key("replicas").begin_array();
+			for (const mdr::wire::Replica &p : r.replicas) {
+				json.begin_object();
+				json.key("id").value(uint64_t{p.id});
+				json.key("address").value(replica_address(p));
+				json.key("state").value(state_name(p.state));
+				json.key("durable").value(p.durable);
+				json.key("leader").value(p.id == r.leader);
+				json.end_object();
+			}
+			json.end_array();
+		}
+		json.end_object();
+		env.out << json.str() << '\n';
+		return kExitOk;
+	}
+	if (!r.group) {
+		env.out << format_node(ns.target) << ": a node of its own, no replica group\n";
+		return kExitOk;
+	}
+	env.out << "group " << r.group << ", replica " << r.self << " (" << role_name(r.role)
+		<< "), leader "
+		<< (r.leader ? std::to_string(r.leader) + " in epoch " + std::to_string(r.epoch)
+			     : std::string("unknown"))
+		<< ", log at " << r.last_index << ", committed " << r.commit_index << "\n";
+	Table table({{"ID", true}, {"ADDRESS", false}, {"STATE", false}, {"DURABLE", true},
+		     {"LEADER", false}});
+	for (const mdr::wire::Replica &p : r.replicas)
+		table.add({std::to_string(p.id), replica_address(p), state_name(p.state),
+			   p.durable ? std::to_string(p.durable) : "-",
+			   p.id == r.leader ? "*" : ""});
+	table.print(env.out);
+	return kExitOk;
+}
+
+const Registration kRegistered[] = {
+	{sub("node", 2, "replicas", "show the replica group as one replica sees it",
+	     cmd_node_replicas)},
+};
+
+} // namespace
+
+} // namespace mdctl
