@@ -377,12 +377,16 @@ int main(int argc, char **argv)
 	});
 	printf("connect: version=%u queue_depth=%u push_credits=%u\n", cl.accepted().version,
 	       cl.accepted().queue_depth, cl.accepted().push_credits);
+	// Seen at once by a script waiting for the connection (a step tried
+	// again under --retry flushes nothing until it is answered).
+	fflush(stdout);
 	if (opts.role == MDR_ROLE_HOST && !proof.run(cl))
 		return 1;
 	if (!key_file.empty()) {
 		if (!mdr::test::prove_admin_key(cl, key_file))
 			return 1;
 		printf("auth: ok\n");
+		fflush(stdout);
 	}
 
 	std::map<std::string, Opened> opened;
