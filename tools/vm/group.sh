@@ -15,6 +15,7 @@
 #				its start
 #	admin I STEPS..., host I STEPS..., state I
 #	group_check_logs	no sanitizer report in any replica's log
+#	group_etcd_cut I, group_etcd_heal I	replica I cut from etcd
 #
 # Hosts and admins reach replica I at ${MDR_REPLICA_ADDR[I]}:4791, the
 # leader's log connections at :4800.
@@ -22,6 +23,26 @@
 GROUP_CLIENT=$MDR_BIN/mdr-test-node-client
 
 group_dir() { echo "$MDR_TMP/mdnode-$GROUP_TAG-$1"; }
+group_etcd_url() { echo "http://127.0.0.1:2379$1"; }
+
+# group_etcd_cut I, group_etcd_heal I: replica I's packets to and from
+# etcd dropped on loopback (its own client port), and let through again.
+# The exit takes the qdisc away, with any filter still there.
+group_etcd_cut() {
+	if ! tc qdisc show dev lo | grep -q 'qdisc prio 1:'; then
+		tc qdisc add dev lo root handle 1: prio || mdr_fail "cannot add a qdisc to lo"
+		mdr_on_exit 'tc qdisc del dev lo root 2>/dev/null'
+	fi
+	tc filter add dev lo parent 1: protocol ip prio "1$1" u32 \
+		match ip dport "2379$1" 0xffff action drop &&
+		tc filter add dev lo parent 1: protocol ip prio "2$1" u32 \
+			match ip sport "2379$1" 0xffff action drop ||
+		mdr_fail "cannot cut replica $1 from etcd"
+}
+group_etcd_heal() {
+	tc filter del dev lo parent 1: prio "1$1" && tc filter del dev lo parent 1: prio "2$1" ||
+		mdr_fail "cannot heal replica $1's path to etcd"
+}
 
 group_init() {
 	GROUP_TAG=$1
@@ -32,7 +53,9 @@ group_init() {
 	local edir=$MDR_TMP/etcd-$GROUP_TAG
 	GROUP_ETCD=http://127.0.0.1:23790
 	rm -rf "$edir" && mkdir -p "$edir"
-	etcd --name "$GROUP_TAG" --data-dir "$edir/data" --listen-client-urls "$GROUP_ETCD" \
+	# Each replica reaches etcd at a port of its own (group_etcd_cut).
+	etcd --name "$GROUP_TAG" --data-dir "$edir/data" \
+		--listen-client-urls "$GROUP_ETCD,$(group_etcd_url 1),$(group_etcd_url 2),$(group_etcd_url 3)" \
 		--advertise-client-urls "$GROUP_ETCD" --listen-peer-urls http://127.0.0.1:23800 \
 		--initial-advertise-peer-urls http://127.0.0.1:23800 \
 		--initial-cluster "$GROUP_TAG=http://127.0.0.1:23800" --initial-cluster-state new \
@@ -67,7 +90,7 @@ group_start() {
 	echo "=== start $(date +%s.%N)" >>"$d/mdnode.log"
 	"$MDNODE" --listen "${MDR_REPLICA_ADDR[i]}:4791" --data-dir "$d" --device "1=$MDR_VBLK" \
 		--admin-key "$GROUP_KEY" --io-hold-ms 2000 --host-auth optional \
-		--group 7 --replica-id "$i" --etcd "$GROUP_ETCD" --group-ttl-s "$GROUP_TTL" \
+		--group 7 --replica-id "$i" --etcd "$(group_etcd_url "$i")" --group-ttl-s "$GROUP_TTL" \
 		"${GROUP_SET[@]}" "$@" >>"$d/mdnode.log" 2>&1 &
 	GROUP_PIDS[i]=$!
 	mdr_wait_listen "${GROUP_PIDS[i]}" "${MDR_REPLICA_ADDR[i]}:4791" "$d/mdnode.log"
