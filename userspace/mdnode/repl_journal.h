@@ -154,8 +154,6 @@ bool changes_store(uint16_t type);
 // Whether a record is of this replica alone (its disks): never shipped.
 bool is_local(uint16_t type);
 
-inline constexpr size_t kCheckpointHeaderBytes = 40;
-
 struct LogCheckpoint {
 	LogPosition last;	// every record up to it applied
 	std::optional<LeaseBounds> epoch_bounds;
