@@ -13,6 +13,7 @@
 #include "mdnode/log.h"
 #include "mdnode/loop.h"
 #include "mdnode/node.h"
+#include "mdnode/repl_checkpoint.h"
 
 namespace mdnode {
 
@@ -441,9 +442,18 @@ mdr::Result<uint64_t> GroupReplica::ship(uint16_t type, std::span<const std::byt
 	return append_and_ship(type, payload, std::move(committed));
 }
 
+std::optional<std::vector<uint8_t>> GroupReplica::checkpoint() const
+{
+	const std::optional<repl::LogCheckpoint> log = checkpoint_position();
+
+	if (!log)
+		return std::nullopt;
+	return repl::take_checkpoint(*log, store_);
+}
+
 // Then the store holds every record of its log, and a restart needs
 // nothing of the journal before the checkpoint but the log's position.
-std::optional<std::vector<uint8_t>> GroupReplica::checkpoint_header() const
+std::optional<repl::LogCheckpoint> GroupReplica::checkpoint_position() const
 {
 	repl::LogCheckpoint c{.last = {}, .epoch_bounds = log_bounds_, .recent = {}};
 
@@ -469,7 +479,7 @@ std::optional<std::vector<uint8_t>> GroupReplica::checkpoint_header() const
 	if (!recent_.records().empty() && recent_.records().back().index == c.last.index &&
 	    recent_.records().back().epoch == c.last.epoch)
 		c.recent = recent_.records();
-	return repl::encode_checkpoint_header(c);
+	return c;
 }
 
 // The mark and the record go to the journal back to back (nothing else is

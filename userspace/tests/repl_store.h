@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -22,6 +23,7 @@
 
 #include "mdnode/journal.h"
 #include "mdnode/records.h"
+#include "mdnode/repl_checkpoint.h"
 #include "mdnode/repl_follower.h"
 #include "mdnode/repl_journal.h"
 #include "mdnode/store.h"
@@ -148,12 +150,11 @@ struct Replica : mdnode::repl::Sink {
 	void checkpoint(uint64_t epoch, mdnode::LeaseBounds bounds)
 	{
 		assert_int_equal(applied, durable);
-		std::vector<uint8_t> c = mdnode::repl::encode_checkpoint_header(
-			{.last = {epoch, applied}, .epoch_bounds = bounds, .recent = {}});
-		const std::vector<uint8_t> snap = store.snapshot();
+		const std::optional<std::vector<uint8_t>> c = mdnode::repl::take_checkpoint(
+			{.last = {epoch, applied}, .epoch_bounds = bounds, .recent = {}}, store);
 
-		c.insert(c.end(), snap.begin(), snap.end());
-		assert_true(journal->checkpoint(std::as_bytes(std::span(c))).ok());
+		assert_true(c.has_value());
+		assert_true(journal->checkpoint(std::as_bytes(std::span(*c))).ok());
 	}
 	// What a leader's commit index would do to the held records.
 	void apply_held()
