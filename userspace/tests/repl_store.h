@@ -104,6 +104,18 @@ struct Replica : mdnode::repl::Sink {
 		applied = index;
 		return store.replay(type, u8_of(payload));
 	}
+	// A checkpoint of the leader's, as GroupReplica installs one.
+	mdr::Status install(const mdnode::repl::LogPosition &last,
+			    std::span<const uint8_t> bytes) override
+	{
+		auto log = mdnode::repl::install_checkpoint(*journal, store, last, bytes);
+
+		if (!log.ok())
+			return mdr::Error(log.error(), log.message());
+		durable = applied = last.index;
+		installed++;
+		return {};
+	}
 	// The journal writes what it has; whether anything became durable.
 	bool step()
 	{
@@ -172,6 +184,7 @@ struct Replica : mdnode::repl::Sink {
 	Store store = mdr::test::make_store();
 	uint64_t durable = 0;
 	uint64_t applied = 0;
+	uint64_t installed = 0;		// checkpoints
 	mdnode::repl::RecoveredLog log;	// as the last restart read it
 };
 
