@@ -55,6 +55,16 @@ mdr::Result<Allocator> Allocator::create(std::vector<Device> devices)
 	return Allocator(std::move(spaces));
 }
 
+Allocator Allocator::emptied() const
+{
+	std::vector<Space> spaces;
+
+	for (const Space &s : spaces_)
+		spaces.push_back({s.device, Buddy(kLabelUnits, s.device.size >> kUnitShift,
+						  kMaxOrder)});
+	return Allocator(std::move(spaces));
+}
+
 const Allocator::Space *Allocator::space(uint32_t dev_id) const
 {
 	return const_cast<Allocator *>(this)->space(dev_id);

@@ -69,6 +69,8 @@ public:
 	uint64_t free_extents(uint32_t dev_id, uint32_t extent_shift) const;
 	// By device id; used counts every place handed out or taken.
 	std::vector<mdr::wire::Device> devices() const;
+	// The same devices with all their space free.
+	Allocator emptied() const;
 
 	bool operator==(const Allocator &) const = default;
 

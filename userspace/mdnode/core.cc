@@ -268,13 +268,11 @@ void NodeCore::maybe_checkpoint()
 	std::vector<uint8_t> snapshot;
 
 	if (repl) {
-		auto header = repl->checkpoint_header();
+		auto c = repl->checkpoint();
 
-		if (!header)
+		if (!c)
 			return;
-		snapshot = std::move(*header);
-		const std::vector<uint8_t> s = store.snapshot();
-		snapshot.insert(snapshot.end(), s.begin(), s.end());
+		snapshot = std::move(*c);
 	} else {
 		snapshot = store.snapshot();
 	}

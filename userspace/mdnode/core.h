@@ -189,11 +189,12 @@ public:
 	// journal's refusal otherwise.
 	virtual mdr::Result<uint64_t> ship(uint16_t type, std::span<const std::byte> payload,
 					   std::function<void(int err)> committed) = 0;
-	// A checkpoint of this replica is the store's snapshot behind the
-	// log's position (repl_journal.h, "A replica's checkpoint"): the
-	// header of one, when every record its log holds is applied to the
-	// store; none when some wait for their commit (not now).
-	virtual std::optional<std::vector<uint8_t>> checkpoint_header() const = 0;
+	// A checkpoint of this replica: the store's snapshot behind the
+	// log's position (repl_journal.h, "A replica's checkpoint"), when
+	// every record its log holds is applied to the store; none when some
+	// wait for their commit, or the store cannot be snapshotted (not
+	// now).
+	virtual std::optional<std::vector<uint8_t>> checkpoint() const = 0;
 	// Whom a client refused because this replica does not accept is sent
 	// to: the leader as last known (all zero: none known now), or nullopt
 	// when this replica leads or is about to (the client asks again here).

@@ -13,6 +13,7 @@
 #include "mdnode/log.h"
 #include "mdnode/loop.h"
 #include "mdnode/node.h"
+#include "mdnode/repl_checkpoint.h"
 
 namespace mdnode {
 
@@ -159,6 +160,28 @@ mdr::Status GroupReplica::apply(uint64_t, uint16_t type, std::span<const std::by
 				    payload.size()});
 }
 
+// Its receiver blocks the loop for the write (Journal::checkpoint()): a
+// follower this far behind serves nothing current, and the one write of
+// the checkpoint, as at a clean stop, keeps its journal, its store and
+// its log from ever disagreeing in memory meanwhile.
+mdr::Status GroupReplica::install(const repl::LogPosition &last,
+				  std::span<const uint8_t> checkpoint)
+{
+	auto log = repl::install_checkpoint(journal_, store_, last, checkpoint);
+
+	if (!log.ok()) {
+		log_error_rl("group %llu: %s", (unsigned long long)settings_.group,
+			     log.message().c_str());
+		return mdr::Error(log.error(), log.message());
+	}
+	recent_.assign(std::move(log.value().recent));
+	log_bounds_ = log.value().epoch_bounds;
+	log_info("group %llu: installed the leader's checkpoint of %zu bytes; the log now "
+		 "ends at (%llu, %llu)", (unsigned long long)settings_.group, checkpoint.size(),
+		 (unsigned long long)last.epoch, (unsigned long long)last.index);
+	return {};
+}
+
 void GroupReplica::on_group(const GroupState &s)
 {
 	log_info("group %llu: %s, leader %s at %s, epoch %lld (%s)",
@@ -220,7 +243,10 @@ mdr_replica_state peer_state(repl::FollowerState s)
 		return MDR_PEER_STREAMING;
 	case repl::FollowerState::backlogged:
 		return MDR_PEER_BACKLOGGED;
+	// Until it installed the checkpoint shipped to it, it still needs
+	// one: the wire has no state of its own for the shipment.
 	case repl::FollowerState::needs_checkpoint:
+	case repl::FollowerState::checkpointing:
 		return MDR_PEER_NEEDS_CHECKPOINT;
 	case repl::FollowerState::dropped:
 		return MDR_PEER_DROPPED;
@@ -406,6 +432,34 @@ void GroupReplica::tick(int64_t now_ms)
 	link_->tick();
 	answer_committed();
 	settle_bounds();
+	offer_checkpoint();
+}
+
+void GroupReplica::offer_checkpoint()
+{
+	if (!shipper_ || stopped_ || !shipper_->wants_checkpoint())
+		return;
+
+	const std::optional<repl::LogCheckpoint> log = checkpoint_position();
+	std::optional<std::vector<uint8_t>> bytes;
+
+	if (log)
+		bytes = repl::take_checkpoint(*log, store_);
+	if (!bytes)
+		return;	// not now: the next tick tries again
+
+	const size_t size = bytes->size();
+	auto c = std::make_shared<repl::ShippedCheckpoint>(
+		repl::ShippedCheckpoint{log->last, std::move(*bytes)});
+
+	if (mdr::Status st = shipper_->offer_checkpoint(std::move(c)); !st.ok()) {
+		log_warn_rl("group %llu: %s", (unsigned long long)settings_.group,
+			    st.message().c_str());
+		return;
+	}
+	log_info("group %llu: shipping a checkpoint at (%llu, %llu), %zu bytes, to the "
+		 "followers its log cannot bring back", (unsigned long long)settings_.group,
+		 (unsigned long long)log->last.epoch, (unsigned long long)log->last.index, size);
 }
 
 // Every lease a host may hold is its own once its windows are over: the
@@ -441,9 +495,18 @@ mdr::Result<uint64_t> GroupReplica::ship(uint16_t type, std::span<const std::byt
 	return append_and_ship(type, payload, std::move(committed));
 }
 
+std::optional<std::vector<uint8_t>> GroupReplica::checkpoint() const
+{
+	const std::optional<repl::LogCheckpoint> log = checkpoint_position();
+
+	if (!log)
+		return std::nullopt;
+	return repl::take_checkpoint(*log, store_);
+}
+
 // Then the store holds every record of its log, and a restart needs
 // nothing of the journal before the checkpoint but the log's position.
-std::optional<std::vector<uint8_t>> GroupReplica::checkpoint_header() const
+std::optional<repl::LogCheckpoint> GroupReplica::checkpoint_position() const
 {
 	repl::LogCheckpoint c{.last = {}, .epoch_bounds = log_bounds_, .recent = {}};
 
@@ -469,7 +532,7 @@ std::optional<std::vector<uint8_t>> GroupReplica::checkpoint_header() const
 	if (!recent_.records().empty() && recent_.records().back().index == c.last.index &&
 	    recent_.records().back().epoch == c.last.epoch)
 		c.recent = recent_.records();
-	return repl::encode_checkpoint_header(c);
+	return c;
 }
 
 // The mark and the record go to the journal back to back (nothing else is

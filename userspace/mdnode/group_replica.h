@@ -37,13 +37,22 @@
 //     node does after a start (Node::begin_leading()); once that wait is
 //     over it settles the bounds it announced to its own (settle_bounds()).
 //
+// A follower the log cannot bring back (LogShipper's needs_checkpoint):
+// the leader takes a checkpoint of its committed state when it may take
+// one of its own (checkpoint_position(): every record of its log
+// committed, answered and in its journal, no change in flight in the
+// store, no extent moving) and offers it to the shipper, which ships it in
+// chunks. The follower installs it (Sink::install(), repl_checkpoint.h):
+// durable as its journal's checkpoint, then its store and its recent
+// records; a restart starts from it.
+//
 // Bounds, refused rather than run unsafely (replication.md, "Not built
 // yet"): a replica that stops leading after it shipped does not become a
 // follower again in this process (its journal may hold records no
 // majority has; the next start cuts them as its new leader's batches
 // come); a replica checkpoints only when its log holds nothing
-// unapplied (checkpoint_header()), and ships none; a move its store holds
-// unfinished at a start waits for the leader (no roll back of its own).
+// unapplied (checkpoint_position()); a move its store holds unfinished
+// at a start waits for the leader (no roll back of its own).
 #ifndef MDNODE_GROUP_REPLICA_H
 #define MDNODE_GROUP_REPLICA_H
 
@@ -118,9 +127,9 @@ public:
 	bool accepting() const override;
 	mdr::Result<uint64_t> ship(uint16_t type, std::span<const std::byte> payload,
 				   std::function<void(int err)> committed) override;
-	// A leader that serves, every record of its log committed and
-	// answered; a follower whose receiver applied all it holds.
-	std::optional<std::vector<uint8_t>> checkpoint_header() const override;
+	// When checkpoint_position() has one and the store may be
+	// snapshotted (repl_checkpoint.h, take_checkpoint()).
+	std::optional<std::vector<uint8_t>> checkpoint() const override;
 	std::optional<mdr::wire::Leader> redirect() const override;
 	mdr::wire::GroupStatusRep group_status() const override;
 
@@ -131,6 +140,16 @@ private:
 	mdr::Status begin_batch(const repl::BatchHeader &h) override;
 	mdr::Status append(uint16_t type, std::span<const std::byte> payload, Done done) override;
 	mdr::Status apply(uint64_t index, uint16_t type, std::span<const std::byte> payload) override;
+	mdr::Status install(const repl::LogPosition &last,
+			    std::span<const uint8_t> checkpoint) override;
+
+	// Where its log may be checkpointed now: a leader that serves, every
+	// record of its log committed, answered and in its own journal; a
+	// follower whose receiver applied all it holds.
+	std::optional<repl::LogCheckpoint> checkpoint_position() const;
+	// A follower needs a checkpoint: one is offered when it can be
+	// taken. From tick().
+	void offer_checkpoint();
 
 	void on_group(const GroupState &s);
 	mdr::wire::Leader known_leader(const GroupState &s) const;

@@ -64,7 +64,8 @@ LogReceiver::LogReceiver(ReceiverOptions opts, Sink &sink, ReplyLink &link)
 	  max_held_bytes_(opts.max_held_bytes), epoch_(opts.epoch), fenced_(opts.epoch),
 	  last_(opts.last), durable_(opts.last.index), commit_(opts.applied),
 	  matched_(opts.last.epoch == opts.epoch ? opts.last.index : opts.applied),
-	  applied_(opts.applied), self_(std::make_shared<LogReceiver *>(this))
+	  applied_(opts.applied), max_checkpoint_bytes_(opts.max_checkpoint_bytes),
+	  self_(std::make_shared<LogReceiver *>(this))
 {
 	for (HeldRecord &r : opts.held) {
 		held_bytes_ += held_cost(r.payload);
@@ -85,6 +86,13 @@ mdr::Status LogReceiver::set_failure(int err, const std::string &what)
 void LogReceiver::fence(uint64_t epoch)
 {
 	fenced_ = std::max(fenced_, epoch);
+	if (fenced())
+		disconnected();
+}
+
+void LogReceiver::disconnected()
+{
+	std::vector<uint8_t>().swap(ckpt_);
 }
 
 std::vector<HeldRecord> LogReceiver::take_held()
@@ -140,6 +148,11 @@ mdr::Status LogReceiver::take_batch(uint32_t offset)
 		return set_failure(e.error(), e.message());
 	if (e.value().wrap)
 		return set_failure(-EPROTO, "notify at " + num(offset) + " names a wrap marker");
+	if (e.value().chunk)
+		return take_chunk(rest, e.value().length);
+	if (!ckpt_.empty())
+		return set_failure(-EPROTO, "a batch within a checkpoint, " + num(ckpt_.size()) +
+				     " of its " + num(ckpt_h_.total) + " bytes received");
 	scratch_.resize(e.value().length);
 	std::memcpy(scratch_.data(), rest.data(), scratch_.size());
 
@@ -226,6 +239,96 @@ mdr::Status LogReceiver::take_batch(uint32_t offset)
 	return failure_ ? *failure_ : mdr::Status();
 }
 
+// A piece of a checkpoint (see the header): copied out and checked as a
+// batch is, then against the chunks before it.
+mdr::Status LogReceiver::take_chunk(std::span<const std::byte> rest, size_t length)
+{
+	scratch_.resize(length);
+	std::memcpy(scratch_.data(), rest.data(), scratch_.size());
+
+	mdr::Result<Chunk> parsed = parse_chunk(scratch_, max_batch_bytes_);
+
+	if (!parsed.ok())
+		return set_failure(parsed.error(), parsed.message());
+
+	const ChunkHeader &h = parsed.value().h;
+	const std::span<const std::byte> bytes = parsed.value().bytes;
+	const uint64_t ring_bytes = align_up(parsed.value().length);
+
+	// The leader's own state: a deposed leader's bytes cannot be in
+	// this connection's ring, and one of a later epoch is not this one's.
+	if (h.epoch != epoch_)
+		return set_failure(-EPROTO, "checkpoint chunk of epoch " + num(h.epoch) +
+				     " on the connection of " + num(epoch_));
+	if (ckpt_.empty()) {
+		if (h.offset != 0)
+			return set_failure(-EPROTO, "checkpoint chunk at " + num(h.offset) +
+					     ", and none before it");
+		if (h.total > max_checkpoint_bytes_)
+			return set_failure(-EFBIG, "a checkpoint of " + num(h.total) +
+					     " bytes, past the " + num(max_checkpoint_bytes_) +
+					     " this follower takes");
+		// Committed records are the leader's too: one at or past
+		// what was applied holds them all.
+		if (h.last.index < applied_)
+			return set_failure(-EPROTO, "a checkpoint up to " + num(h.last.index) +
+					     " would undo records applied up to " +
+					     num(applied_));
+		ckpt_h_ = h;
+		ckpt_.reserve(h.total);
+	} else if (h.last != ckpt_h_.last || h.total != ckpt_h_.total ||
+		   h.offset != ckpt_.size()) {
+		return set_failure(-EPROTO, "checkpoint chunk of (" + num(h.last.epoch) + ", " +
+				     num(h.last.index) + ") at " + num(h.offset) + " of " +
+				     num(h.total) + " bytes; expected (" +
+				     num(ckpt_h_.last.epoch) + ", " + num(ckpt_h_.last.index) +
+				     ") at " + num(ckpt_.size()) + " of " + num(ckpt_h_.total));
+	}
+	const auto *p = reinterpret_cast<const uint8_t *>(bytes.data());
+	ckpt_.insert(ckpt_.end(), p, p + bytes.size());
+	stats_.chunks++;
+	if (ckpt_.size() < ckpt_h_.total) {
+		consumed_ += ring_bytes;
+		send_durable();
+		return failure_ ? *failure_ : mdr::Status();
+	}
+	return install(ring_bytes);
+}
+
+// The checkpoint whole: the sink installs it (durable, then loaded), and
+// the log is its position. The last chunk's ring bytes are reported only
+// now: that DURABLE tells the leader it may stream what follows.
+mdr::Status LogReceiver::install(uint64_t ring_bytes)
+{
+	const LogPosition last = ckpt_h_.last;
+
+	// The journal runs earlier appends' callbacks as it flushes: they
+	// may raise durable_, but neither apply to the store being replaced
+	// nor report anything.
+	installing_ = true;
+	const mdr::Status st = sink_.install(last, ckpt_);
+	installing_ = false;
+	std::vector<uint8_t>().swap(ckpt_);
+	if (!st.ok())
+		return set_failure(st.error(), "refused a checkpoint up to (" + num(last.epoch) +
+				     ", " + num(last.index) + "): " + st.message());
+	// Every record of the log before it went with the journal's
+	// segments; the ones held were its, or a tail past it no majority
+	// had (a committed one would be in the leader's log, which ends
+	// at or past the checkpoint's position).
+	held_.clear();
+	held_bytes_ = 0;
+	last_ = last;
+	durable_ = last.index;
+	commit_ = std::max(commit_, last.index);
+	matched_ = last.index;
+	applied_ = last.index;
+	consumed_ += ring_bytes;
+	stats_.checkpoints++;
+	send_durable();
+	return failure_ ? *failure_ : mdr::Status();
+}
+
 // A batch over the end of its log (step 4 of the header): only an older
 // epoch's tail, after what was applied, that the batch's prev_epoch
 // matches.
@@ -296,7 +399,7 @@ void LogReceiver::durable(uint64_t index)
 
 void LogReceiver::send_durable()
 {
-	if (failure_ || fenced())
+	if (failure_ || fenced() || installing_)
 		return;
 	if (mdr::Status st = link_.send(encode_control(Durable{epoch_, durable_, consumed_}));
 	    !st.ok()) {
@@ -310,7 +413,7 @@ void LogReceiver::send_durable()
 // durable: a record applied is never undone.
 void LogReceiver::apply_committed()
 {
-	if (failure_ || fenced())
+	if (failure_ || fenced() || installing_)
 		return;
 
 	const uint64_t upto = std::min({commit_, durable_, matched_});

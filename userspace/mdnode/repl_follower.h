@@ -65,6 +65,24 @@
 // kHeldRecordCost: a leader that ships far past what it commits, even
 // records of no bytes, is refused).
 //
+// A checkpoint (repl_checkpoint.h) comes in chunks (repl_format.h) when
+// the leader's log can no longer bring this follower back (repl_leader.h,
+// "checkpointing"). Each is copied out of the ring and checked as a batch
+// is; it must be of the connection's epoch (a leader ships only its own
+// state), the first at offset 0, the checkpoint's position at or past what
+// was applied (a committed record is never undone) and its size within
+// max_checkpoint_bytes; the others follow it with the same position and
+// size, and no batch comes between. Its ring bytes are consumed at once
+// (DURABLE) but the last chunk's, which are reported only once the
+// checkpoint is installed (Sink::install(): checked whole, durable as the
+// journal's checkpoint, loaded into the store). Then its log is the
+// checkpoint's position, all of it durable, committed and applied, the
+// held records gone, and the DURABLE that says so, with every chunk
+// consumed, is what the leader waits for before it streams the batches
+// after it. A fence, a lost connection (disconnected()) or a failure drop
+// a checkpoint half received: the next connection's leader ships one
+// whole.
+//
 // A protocol error, a journal failure or an apply that fails make the
 // receiver failed: it does nothing more, and failure() says why. A journal
 // or apply failure means the replica must stop (journal.h, fail-stop); a
@@ -103,6 +121,13 @@ public:
 	// the state cannot take: the replica must stop.
 	virtual mdr::Status apply(uint64_t index, uint16_t type,
 				  std::span<const std::byte> payload) = 0;
+	// Replaces the log and the store with a checkpoint of the leader's
+	// whose log ends at last (repl_checkpoint.h, install_checkpoint()):
+	// durable and loaded when it returns. The journal may run callbacks
+	// of earlier appends meanwhile (it flushes first). An error: it was
+	// refused, and the journal, the store and the log stand as they were.
+	virtual mdr::Status install(const LogPosition &last,
+				    std::span<const uint8_t> checkpoint) = 0;
 };
 
 // The follower's end of the leader connection.
@@ -137,6 +162,9 @@ struct ReceiverOptions {
 	std::span<std::byte> ring;	// registered memory; its size is the ring's
 	uint32_t max_batch_bytes = 1 << 20;
 	size_t max_held_bytes = 64 << 20;
+	// The largest checkpoint it takes: the memory a leader may make it
+	// hold for one (its store holds as much again once loaded).
+	uint32_t max_checkpoint_bytes = 1u << 30;
 };
 
 struct ReceiverStats {
@@ -148,6 +176,8 @@ struct ReceiverStats {
 	uint64_t durables = 0;		// DURABLE sent
 	uint64_t applied = 0;		// records
 	uint64_t cut = 0;		// records of an older epoch's tail cut
+	uint64_t chunks = 0;		// checkpoint chunks taken
+	uint64_t checkpoints = 0;	// installed
 };
 
 class LogReceiver {
@@ -173,6 +203,8 @@ public:
 	// no commit index, no DURABLE sent (fencing's "first"; the caller
 	// also revokes the ring's registration). Never lowers what it holds.
 	void fence(uint64_t epoch);
+	// Its connection is gone: a checkpoint half received is dropped.
+	void disconnected();
 
 	// The durable records not applied yet, for the next connection's
 	// receiver; none are held here any more.
@@ -189,6 +221,8 @@ public:
 	// Ring bytes done with since the connection began.
 	uint64_t consumed() const { return consumed_; }
 	size_t held_bytes() const { return held_bytes_; }
+	// Bytes of a checkpoint received so far; 0 when none is coming.
+	size_t checkpoint_bytes() const { return ckpt_.size(); }
 	bool failed() const { return failure_.has_value(); }
 	const mdr::Error *failure() const { return failure_ ? &*failure_ : nullptr; }
 	const ReceiverStats &stats() const { return stats_; }
@@ -199,6 +233,8 @@ private:
 	mdr::Status set_failure(int err, const std::string &what);
 	mdr::Status take_batch(uint32_t offset);
 	mdr::Status cut_tail(const BatchHeader &h);
+	mdr::Status take_chunk(std::span<const std::byte> rest, size_t length);
+	mdr::Status install(uint64_t ring_bytes);
 	void durable(uint64_t index);
 	void send_durable();
 	void apply_committed();
@@ -219,6 +255,12 @@ private:
 	std::deque<HeldRecord> held_;
 	size_t held_bytes_ = 0;
 	std::vector<std::byte> scratch_;	// a batch copied out of the ring
+	// A checkpoint being received: the first chunk's header, the bytes
+	// so far (at most max_checkpoint_bytes_).
+	const uint32_t max_checkpoint_bytes_;
+	ChunkHeader ckpt_h_;
+	std::vector<uint8_t> ckpt_;
+	bool installing_ = false;	// in Sink::install()
 	std::optional<mdr::Error> failure_;
 	// The journal's callbacks outlive a receiver that is gone: they hold
 	// this weakly.

@@ -36,6 +36,60 @@ mdr::Error bad(int err, const std::string &what)
 
 std::string num(uint64_t v) { return std::to_string(v); }
 
+// A batch or a chunk encoded, its CRC computed into its header.
+std::vector<std::byte> sealed(std::vector<uint8_t> bytes)
+{
+	std::vector<std::byte> out = to_bytes(std::move(bytes));
+	const uint32_t crc = batch_crc(std::span(out).first(kHeaderBytes),
+				       std::span(out).subspan(kHeaderBytes));
+
+	Writer c;
+	c.le32(crc);
+	std::memcpy(out.data() + kCrcOffset, c.take().data(), 4);
+	return out;
+}
+
+// What a batch and a chunk share, checked before their own fields: the
+// header's first 8 bytes (magic, version, reserved), the length at 36
+// (header and what follows, within max_batch_bytes and bytes), the
+// reserved field at 52, and the CRC at 48 over the whole. The length; an
+// error names the entry as what does.
+mdr::Result<size_t> check_entry(std::span<const std::byte> bytes, uint32_t magic,
+				uint32_t max_batch_bytes, const std::string &what)
+{
+	auto bad = [&what](int err, const std::string &why) {
+		return mdr::Error(err, what + ": " + why);
+	};
+
+	if (bytes.size() < kHeaderBytes)
+		return bad(-EMSGSIZE, num(bytes.size()) + " bytes, less than a header");
+
+	Reader r(as_u8(bytes.first(kHeaderBytes)));
+
+	if (uint32_t m = r.le32(); m != magic)
+		return bad(-EBADMSG, "bad magic " + num(m));
+	if (uint16_t v = r.le16(); v != kFormatVersion)
+		return bad(-EPROTONOSUPPORT, "format version " + num(v) + ", not " +
+					     num(kFormatVersion));
+	if (r.le16() != 0)
+		return bad(-EINVAL, "reserved field at 6 is not 0");
+	(void)r.bytes(28);
+	const size_t length = kHeaderBytes + size_t{r.le32()};
+	(void)r.bytes(8);
+	const uint32_t crc = r.le32();
+	if (r.le32() != 0)
+		return bad(-EINVAL, "reserved field at 52 is not 0");
+	if (length > max_batch_bytes)
+		return bad(-EMSGSIZE, num(length) + " bytes; at most " + num(max_batch_bytes));
+	if (length > bytes.size())
+		return bad(-EMSGSIZE, num(length) + " bytes in " + num(bytes.size()));
+	if (uint32_t want = batch_crc(bytes.first(kHeaderBytes),
+				      bytes.subspan(kHeaderBytes, length - kHeaderBytes));
+	    want != crc)
+		return bad(-EBADMSG, "CRC " + num(crc) + ", computed " + num(want));
+	return length;
+}
+
 } // namespace
 
 int compare_logs(const LogPosition &a, const LogPosition &b)
@@ -83,14 +137,7 @@ std::vector<std::byte> encode_batch(const BatchHeader &h, std::span<const Record
 		w.padded(as_u8(r.payload), r.payload.size());
 	}
 
-	std::vector<std::byte> out = to_bytes(w.take());
-	const uint32_t crc = batch_crc(std::span(out).first(kHeaderBytes),
-				       std::span(out).subspan(kHeaderBytes));
-
-	Writer c;
-	c.le32(crc);
-	std::memcpy(out.data() + kCrcOffset, c.take().data(), 4);
-	return out;
+	return sealed(w.take());
 }
 
 std::vector<std::byte> encode_wrap()
@@ -116,56 +163,44 @@ mdr::Result<Entry> peek_entry(std::span<const std::byte> bytes, uint32_t max_bat
 			return bad(-EINVAL, "wrap marker's reserved field is not 0");
 		return Entry{true, kWrapBytes};
 	}
-	if (magic != kBatchMagic)
+	if (magic != kBatchMagic && magic != kChunkMagic)
 		return bad(-EBADMSG, "bad magic " + num(magic));
 	if (bytes.size() < kHeaderBytes)
 		return bad(-EMSGSIZE, "header past the ring's end");
 
+	// A chunk's length is where a batch's payload_len is.
 	Reader len(as_u8(bytes.subspan(36, 4)));
 	const uint64_t length = kHeaderBytes + uint64_t{len.le32()};
+	const char *what = magic == kChunkMagic ? "checkpoint chunk" : "batch";
 
 	if (length > max_batch_bytes)
-		return bad(-EMSGSIZE, "batch of " + num(length) + " bytes; at most " +
-				      num(max_batch_bytes));
+		return bad(-EMSGSIZE, std::string(what) + " of " + num(length) +
+				      " bytes; at most " + num(max_batch_bytes));
 	if (length > bytes.size())
-		return bad(-EMSGSIZE, "batch of " + num(length) + " bytes past the ring's end, " +
-				      num(bytes.size()) + " bytes away");
-	return Entry{false, static_cast<size_t>(length)};
+		return bad(-EMSGSIZE, std::string(what) + " of " + num(length) +
+				      " bytes past the ring's end, " + num(bytes.size()) +
+				      " bytes away");
+	return Entry{false, static_cast<size_t>(length), magic == kChunkMagic};
 }
 
 mdr::Result<Batch> parse_batch(std::span<const std::byte> bytes, uint32_t max_batch_bytes)
 {
-	if (bytes.size() < kHeaderBytes)
-		return bad(-EMSGSIZE, num(bytes.size()) + " bytes, less than a header");
+	mdr::Result<size_t> length = check_entry(bytes, kBatchMagic, max_batch_bytes, "log batch");
 
-	Reader r(as_u8(bytes.first(kHeaderBytes)));
+	if (!length.ok())
+		return mdr::Error(length.error(), length.message());
+
+	Reader r(as_u8(bytes.subspan(8, 40)));
 	Batch b{};
 	BatchHeader &h = b.h;
 
-	if (uint32_t magic = r.le32(); magic != kBatchMagic)
-		return bad(-EBADMSG, "bad magic " + num(magic));
-	if (uint16_t v = r.le16(); v != kFormatVersion)
-		return bad(-EPROTONOSUPPORT, "format version " + num(v) + ", not " +
-					     num(kFormatVersion));
-	if (r.le16() != 0)
-		return bad(-EINVAL, "reserved field at 6 is not 0");
 	h.epoch = r.le64();
 	h.first_index = r.le64();
 	h.prev_epoch = r.le64();
 	h.count = r.le32();
 	h.payload_len = r.le32();
 	h.commit_index = r.le64();
-	const uint32_t crc = r.le32();
-	if (r.le32() != 0)
-		return bad(-EINVAL, "reserved field at 52 is not 0");
-
-	b.length = kHeaderBytes + size_t{h.payload_len};
-	if (b.length > max_batch_bytes)
-		return bad(-EMSGSIZE, "batch of " + num(b.length) + " bytes; at most " +
-				      num(max_batch_bytes));
-	if (b.length > bytes.size())
-		return bad(-EMSGSIZE, "batch of " + num(b.length) + " bytes in " +
-				      num(bytes.size()));
+	b.length = length.value();
 	if (h.epoch == 0)
 		return bad(-EINVAL, "epoch 0");
 	if (h.first_index == 0)
@@ -190,9 +225,6 @@ mdr::Result<Batch> parse_batch(std::span<const std::byte> bytes, uint32_t max_ba
 				    num(h.payload_len) + " bytes");
 
 	const std::span<const std::byte> payload = bytes.subspan(kHeaderBytes, h.payload_len);
-
-	if (uint32_t want = batch_crc(bytes.first(kHeaderBytes), payload); want != crc)
-		return bad(-EBADMSG, "CRC " + num(crc) + ", computed " + num(want));
 
 	// Only now are the records walked: the CRC vouches for the lengths.
 	size_t at = 0;
@@ -220,6 +252,60 @@ mdr::Result<Batch> parse_batch(std::span<const std::byte> bytes, uint32_t max_ba
 		return bad(-EINVAL, num(payload.size() - at) + " bytes after the " +
 				    num(h.count) + " records");
 	return b;
+}
+
+// ---- Checkpoint chunks -----------------------------------------------------
+
+std::vector<std::byte> encode_chunk(const ChunkHeader &h, std::span<const std::byte> bytes)
+{
+	assert(!bytes.empty() && bytes.size() <= UINT32_MAX);
+
+	Writer w;
+	w.le32(kChunkMagic).le16(kFormatVersion).le16(0).le64(h.epoch).le64(h.last.epoch)
+		.le64(h.last.index).le32(h.total).le32(static_cast<uint32_t>(bytes.size()))
+		.le64(h.offset).le32(0).le32(0);
+	w.padded(as_u8(bytes), bytes.size());
+
+	return sealed(w.take());
+}
+
+mdr::Result<Chunk> parse_chunk(std::span<const std::byte> bytes, uint32_t max_batch_bytes)
+{
+	auto bad = [](int err, const std::string &what) {
+		return mdr::Error(err, "checkpoint chunk: " + what);
+	};
+	mdr::Result<size_t> length = check_entry(bytes, kChunkMagic, max_batch_bytes,
+						 "checkpoint chunk");
+
+	if (!length.ok())
+		return mdr::Error(length.error(), length.message());
+
+	Reader r(as_u8(bytes.subspan(8, 40)));
+	Chunk c{};
+	ChunkHeader &h = c.h;
+
+	h.epoch = r.le64();
+	h.last.epoch = r.le64();
+	h.last.index = r.le64();
+	h.total = r.le32();
+	const uint32_t len = r.le32();
+	h.offset = r.le64();
+	c.length = length.value();
+	if (h.epoch == 0)
+		return bad(-EINVAL, "epoch 0");
+	if (h.last.epoch == 0 || h.last.index == 0 || h.last.epoch > h.epoch)
+		return bad(-EINVAL, "the checkpoint's position (epoch " + num(h.last.epoch) +
+				    ", index " + num(h.last.index) + ") in epoch " + num(h.epoch));
+	if (h.total < kCheckpointHeaderBytes)
+		return bad(-EINVAL, "a checkpoint of " + num(h.total) + " bytes, less than its "
+				    "header");
+	if (len == 0)
+		return bad(-EINVAL, "chunk_len 0");
+	if (h.offset > h.total || len > h.total - h.offset)
+		return bad(-EINVAL, num(len) + " bytes at offset " + num(h.offset) +
+				    " past the checkpoint's " + num(h.total));
+	c.bytes = bytes.subspan(kHeaderBytes, len);
+	return c;
 }
 
 // ---- Control messages ------------------------------------------------------

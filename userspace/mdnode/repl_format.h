@@ -49,6 +49,30 @@
 // The wrap marker, 8 bytes: magic 0x5752444d ("MDRW"), 4 bytes of 0. The
 // reader goes on at offset 0.
 //
+// A checkpoint chunk: a piece of a replica's checkpoint (repl_journal.h's
+// bytes: its 40-byte header, the recent records, the store's snapshot),
+// which a leader ships a follower that its log can no longer bring back
+// (repl_leader.h, "checkpointing"). 56 bytes of header, the length and the
+// CRC where a batch has them, and then the piece:
+//
+//	     0    4  magic 0x4b52444d ("MDRK" in a dump)
+//	     4    2  format version, 1
+//	     6    2  reserved, 0
+//	     8    8  epoch >= 1: the shipping leader's
+//	    16    8  last_epoch	 the checkpoint's log position, >= 1 each,
+//	    24    8  last_index	 last_epoch at most epoch
+//	    32    4  total: bytes of the whole checkpoint, at least its
+//		     header's 40
+//	    36    4  chunk_len: bytes of it after this header, >= 1
+//	    40    8  offset of those bytes in the checkpoint; offset +
+//		     chunk_len at most total
+//	    48    4  CRC-32C of the header (with this field 0) and the bytes
+//	    52    4  reserved, 0
+//
+// Every chunk of one checkpoint carries the same epoch, position and
+// total, and they come in order from offset 0 with no gap, each within
+// max_batch_bytes, flow-controlled by DURABLE's consumed as batches are.
+//
 // Control messages travel as SENDs on the same connection; each has one
 // exact length:
 //
@@ -92,6 +116,7 @@ namespace mdnode::repl {
 
 inline constexpr uint32_t kBatchMagic = 0x4c52444d;	// "MDRL"
 inline constexpr uint32_t kWrapMagic = 0x5752444d;	// "MDRW"
+inline constexpr uint32_t kChunkMagic = 0x4b52444d;	// "MDRK"
 inline constexpr uint16_t kFormatVersion = 1;
 inline constexpr size_t kHeaderBytes = 56;
 inline constexpr size_t kWrapBytes = 8;
@@ -101,6 +126,9 @@ inline constexpr size_t kMaxRecordPayload = 64 << 10;	// the journal's
 inline constexpr uint32_t kMinBatchBytes =
 	(kHeaderBytes + kRecordHeader + kMaxRecordPayload + kAlign - 1) & ~(kAlign - 1);
 inline constexpr uint64_t kMaxRingBytes = uint64_t{1} << 32;
+// A replica's checkpoint begins with a header of this many bytes
+// (repl_journal.h); a chunk's total is at least that.
+inline constexpr size_t kCheckpointHeaderBytes = 40;
 
 inline constexpr uint64_t align_up(uint64_t n)
 {
@@ -163,7 +191,8 @@ std::vector<std::byte> encode_wrap();
 // checks the rest (parse_batch()).
 struct Entry {
 	bool wrap;
-	size_t length;		// kWrapBytes, or header + payload_len
+	size_t length;		// kWrapBytes, or header + payload_len (chunk_len)
+	bool chunk = false;	// a checkpoint chunk, not a batch
 };
 mdr::Result<Entry> peek_entry(std::span<const std::byte> bytes, uint32_t max_batch_bytes);
 
@@ -179,6 +208,38 @@ struct Batch {
 	size_t length;		// header and payload
 };
 mdr::Result<Batch> parse_batch(std::span<const std::byte> bytes, uint32_t max_batch_bytes);
+
+// ---- Checkpoint chunks -----------------------------------------------------
+
+struct ChunkHeader {
+	uint64_t epoch = 0;
+	LogPosition last;		// the checkpoint's
+	uint32_t total = 0;		// bytes of the checkpoint
+	uint64_t offset = 0;		// of this chunk's bytes in it
+
+	bool operator==(const ChunkHeader &) const = default;
+};
+
+// Bytes of a checkpoint one chunk of max_batch_bytes carries.
+inline constexpr size_t chunk_room(uint32_t max_batch_bytes)
+{
+	return max_batch_bytes - kHeaderBytes;
+}
+
+// A chunk of h and bytes (at least 1, within total from h.offset), CRC
+// computed: kHeaderBytes + bytes.size(), unpadded. The caller keeps it
+// within max_batch_bytes (asserted: bytes.size() <= UINT32_MAX).
+std::vector<std::byte> encode_chunk(const ChunkHeader &h, std::span<const std::byte> bytes);
+
+// A chunk checked whole: every header field in range (the table above)
+// and the CRC. bytes holds at least the chunk; the piece points into it.
+// Errors as parse_batch()'s, naming the field.
+struct Chunk {
+	ChunkHeader h;
+	std::span<const std::byte> bytes;
+	size_t length;		// header and bytes
+};
+mdr::Result<Chunk> parse_chunk(std::span<const std::byte> bytes, uint32_t max_batch_bytes);
 
 // ---- Control messages ------------------------------------------------------
 

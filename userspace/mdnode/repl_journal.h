@@ -61,7 +61,7 @@
 // after such a crash journals its disks before any mark.
 //
 // A replica's checkpoint is taken only when every record its log holds is
-// applied to the store (GroupReplica::checkpoint_header()): the log then
+// applied to the store (GroupReplica::checkpoint_position()): the log then
 // is its position, and its last records (RecentLog), kept for a follower
 // behind a leader's start. The journal's checkpoint is this header, 40
 // bytes, the recent records, then the store's snapshot (snapshot.cc):
@@ -85,7 +85,9 @@
 // A start loads it (LogRecovery::checkpoint()) before the journal's
 // records after it, whose first mark follows that position. A single
 // node's checkpoint (a bare snapshot) is refused by a replica, and this
-// one by a single node.
+// one by a single node. The same bytes are what a leader ships a follower
+// its log cannot bring back, and what that follower's journal then holds
+// as its checkpoint (repl_checkpoint.h).
 #ifndef MDNODE_REPL_JOURNAL_H
 #define MDNODE_REPL_JOURNAL_H
 
@@ -153,8 +155,6 @@ mdr::Result<EpochRecord> decode_epoch_record(std::span<const std::byte> payload)
 bool changes_store(uint16_t type);
 // Whether a record is of this replica alone (its disks): never shipped.
 bool is_local(uint16_t type);
-
-inline constexpr size_t kCheckpointHeaderBytes = 40;
 
 struct LogCheckpoint {
 	LogPosition last;	// every record up to it applied

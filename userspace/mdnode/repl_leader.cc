@@ -33,6 +33,8 @@ const char *state_name(FollowerState s)
 		return "backlogged";
 	case FollowerState::needs_checkpoint:
 		return "needs_checkpoint";
+	case FollowerState::checkpointing:
+		return "checkpointing";
 	case FollowerState::dropped:
 		return "dropped";
 	}
@@ -181,7 +183,7 @@ mdr::Status LogShipper::connect(const std::string &member, const LogPosition &la
 	f.durable_index = std::min(durable_index, from.index);
 	f.next_index = from.index + 1;
 	f.shipped_index = from.index;
-	if (f.next_index <= last_index_ && !frame_at(f.next_index)) {
+	if (!can_follow(from.index)) {
 		need_checkpoint(f, "index " + num(f.next_index) + " is not in the window");
 		advance_commit();
 		return {};
@@ -191,12 +193,55 @@ mdr::Status LogShipper::connect(const std::string &member, const LogPosition &la
 	return {};
 }
 
+bool LogShipper::can_follow(uint64_t index) const
+{
+	return index >= last_index_ || frame_at(index + 1);
+}
+
 void LogShipper::disconnect(const std::string &member)
 {
 	auto it = followers_.find(member);
 
-	if (it != followers_.end())
-		it->second.state = FollowerState::unready;
+	if (it == followers_.end())
+		return;
+	it->second.state = FollowerState::unready;
+	// A new connection starts over, with a checkpoint offered then.
+	it->second.checkpoint.reset();
+}
+
+bool LogShipper::wants_checkpoint() const
+{
+	for (const auto &[member, f] : followers_)
+		if (f.state == FollowerState::needs_checkpoint)
+			return true;
+	return false;
+}
+
+mdr::Status LogShipper::offer_checkpoint(std::shared_ptr<const ShippedCheckpoint> c)
+{
+	const LogPosition &at = c->last;
+
+	// Its own committed records: a follower that installs it goes on
+	// with this epoch's batches after it, and counts as this epoch's.
+	if (at.epoch != opts_.epoch || at.index <= opts_.start.index || at.index > commit_)
+		return mdr::Error(-EINVAL, "log shipper: a checkpoint at " + pos(at) + "; epoch " +
+					   num(opts_.epoch) + " began at " + pos(opts_.start) +
+					   ", commit index " + num(commit_));
+	if (!can_follow(at.index))
+		return mdr::Error(-EINVAL, "log shipper: a checkpoint at " + pos(at) + ": index " +
+					   num(at.index + 1) + " is not in the window");
+	if (c->bytes.size() < kCheckpointHeaderBytes || c->bytes.size() > UINT32_MAX)
+		return mdr::Error(-EINVAL, "log shipper: a checkpoint of " +
+					   num(c->bytes.size()) + " bytes");
+	for (auto &[member, f] : followers_) {
+		if (f.state != FollowerState::needs_checkpoint)
+			continue;
+		f.state = FollowerState::checkpointing;
+		f.checkpoint = c;
+		f.checkpoint_sent = 0;
+		pump(member, f);
+	}
+	return {};
 }
 
 void LogShipper::need_checkpoint(FollowerInfo &f, std::string reason)
@@ -275,6 +320,8 @@ void LogShipper::evict()
 // batch goes at 0: both must fit in the room the follower freed.
 void LogShipper::pump(const std::string &member, FollowerInfo &f)
 {
+	if (f.state == FollowerState::checkpointing)
+		return pump_checkpoint(member, f);
 	while ((f.state == FollowerState::streaming || f.state == FollowerState::backlogged) &&
 	       f.next_index <= last_index_) {
 		const Frame *fr = frame_at(f.next_index);
@@ -284,40 +331,117 @@ void LogShipper::pump(const std::string &member, FollowerInfo &f)
 			return;
 		}
 
-		const uint64_t at = f.written % opts_.ring_bytes;
-		const uint64_t len = align_up(fr->bytes.size());
-		const bool wrap = at + len > opts_.ring_bytes;
-		const uint64_t need = len + (wrap ? opts_.ring_bytes - at : 0);
+		const Put p = put(member, f, fr->bytes);
 
-		if (need > opts_.ring_bytes - (f.written - f.consumed)) {
+		if (p == Put::failed)
+			return;
+		if (p == Put::full) {
 			if (f.state != FollowerState::backlogged)
 				stats_.backlog_waits++;
 			f.state = FollowerState::backlogged;
 			return;
 		}
-
-		uint64_t off = at;
-		mdr::Status st;
-
-		if (wrap) {
-			st = link_.write(member, static_cast<uint32_t>(at), encode_wrap());
-			off = 0;
-			stats_.wraps++;
-		}
-		if (st.ok())
-			st = link_.write(member, static_cast<uint32_t>(off), fr->bytes);
-		if (st.ok())
-			st = link_.notify(member, static_cast<uint32_t>(off));
-		if (!st.ok()) {
-			(void)drop(member, f, mdr::Error(st.error(), "link: " + st.message()));
-			return;
-		}
-		f.written += need;
 		f.shipped_index = fr->last_index;
 		f.next_index = fr->last_index + 1;
 		f.state = FollowerState::streaming;
 		stats_.writes++;
 	}
+}
+
+// Where an entry does not fit before the ring's end, a wrap marker takes
+// the rest and the entry goes at 0: both must fit in the room the
+// follower freed.
+LogShipper::Put LogShipper::put(const std::string &member, FollowerInfo &f,
+				std::span<const std::byte> entry)
+{
+	const uint64_t at = f.written % opts_.ring_bytes;
+	const uint64_t len = align_up(entry.size());
+	const bool wrap = at + len > opts_.ring_bytes;
+	const uint64_t need = len + (wrap ? opts_.ring_bytes - at : 0);
+
+	if (need > opts_.ring_bytes - (f.written - f.consumed))
+		return Put::full;
+
+	uint64_t off = at;
+	mdr::Status st;
+
+	if (wrap) {
+		st = link_.write(member, static_cast<uint32_t>(at), encode_wrap());
+		off = 0;
+		stats_.wraps++;
+	}
+	if (st.ok())
+		st = link_.write(member, static_cast<uint32_t>(off), entry);
+	if (st.ok())
+		st = link_.notify(member, static_cast<uint32_t>(off));
+	if (!st.ok()) {
+		(void)drop(member, f, mdr::Error(st.error(), "link: " + st.message()));
+		return Put::failed;
+	}
+	f.written += need;
+	return Put::done;
+}
+
+// The checkpoint's chunks, in order, while the ring has room; each is
+// framed as it goes, so no more than one is copied at a time.
+void LogShipper::pump_checkpoint(const std::string &member, FollowerInfo &f)
+{
+	const ShippedCheckpoint &c = *f.checkpoint;
+	const std::span<const std::byte> all = std::as_bytes(std::span(c.bytes));
+
+	while (f.checkpoint_sent < all.size()) {
+		const size_t n = std::min<uint64_t>(chunk_room(opts_.max_batch_bytes),
+						    all.size() - f.checkpoint_sent);
+		const ChunkHeader h{.epoch = opts_.epoch, .last = c.last,
+				    .total = static_cast<uint32_t>(all.size()),
+				    .offset = f.checkpoint_sent};
+
+		if (put(member, f, encode_chunk(h, all.subspan(f.checkpoint_sent, n))) != Put::done)
+			return;
+		f.checkpoint_sent += n;
+		stats_.chunks++;
+	}
+}
+
+// A DURABLE while it is shipped a checkpoint: room for more chunks, and
+// once every chunk is consumed, its install (see the header).
+mdr::Status LogShipper::checkpoint_durable(const std::string &member, FollowerInfo &f,
+					   uint64_t durable_index)
+{
+	const LogPosition at = f.checkpoint->last;
+
+	if (f.checkpoint_sent < f.checkpoint->bytes.size() || f.consumed < f.written) {
+		// Still coming: its durable index is that of the log it had.
+		if (f.counted && durable_index > f.shipped_index)
+			return drop(member, f, mdr::Error(-ERANGE, "durable " + num(durable_index) +
+								   " past " + num(f.shipped_index) +
+								   " shipped to it"));
+		if (f.counted)
+			f.durable_index = std::max(f.durable_index, durable_index);
+		advance_commit();
+		pump(member, f);
+		return {};
+	}
+	// It reports the last chunk consumed only once the checkpoint is
+	// durable and loaded: its log ends there.
+	if (durable_index != at.index)
+		return drop(member, f, mdr::Error(-EPROTO, "durable " + num(durable_index) +
+							   " once the checkpoint at " + pos(at) +
+							   " was consumed"));
+	f.checkpoint.reset();
+	f.checkpoint_sent = 0;
+	f.counted = true;
+	f.durable_index = std::max(f.durable_index, at.index);
+	f.shipped_index = at.index;
+	f.next_index = at.index + 1;
+	f.state = FollowerState::streaming;
+	stats_.checkpoints++;
+	if (!can_follow(at.index))
+		need_checkpoint(f, "index " + num(f.next_index) + " left the window while the "
+				   "checkpoint was shipped");
+	advance_commit();
+	pump(member, f);
+	return {};
 }
 
 mdr::Status LogShipper::local_durable(uint64_t index)
@@ -354,6 +478,8 @@ mdr::Status LogShipper::on_durable(const std::string &member, const Durable &d)
 							   " past the " + num(f.written) +
 							   " bytes written"));
 	f.consumed = d.consumed;
+	if (f.state == FollowerState::checkpointing)
+		return checkpoint_durable(member, f, d.durable_index);
 	// Its log is not this epoch's: its durable index counts for nothing.
 	if (!f.counted)
 		return {};

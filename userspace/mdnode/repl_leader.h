@@ -32,9 +32,20 @@
 //			frees room
 //	needs_checkpoint	what it lacks is not in the window, or its log
 //			did not end where this epoch's shipping can go on
-//			from (connect()): only a checkpoint or the new
-//			leader's adoption can bring it back. Shipping those
-//			is not this class's; reason() says why
+//			from (connect()): only a checkpoint can bring it
+//			back. wants_checkpoint() tells the owner, which
+//			takes one of its committed state when it can
+//			(repl_checkpoint.h) and offer_checkpoint()s it;
+//			reason says why it was needed
+//	checkpointing	the checkpoint offered is written into its ring in
+//			chunks (repl_format.h), as room allows; no batch
+//			goes to it meanwhile. Once every chunk is written
+//			and the follower reports them all consumed, with its
+//			durable index at the checkpoint's (it made the
+//			checkpoint durable and loaded it first,
+//			repl_follower.h), it streams from the record after
+//			it, its log counted as this epoch's; if the window
+//			lost that record meanwhile, it needs another
 //	dropped		it broke the protocol (a DURABLE of another epoch,
 //			of an index never shipped to it, a consumed position
 //			going backward or past what was written) or its link
@@ -49,6 +60,13 @@
 // The window: the batches framed last, up to window_bytes (the newest is
 // always kept), from which a backlog and a reconnect within the epoch are
 // fed. A follower whose next batch has left it needs a checkpoint.
+//
+// Checkpoints: the shipper keeps none of its own. One offered goes to
+// every follower that needs one then, shared by them, and is let go when
+// the last of them installed it or lost its connection; a follower that
+// needs one later (a reconnect, a second need) waits for the next offer.
+// So the memory is at most one checkpoint per follower, one in the common
+// case, each read in chunks of max_batch_bytes into the ring.
 //
 // Commit (Raft's rule, in the leader's own epoch): the commit index is
 // the highest index that the leader's journal and enough followers have
@@ -110,7 +128,16 @@ struct ShipperOptions {
 	int64_t heartbeat_ms = 333;		// ttl / 3
 };
 
-enum class FollowerState { unready, streaming, backlogged, needs_checkpoint, dropped };
+enum class FollowerState {
+	unready, streaming, backlogged, needs_checkpoint, checkpointing, dropped
+};
+
+// A checkpoint of the leader's committed state (repl_checkpoint.h's
+// bytes), whose log ends at last.
+struct ShippedCheckpoint {
+	LogPosition last;
+	std::vector<uint8_t> bytes;
+};
 
 const char *state_name(FollowerState s);
 
@@ -126,6 +153,9 @@ struct FollowerInfo {
 	// elsewhere.
 	bool counted = false;
 	std::string reason;		// needs_checkpoint, dropped
+	// checkpointing: what it is shipped, and how much of it was written.
+	std::shared_ptr<const ShippedCheckpoint> checkpoint;
+	uint64_t checkpoint_sent = 0;
 };
 
 struct ShipperStats {
@@ -137,6 +167,8 @@ struct ShipperStats {
 	uint64_t heartbeats = 0;	// sent
 	uint64_t drops = 0;		// followers dropped
 	uint64_t evicted = 0;		// batches gone from the window
+	uint64_t chunks = 0;		// checkpoint chunks written into rings
+	uint64_t checkpoints = 0;	// installed by a follower
 };
 
 class LogShipper {
@@ -179,6 +211,17 @@ public:
 	// -ESTALE (another epoch), -ERANGE (an index never shipped to it, or
 	// consumed past what was written), -EINVAL (consumed going back).
 	mdr::Status on_durable(const std::string &member, const Durable &msg);
+	// Whether a follower needs a checkpoint (needs_checkpoint): the
+	// owner offers one as soon as it can take one.
+	bool wants_checkpoint() const;
+	// A checkpoint of the leader's state at c->last, offered to every
+	// follower that needs one now (nothing when none does). -EINVAL
+	// naming what is wrong: a position not of this epoch's own records
+	// (another epoch, at or before its start), not committed, or whose
+	// next record the window no longer holds (take a newer one), or
+	// bytes fewer than a checkpoint's header or more than a chunk's total
+	// can say (4 GiB).
+	mdr::Status offer_checkpoint(std::shared_ptr<const ShippedCheckpoint> c);
 	// Sends HEARTBEAT to connected followers when heartbeat_ms have
 	// passed since the last ones; not to one whose log connect() found
 	// elsewhere, which would apply its own records by it.
@@ -206,6 +249,17 @@ private:
 	const Frame *frame_at(uint64_t first_index) const;
 	uint64_t prior_epoch(uint64_t index) const;
 	void pump(const std::string &member, FollowerInfo &f);
+	// An entry into the member's ring where the next one goes (after a
+	// wrap marker when it does not fit before the end), if the room the
+	// follower freed allows: full when it does not, failed when the
+	// link failed (the follower is dropped).
+	enum class Put { done, full, failed };
+	Put put(const std::string &member, FollowerInfo &f, std::span<const std::byte> entry);
+	void pump_checkpoint(const std::string &member, FollowerInfo &f);
+	mdr::Status checkpoint_durable(const std::string &member, FollowerInfo &f,
+				       uint64_t durable_index);
+	// The window holds what a follower at index streams next.
+	bool can_follow(uint64_t index) const;
 	void evict();
 	void advance_commit();
 	void need_checkpoint(FollowerInfo &f, std::string reason);

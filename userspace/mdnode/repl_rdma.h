@@ -47,8 +47,11 @@
 // receiver starts from the log of the last one (held records and all),
 // once everything that one appended is durable (until then: busy, the
 // leader asks again). fence() is the same fence from outside (the etcd
-// watch). Every field a leader sends is checked (repl_conn.h); a batch is
-// checked by the receiver.
+// watch). Every field a leader sends is checked (repl_conn.h); a batch or
+// a checkpoint chunk is checked by the receiver, which drops a checkpoint
+// half received when its connection ends (LogReceiver::disconnected()).
+// A checkpoint is installed in the call that takes its last chunk, before
+// the next completion: a new connection never finds one half installed.
 #ifndef MDNODE_REPL_RDMA_H
 #define MDNODE_REPL_RDMA_H
 
@@ -173,6 +176,7 @@ struct FollowerOptions {
 	std::vector<HeldRecord> held;
 	uint64_t fenced_epoch = 0;
 	size_t max_held_bytes = 64 << 20;
+	uint32_t max_checkpoint_bytes = 1u << 30;	// ReceiverOptions'
 	uint32_t recv_depth = 256;		// notifies and HEARTBEATs in flight
 	uint32_t send_depth = 16;		// DURABLEs in flight
 };

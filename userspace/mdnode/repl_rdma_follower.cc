@@ -73,6 +73,14 @@ public:
 		return st;
 	}
 
+	// A refusal changes nothing: the connection ends and the replica
+	// goes on with its log. A journal that failed meanwhile stops the
+	// process by itself (main.cc).
+	mdr::Status install(const LogPosition &last, std::span<const uint8_t> checkpoint) override
+	{
+		return inner_.install(last, checkpoint);
+	}
+
 	std::shared_ptr<bool> failed = std::make_shared<bool>(false);
 
 private:
@@ -214,6 +222,8 @@ void RdmaFollower::end(const std::string &why)
 	conn_->ep->kill();
 	rdma_disconnect(conn_->ep->cm());
 	conn_.reset();
+	if (rx_)
+		rx_->disconnected();
 }
 
 void RdmaFollower::on_cm_event(rdma_cm_event *ev)
@@ -319,6 +329,7 @@ mdr::Status RdmaFollower::open(rdma_cm_id *id, const ConnReq &req)
 	ro.ring = {c->ring.data(), c->ring.size()};
 	ro.max_batch_bytes = req.max_batch_bytes;
 	ro.max_held_bytes = opts_.max_held_bytes;
+	ro.max_checkpoint_bytes = opts_.max_checkpoint_bytes;
 
 	auto rx = LogReceiver::create(std::move(ro), *guard_, *this);
 	if (!rx.ok()) {

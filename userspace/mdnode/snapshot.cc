@@ -174,6 +174,16 @@ mdr::Status Store::load_snapshot(std::span<const uint8_t> bytes)
 	return {};
 }
 
+mdr::Result<Store> Store::with_snapshot(std::span<const uint8_t> bytes) const
+{
+	Store s(alloc_.emptied());
+
+	if (mdr::Status st = s.load_snapshot(bytes); !st.ok())
+		return mdr::Error(st.error(), st.message());
+	s.recorded_ = recorded_;
+	return s;
+}
+
 // The registry of a snapshot, each host checked as its HOST_ADD is.
 mdr::Status Store::load_hosts(Reader &in)
 {

@@ -270,6 +270,12 @@ public:
 	// snapshot's; an error naming what does not fit (-EINVAL, -EEXIST,
 	// -ENOENT, -ENOMEM) leaves it unchanged.
 	mdr::Status load_snapshot(std::span<const uint8_t> bytes);
+	// What a replica installs from its leader's checkpoint
+	// (repl_checkpoint.h): a store of the same devices holding a
+	// snapshot's state, but with this store's recorded devices (a
+	// replica's own disks, journaled outside the group's log and never
+	// shipped). load_snapshot()'s errors; this store is left as it is.
+	mdr::Result<Store> with_snapshot(std::span<const uint8_t> bytes) const;
 
 	// Committed volumes; pointers are valid until the next change.
 	const Volume *volume(uint64_t id) const;

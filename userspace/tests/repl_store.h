@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -22,6 +23,7 @@
 
 #include "mdnode/journal.h"
 #include "mdnode/records.h"
+#include "mdnode/repl_checkpoint.h"
 #include "mdnode/repl_follower.h"
 #include "mdnode/repl_journal.h"
 #include "mdnode/store.h"
@@ -102,6 +104,18 @@ struct Replica : mdnode::repl::Sink {
 		applied = index;
 		return store.replay(type, u8_of(payload));
 	}
+	// A checkpoint of the leader's, as GroupReplica installs one.
+	mdr::Status install(const mdnode::repl::LogPosition &last,
+			    std::span<const uint8_t> bytes) override
+	{
+		auto log = mdnode::repl::install_checkpoint(*journal, store, last, bytes);
+
+		if (!log.ok())
+			return mdr::Error(log.error(), log.message());
+		durable = applied = last.index;
+		installed++;
+		return {};
+	}
 	// The journal writes what it has; whether anything became durable.
 	bool step()
 	{
@@ -148,12 +162,11 @@ struct Replica : mdnode::repl::Sink {
 	void checkpoint(uint64_t epoch, mdnode::LeaseBounds bounds)
 	{
 		assert_int_equal(applied, durable);
-		std::vector<uint8_t> c = mdnode::repl::encode_checkpoint_header(
-			{.last = {epoch, applied}, .epoch_bounds = bounds, .recent = {}});
-		const std::vector<uint8_t> snap = store.snapshot();
+		const std::optional<std::vector<uint8_t>> c = mdnode::repl::take_checkpoint(
+			{.last = {epoch, applied}, .epoch_bounds = bounds, .recent = {}}, store);
 
-		c.insert(c.end(), snap.begin(), snap.end());
-		assert_true(journal->checkpoint(std::as_bytes(std::span(c))).ok());
+		assert_true(c.has_value());
+		assert_true(journal->checkpoint(std::as_bytes(std::span(*c))).ok());
 	}
 	// What a leader's commit index would do to the held records.
 	void apply_held()
@@ -171,6 +184,7 @@ struct Replica : mdnode::repl::Sink {
 	Store store = mdr::test::make_store();
 	uint64_t durable = 0;
 	uint64_t applied = 0;
+	uint64_t installed = 0;		// checkpoints
 	mdnode::repl::RecoveredLog log;	// as the last restart read it
 };
 

@@ -57,7 +57,7 @@ public:
 			return mdr::Error(st.error(), st.message());
 		return index;
 	}
-	std::optional<std::vector<uint8_t>> checkpoint_header() const override
+	std::optional<std::vector<uint8_t>> checkpoint() const override
 	{
 		return std::nullopt;
 	}

@@ -6,7 +6,8 @@
 // and control messages, with knobs to drop, hold, reorder or corrupt them;
 // fake journals whose durability each test steps by hand. Every commit is
 // checked against the truth of the fakes: durable on 2 of 3, never going
-// back; every apply against the leader's commit and log.
+// back; every apply against the leader's commit and log. A receiver
+// alone (Lone), its ring written by hand.
 #ifndef MDR_TESTS_TEST_REPL_H
 #define MDR_TESTS_TEST_REPL_H
 
@@ -70,6 +71,19 @@ public:
 		applied.push_back({index, {type, Bytes(payload.begin(), payload.end())}});
 		return apply_error ? mdr::Status(mdr::Error(apply_error, "refused")) : mdr::Status();
 	}
+	// A checkpoint: the journal flushes first, then it is installed
+	// (or refused with install_error).
+	mdr::Status install(const LogPosition &last, std::span<const uint8_t> bytes) override
+	{
+		sync();
+		if (install_error)
+			return mdr::Error(install_error, "refused");
+		installed.push_back({last, std::vector<uint8_t>(bytes.begin(), bytes.end())});
+		applied.clear();
+		base = last.index;
+		durable = last.index;
+		return {};
+	}
 	// Every record appended so far becomes durable (or fails), in order.
 	void sync(int err = 0)
 	{
@@ -87,9 +101,12 @@ public:
 	std::vector<BatchHeader> marks;		// a batch's, before its records
 	std::deque<Done> pending;		// callbacks of records not durable
 	uint64_t durable = 0;			// records durable: the truth
-	std::vector<std::pair<uint64_t, Rec>> applied;
+	std::vector<std::pair<uint64_t, Rec>> applied;	// after base
 	std::function<void(uint64_t)> on_apply;
 	int apply_error = 0;
+	std::vector<std::pair<LogPosition, std::vector<uint8_t>>> installed;
+	uint64_t base = 0;			// the last checkpoint's index
+	int install_error = 0;
 };
 
 struct FollowerEnd : ReplyLink {
@@ -173,6 +190,16 @@ public:
 		f.acks.clear();
 		f.closed.clear();
 		assert_true(leader->connect(f.id, last, last.index).ok());
+	}
+
+	// A new connection of the follower, its log where the last one left
+	// it.
+	void reconnect(FollowerEnd &f)
+	{
+		const LogPosition last = f.rx->last();
+		const uint64_t applied = f.rx->applied_index();
+
+		connect(f, last, f.rx->take_held(), applied);
 	}
 
 	// ShipLink: into the followers' memory and queues.
@@ -366,11 +393,92 @@ private:
 	{
 		assert_true(index <= leader->commit_index());
 		assert_true(index <= f(id).sink.durable);
-		assert_int_equal(index, f(id).sink.applied.size() + 1);
+		assert_int_equal(index, f(id).sink.base + f(id).sink.applied.size() + 1);
 	}
 
 	uint32_t max_batch_;
 };
+
+// st is the error err, its message naming words.
+inline void expect_error(const mdr::Status &st, int err, const char *words)
+{
+	assert_false(st.ok());
+	if (st.error() != err || st.message().find(words) == std::string::npos)
+		fail_msg("want %d \"%s\", got %d \"%s\"", err, words, st.error(),
+			 st.message().c_str());
+}
+
+// A receiver alone, batches and chunks written into its ring by hand.
+struct Lone : ReplyLink {
+	mdr::Status send(std::span<const std::byte> msg) override
+	{
+		sent.push_back(std::get<Durable>(parse_control(msg).value()));
+		return {};
+	}
+
+	Bytes ring = Bytes(kMinBatchBytes + 4096);
+	FakeSink sink;
+	std::vector<Durable> sent;
+	std::unique_ptr<LogReceiver> rx;
+	uint64_t at = 0;	// where the next batch is written
+
+	// Epoch 4; its log ends at (3, 5), applied up to applied (all of it
+	// unless told), the records after it held.
+	explicit Lone(size_t max_held = 1 << 20, uint64_t applied = 5,
+		      uint32_t max_checkpoint = 1 << 20)
+	{
+		ReceiverOptions o;
+		o.epoch = 4;
+		o.last = {3, 5};
+		o.applied = applied;
+		for (uint64_t i = applied + 1; i <= 5; i++)
+			o.held.push_back({i, 3, 1, Bytes(10)});
+		o.ring = ring;
+		o.max_batch_bytes = kMinBatchBytes;
+		o.max_held_bytes = max_held;
+		o.max_checkpoint_bytes = max_checkpoint;
+		auto r = LogReceiver::create(std::move(o), sink, *this);
+		assert_true(r.ok());
+		rx = std::move(r).value();
+	}
+
+	// A batch of count records of bytes each written at the next place;
+	// the offset it took.
+	uint32_t put(BatchHeader h, uint32_t count = 2, size_t bytes = 100)
+	{
+		std::vector<Bytes> p(count, Bytes(bytes, std::byte{0x42}));
+		std::vector<RecordRef> refs;
+
+		for (const Bytes &b : p)
+			refs.push_back({1, b});
+
+		return put_entry(encode_batch(h, refs));
+	}
+	// An entry written at the next place; the offset it took.
+	uint32_t put_entry(const Bytes &b)
+	{
+		const uint32_t off = static_cast<uint32_t>(at);
+
+		std::memcpy(ring.data() + off, b.data(), b.size());
+		at += align_up(b.size());
+		return off;
+	}
+	mdr::Status take(BatchHeader h, uint32_t count = 2, size_t bytes = 100)
+	{
+		return rx->on_notify(put(h, count, bytes));
+	}
+	// A chunk of a checkpoint, written and notified.
+	mdr::Status chunk(const ChunkHeader &h, std::span<const std::byte> piece)
+	{
+		return rx->on_notify(put_entry(encode_chunk(h, piece)));
+	}
+};
+
+inline BatchHeader next(uint64_t epoch = 4, uint64_t first = 6, uint64_t prev = 3)
+{
+	return {.epoch = epoch, .first_index = first, .prev_epoch = prev,
+		.commit_index = std::min<uint64_t>(5, first - 1)};
+}
 
 } // namespace repl_test
 

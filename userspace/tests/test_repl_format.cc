@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // test_repl_format.cc - the log ring's batches and the replicas' control
-// messages (repl_format.h): what is encoded parses back to the same, every
-// field the parser range-checks is refused one at a time with its own
-// error, a batch is never read past its buffer, and logs compare as Raft
-// compares them.
+// messages (repl_format.h), and the chunks of a checkpoint: what is encoded
+// parses back to the same, every field the parser range-checks is refused
+// one at a time with its own error, a batch or chunk is never read past its
+// buffer, and logs compare as Raft compares them.
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -63,9 +63,12 @@ void reseal(Bytes &b)
 	put32(b, 48, c);
 }
 
-void expect_refused(const Bytes &b, int err, const char *words, uint32_t max = kMax)
+// parse (parse_batch() unless told) refuses b with err, naming words.
+template <typename Parse = decltype(&parse_batch)>
+void expect_refused(const Bytes &b, int err, const char *words, uint32_t max = kMax,
+		    Parse parse = parse_batch)
 {
-	mdr::Result<Batch> r = parse_batch(b, max);
+	auto r = parse(b, max);
 
 	assert_false(r.ok());
 	if (r.error() != err || r.message().find(words) == std::string::npos)
@@ -114,17 +117,33 @@ void test_batch_round_trip(void **)
 	assert_true(parse_batch(biggest, kMinBatchBytes).ok());
 }
 
-// Each field the header range-checks, broken alone, with the CRC made to
-// match so that the field's own check is what refuses it.
+// One edit of an entry's bytes, with the CRC made to match so that the
+// field's own check is what refuses it.
+struct FieldCase {
+	const char *what;
+	void (*edit)(Bytes &);
+	int err;
+	const char *words;
+};
+
+// Each case applied alone to good, refused by parse as it says.
+template <typename Parse>
+void expect_each_refused(const Bytes &good, std::span<const FieldCase> cases, Parse parse)
+{
+	for (const FieldCase &c : cases) {
+		Bytes b = good;
+
+		c.edit(b);
+		reseal(b);
+		print_message("%s\n", c.what);
+		expect_refused(b, c.err, c.words, kMax, parse);
+	}
+}
+
+// Each field the header range-checks, broken alone.
 void test_batch_fields_refused(void **)
 {
-	struct Case {
-		const char *what;
-		void (*edit)(Bytes &);
-		int err;
-		const char *words;
-	};
-	const Case cases[] = {
+	const FieldCase cases[] = {
 		{"magic", [](Bytes &b) { put32(b, 0, 0x12345678); }, -EBADMSG, "bad magic"},
 		{"version", [](Bytes &b) { put16(b, 4, 2); }, -EPROTONOSUPPORT, "version 2"},
 		{"reserved at 6", [](Bytes &b) { put16(b, 6, 1); }, -EINVAL, "reserved field at 6"},
@@ -156,14 +175,7 @@ void test_batch_fields_refused(void **)
 		 -EINVAL, "at most 65536"},
 	};
 
-	for (const Case &c : cases) {
-		Sample s;
-
-		c.edit(s.bytes);
-		reseal(s.bytes);
-		print_message("%s\n", c.what);
-		expect_refused(s.bytes, c.err, c.words);
-	}
+	expect_each_refused(Sample().bytes, cases, parse_batch);
 }
 
 void test_batch_crc_and_lengths_refused(void **)
@@ -226,6 +238,79 @@ void test_peek_entry(void **)
 	assert_int_equal(peek_entry(std::span(s.bytes).first(s.bytes.size() - 1), kMax).error(),
 			 -EMSGSIZE);
 	assert_int_equal(peek_entry(s.bytes, 100).error(), -EMSGSIZE);
+}
+
+// A checkpoint chunk parses back to what was encoded; peek_entry() knows
+// it from a batch by its magic alone, and bounds it the same way.
+void test_chunk_round_trip(void **)
+{
+	const Bytes piece = payload_of(1000, 4);
+	const ChunkHeader h{.epoch = 7, .last = {6, 40}, .total = 5000, .offset = 4000};
+	const Bytes b = encode_chunk(h, piece);
+
+	assert_int_equal(b.size(), kHeaderBytes + piece.size());
+	mdr::Result<Chunk> c = parse_chunk(b, kMax);
+	assert_true(c.ok());
+	assert_true(c.value().h == h);
+	assert_int_equal(c.value().length, b.size());
+	assert_int_equal(c.value().bytes.size(), piece.size());
+	assert_memory_equal(c.value().bytes.data(), piece.data(), piece.size());
+
+	mdr::Result<Entry> e = peek_entry(b, kMax);
+	assert_true(e.ok());
+	assert_false(e.value().wrap);
+	assert_true(e.value().chunk);
+	assert_int_equal(e.value().length, b.size());
+	assert_false(peek_entry(Sample().bytes, kMax).value().chunk);
+	assert_int_equal(peek_entry(b, 100).error(), -EMSGSIZE);
+
+	// A chunk is not a batch, nor a batch a chunk.
+	assert_int_equal(parse_batch(b, kMax).error(), -EBADMSG);
+	assert_int_equal(parse_chunk(Sample().bytes, kMax).error(), -EBADMSG);
+	// The largest chunk a batch limit allows.
+	const Bytes most = payload_of(chunk_room(kMax), 5);
+	assert_true(parse_chunk(encode_chunk({.epoch = 1, .last = {1, 1}, .total = 1u << 20},
+					     most), kMax).ok());
+}
+
+// Each field the chunk's header range-checks, broken alone with the CRC
+// made to match; and a flipped byte anywhere.
+void test_chunk_refused(void **)
+{
+	const FieldCase cases[] = {
+		{"version", [](Bytes &b) { put16(b, 4, 2); }, -EPROTONOSUPPORT, "version 2"},
+		{"reserved at 6", [](Bytes &b) { put16(b, 6, 1); }, -EINVAL, "reserved field at 6"},
+		{"reserved at 52", [](Bytes &b) { put32(b, 52, 1); }, -EINVAL,
+		 "reserved field at 52"},
+		{"epoch 0", [](Bytes &b) { put64(b, 8, 0); }, -EINVAL, "epoch 0"},
+		{"last epoch 0", [](Bytes &b) { put64(b, 16, 0); }, -EINVAL, "position"},
+		{"last index 0", [](Bytes &b) { put64(b, 24, 0); }, -EINVAL, "position"},
+		{"last epoch past epoch", [](Bytes &b) { put64(b, 16, 8); }, -EINVAL, "position"},
+		{"total below a header", [](Bytes &b) { put32(b, 32, 39); }, -EINVAL,
+		 "less than its header"},
+		{"chunk_len 0", [](Bytes &b) {
+			put32(b, 36, 0);
+			b.resize(kHeaderBytes);
+		 }, -EINVAL, "chunk_len 0"},
+		{"past the total", [](Bytes &b) { put64(b, 40, 4001); }, -EINVAL, "past the"},
+		{"offset past the total", [](Bytes &b) { put64(b, 40, UINT64_MAX); }, -EINVAL,
+		 "past the"},
+		{"length past the buffer", [](Bytes &b) { put32(b, 36, 1001); }, -EMSGSIZE,
+		 "bytes in"},
+	};
+	const ChunkHeader h{.epoch = 7, .last = {6, 40}, .total = 5000, .offset = 4000};
+	const Bytes good = encode_chunk(h, payload_of(1000, 4));
+
+	expect_each_refused(good, cases, parse_chunk);
+	for (size_t at = 0; at < good.size(); at++) {
+		Bytes b = good;
+
+		b[at] ^= std::byte{0x10};
+		assert_false(parse_chunk(b, kMax).ok());
+	}
+	assert_int_equal(parse_chunk(std::span(good).first(kHeaderBytes - 1), kMax).error(),
+			 -EMSGSIZE);
+	assert_int_equal(parse_chunk(good, 1000).error(), -EMSGSIZE);
 }
 
 void test_check_ring(void **)
@@ -324,6 +409,8 @@ int main()
 		cmocka_unit_test(test_batch_fields_refused),
 		cmocka_unit_test(test_batch_crc_and_lengths_refused),
 		cmocka_unit_test(test_peek_entry),
+		cmocka_unit_test(test_chunk_round_trip),
+		cmocka_unit_test(test_chunk_refused),
 		cmocka_unit_test(test_check_ring),
 		cmocka_unit_test(test_control_round_trip),
 		cmocka_unit_test(test_control_refused),

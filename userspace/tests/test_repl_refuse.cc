@@ -22,14 +22,6 @@ using namespace repl_test;
 
 namespace {
 
-void expect_error(const mdr::Status &st, int err, const char *words)
-{
-	assert_false(st.ok());
-	if (st.error() != err || st.message().find(words) == std::string::npos)
-		fail_msg("want %d \"%s\", got %d \"%s\"", err, words, st.error(),
-			 st.message().c_str());
-}
-
 // Options good but for one edit each, which make() refuses with -EINVAL
 // saying the case's words.
 template <typename Opts>
@@ -302,66 +294,6 @@ void test_reconnect_in_epoch(void **)
 }
 
 // ---- The receiver ----------------------------------------------------------
-
-struct Lone : ReplyLink {
-	mdr::Status send(std::span<const std::byte> msg) override
-	{
-		sent.push_back(std::get<Durable>(parse_control(msg).value()));
-		return {};
-	}
-
-	Bytes ring = Bytes(kMinBatchBytes + 4096);
-	FakeSink sink;
-	std::vector<Durable> sent;
-	std::unique_ptr<LogReceiver> rx;
-	uint64_t at = 0;	// where the next batch is written
-
-	// Epoch 4; its log ends at (3, 5), applied up to applied (all of it
-	// unless told), the records after it held.
-	explicit Lone(size_t max_held = 1 << 20, uint64_t applied = 5)
-	{
-		ReceiverOptions o;
-		o.epoch = 4;
-		o.last = {3, 5};
-		o.applied = applied;
-		for (uint64_t i = applied + 1; i <= 5; i++)
-			o.held.push_back({i, 3, 1, Bytes(10)});
-		o.ring = ring;
-		o.max_batch_bytes = kMinBatchBytes;
-		o.max_held_bytes = max_held;
-		auto r = LogReceiver::create(std::move(o), sink, *this);
-		assert_true(r.ok());
-		rx = std::move(r).value();
-	}
-
-	// A batch of count records of bytes each written at the next place;
-	// the offset it took.
-	uint32_t put(BatchHeader h, uint32_t count = 2, size_t bytes = 100)
-	{
-		std::vector<Bytes> p(count, Bytes(bytes, std::byte{0x42}));
-		std::vector<RecordRef> refs;
-
-		for (const Bytes &b : p)
-			refs.push_back({1, b});
-
-		const Bytes b = encode_batch(h, refs);
-		const uint32_t off = static_cast<uint32_t>(at);
-
-		std::memcpy(ring.data() + off, b.data(), b.size());
-		at += align_up(b.size());
-		return off;
-	}
-	mdr::Status take(BatchHeader h, uint32_t count = 2, size_t bytes = 100)
-	{
-		return rx->on_notify(put(h, count, bytes));
-	}
-};
-
-BatchHeader next(uint64_t epoch = 4, uint64_t first = 6, uint64_t prev = 3)
-{
-	return {.epoch = epoch, .first_index = first, .prev_epoch = prev,
-		.commit_index = std::min<uint64_t>(5, first - 1)};
-}
 
 // A batch over a tail of an older epoch, past what was applied: the tail
 // from its first index goes, if the record before it is of the batch's

@@ -6,7 +6,10 @@
 // it durable; the followers journal what they receive and apply the
 // committed records with Store::replay(). At the end every replica's store
 // snapshot is the leader's byte for byte, and each follower's journal,
-// reopened, replays to the same state, also from a checkpoint.
+// reopened, replays to the same state, also from a checkpoint. A follower
+// the log cannot bring back (away past the window, or wiped) installs the
+// leader's checkpoint and follows on, also after a restart; a truncated,
+// corrupted or misplaced checkpoint is refused and changes nothing.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -55,9 +58,10 @@ struct Leader : repl_store::Leader {
 	}
 };
 
-// A leader and its followers b and c, connected.
+// A leader and its followers b and c, connected; the shipper's window of
+// window bytes.
 struct Group {
-	Group()
+	explicit Group(uint64_t window = 1 << 20) : w(kMinBatchBytes + 8192, window)
 	{
 		plug(w, b, w.f("b"));
 		plug(w, c, w.f("c"));
@@ -75,7 +79,7 @@ struct Group {
 		w.settle();
 	}
 
-	World w{kMinBatchBytes + 8192};
+	World w;
 	Leader l{w};
 	std::function<uint64_t()> commit = [this] { return w.leader->commit_index(); };
 	Replica b{commit}, c{commit};
@@ -241,6 +245,169 @@ void test_a_start_refuses_the_other_kind(void **)
 	assert_true(as_single.snapshot() == g.l.store.snapshot());
 }
 
+// ---- A checkpoint shipped ---------------------------------------------------
+
+// A group whose window holds one batch of the smallest size, and a volume
+// of 896 extents of 64 KiB: c is away while 800 of them are allocated
+// (a batch each, past the window), and comes back needing a checkpoint.
+struct Behind : Group {
+	Behind() : Group(kMinBatchBytes)
+	{
+		l.change(l.store.prepare_create("big", 56 << 20, 16, 7));
+		w.settle();
+		v = l.store.volume("big")->id;
+		allocs(v, 0, 4, 0);
+		away = c.store.snapshot();
+		w.close(w.f("c"), "away");
+		allocs(v, 4, 804, 100);
+		assert_int_equal(c.applied, 5);
+		w.reconnect(w.f("c"));
+		assert_true(w.leader->follower("c")->state == FollowerState::needs_checkpoint);
+	}
+
+	// The leader's checkpoint of what it committed, as GroupReplica
+	// takes one (every record committed and answered), with its last
+	// records; edit changes its bytes.
+	std::shared_ptr<const ShippedCheckpoint> checkpoint(
+		const std::function<void(mdnode::repl::LogCheckpoint &)> &log_edit = {},
+		const std::function<void(std::vector<uint8_t> &)> &edit = {})
+	{
+		assert_true(l.pending.empty());
+		mdnode::repl::LogCheckpoint log{.last = {World::kEpoch, w.leader->commit_index()},
+						.epoch_bounds = mdnode::LeaseBounds{7000, 3000},
+						.recent = {}};
+		for (uint64_t i = log.last.index - 2; i <= log.last.index; i++)
+			log.recent.push_back({i, World::kEpoch, w.log[i - 1].type,
+					      w.log[i - 1].payload});
+		const mdnode::repl::LogPosition at = log.last;
+		if (log_edit)
+			log_edit(log);
+		auto bytes = mdnode::repl::take_checkpoint(log, l.store);
+		assert_true(bytes.has_value());
+		if (edit)
+			edit(*bytes);
+		return std::make_shared<ShippedCheckpoint>(
+			ShippedCheckpoint{at, std::move(*bytes)});
+	}
+
+	uint64_t v = 0;
+	std::vector<uint8_t> away;	// c's store when it went
+};
+
+// c installs the leader's checkpoint: its store is the leader's byte for
+// byte, its journal's checkpoint is it, and it follows the batches after
+// it; started again, it starts from there.
+void test_behind_installs_a_checkpoint(void **)
+{
+	Behind g;
+
+	assert_true(g.w.leader->offer_checkpoint(g.checkpoint()).ok());
+	g.w.settle();
+	assert_int_equal(g.c.installed, 1);
+	assert_true(g.w.f("c").closed.empty());
+	assert_int_equal(g.c.journal->stats().checkpoints, 1);
+	assert_true(g.c.store.snapshot() == g.l.store.snapshot());
+	assert_true(g.w.leader->follower("c")->state == FollowerState::streaming);
+
+	g.allocs(g.v, 804, 814, 200);
+	assert_int_equal(g.c.applied, g.w.log.size());
+	assert_true(g.c.store.snapshot() == g.l.store.snapshot());
+	mdr::test::assert_same_tables(g.c.store, g.l.store);
+
+	g.c.restart();
+	assert_true(g.c.log.last == (LogPosition{World::kEpoch, g.w.log.size()}));
+	assert_int_equal(g.c.log.log_records, 10);
+	assert_true(g.c.log.epoch_bounds == (mdnode::LeaseBounds{7000, 3000}));
+	g.c.apply_held();
+	assert_true(g.c.store.snapshot() == g.l.store.snapshot());
+}
+
+// A follower whose data directory was wiped (an empty log) is the same:
+// its restart right after the install starts from the checkpoint alone,
+// and it follows from there.
+void test_wiped_installs_a_checkpoint(void **)
+{
+	Behind g;
+	Replica fresh{g.commit};
+
+	plug(g.w, fresh, g.w.f("c"));
+	assert_true(g.w.leader->follower("c")->state == FollowerState::needs_checkpoint);
+	const auto ck = g.checkpoint();
+	assert_true(g.w.leader->offer_checkpoint(ck).ok());
+	g.w.settle();
+	assert_int_equal(fresh.installed, 1);
+	assert_true(fresh.store.snapshot() == g.l.store.snapshot());
+
+	fresh.restart();
+	assert_true(fresh.log.last == ck->last);
+	assert_int_equal(fresh.log.applied, ck->last.index);
+	assert_true(fresh.log.held.empty());
+	assert_int_equal(fresh.log.recent.size(), 3);
+	assert_true(fresh.log.recent.back().payload == g.w.log.back().payload);
+	assert_true(fresh.log.epoch_bounds == (mdnode::LeaseBounds{7000, 3000}));
+	assert_true(fresh.store.snapshot() == g.l.store.snapshot());
+
+	g.w.connect(g.w.f("c"), fresh.log.last, {}, fresh.log.applied);
+	g.allocs(g.v, 804, 810, 200);
+	assert_int_equal(fresh.applied, g.w.log.size());
+	assert_true(fresh.store.snapshot() == g.l.store.snapshot());
+}
+
+// What c refuses, each with its reason, leaving its journal and store as
+// they were; started again it holds the log it had, and a good checkpoint
+// then installs.
+void test_bad_checkpoints_refused(void **)
+{
+	Behind g;
+	using Log = mdnode::repl::LogCheckpoint;
+	using Raw = std::vector<uint8_t>;
+	struct Case {
+		const char *what;
+		std::function<void(Log &)> log_edit;
+		std::function<void(Raw &)> edit;
+		bool flip;		// in transit
+		const char *words;
+	};
+	const Case cases[] = {
+		{"truncated", {}, [](Raw &b) { b.resize(b.size() - 9); }, false, "snapshot: "},
+		{"corrupted", {}, [](Raw &b) { b[1] ^= 0x20; }, false,
+		 "not a replica's checkpoint"},
+		{"another epoch inside", [](Log &l) {
+			 l.last.epoch = World::kEpoch + 1;
+			 l.recent.clear();
+		 }, {}, false, "its chunks said (epoch 2"},
+		{"bounds refused",
+		 [](Log &l) { l.epoch_bounds = mdnode::LeaseBounds{UINT32_MAX, 0}; }, {}, false,
+		 "held_ms 4294967295 above"},
+		{"flipped on the way", {}, {}, true, "checkpoint chunk: CRC"},
+	};
+	const uint64_t records = g.c.journal->stats().records;
+
+	for (const Case &k : cases) {
+		print_message("%s\n", k.what);
+		FollowerEnd &f = g.w.f("c");
+
+		f.flip_next = k.flip;
+		assert_true(g.w.leader->offer_checkpoint(g.checkpoint(k.log_edit, k.edit)).ok());
+		g.w.settle();
+		if (f.closed.find(k.words) == std::string::npos)
+			fail_msg("closed: \"%s\"", f.closed.c_str());
+		assert_int_equal(g.c.installed, 0);
+		assert_int_equal(g.c.journal->stats().checkpoints, 0);
+		assert_int_equal(g.c.journal->stats().records, records);
+		assert_true(g.c.store.snapshot() == g.away);
+		g.w.reconnect(f);
+	}
+
+	g.c.restart();
+	assert_true(g.c.log.last == (LogPosition{World::kEpoch, 5}));
+	g.w.connect(g.w.f("c"), g.c.log.last, g.c.log.held, g.c.log.applied);
+	assert_true(g.w.leader->offer_checkpoint(g.checkpoint()).ok());
+	g.w.settle();
+	assert_int_equal(g.c.installed, 1);
+	assert_true(g.c.store.snapshot() == g.l.store.snapshot());
+}
+
 } // namespace
 
 int main()
@@ -249,6 +416,9 @@ int main()
 		cmocka_unit_test(test_stores_equal),
 		cmocka_unit_test(test_follower_checkpoint),
 		cmocka_unit_test(test_a_start_refuses_the_other_kind),
+		cmocka_unit_test(test_behind_installs_a_checkpoint),
+		cmocka_unit_test(test_wiped_installs_a_checkpoint),
+		cmocka_unit_test(test_bad_checkpoints_refused),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
