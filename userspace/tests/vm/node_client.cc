@@ -57,6 +57,7 @@
 // or does not serve yet, a new leader that waits out the leases of the
 // one before) is sent again every 5 ms, for up to MS ms from its first
 // try; only its last answer is printed, followed by "retry: STEP tries=N".
+// An alloc: step answered MDR_ST_STALE meanwhile opens its volume again.
 // Started before a failover, with clock after the step, it tells when
 // the new leader answered it.
 //
@@ -464,10 +465,20 @@ int main(int argc, char **argv)
 				continue;
 			if (Opened *v = vol()) {
 				auto r = cl.call(wire::AllocReq{.volume_id = v->rep.volume_id, .index = a});
-				if (r.ok())
+				if (r.ok()) {
 					print_entry("alloc", a, std::get<wire::AllocRep>(r.value().body).entry);
-				else
+				} else if (r.error() == -ESTALE && retry_ms) {
+					// The lease lapsed while the step was tried again (a
+					// new leader holds ALLOCs back longer than a lease):
+					// opened again, as a host does, then tried again.
+					auto o = cl.call(wire::OpenReq{.volume_id = v->rep.volume_id});
+					if (o.ok())
+						v->rep = std::get<wire::OpenRep>(o.value().body);
+					fail(o.ok() ? r.message() : o.message(),
+					     o.ok() ? -EAGAIN : o.error());
+				} else {
 					fail(r.message(), r.error());
+				}
 			}
 		} else if (op == "allocs") {
 			if (!need(4, {{2, &a}, {3, &n}}))
