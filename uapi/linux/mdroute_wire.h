@@ -1001,16 +1001,14 @@ enum mdr_replica_role {
 	MDR_REPLICA_NONE	= 0,	/* a node of its own: no group */
 	MDR_REPLICA_FOLLOWER	= 1,
 	MDR_REPLICA_LEADER	= 2,	/* leads and serves */
-	MDR_REPLICA_TAKING_OVER	= 3,	/* leads, serves once its epoch's
-					 * record is committed */
+	MDR_REPLICA_TAKING_OVER	= 3,	/* leads, does not serve yet */
 	MDR_REPLICA_STOPPED	= 4,	/* led and stopped: its process ends */
 	MDR_REPLICA_ROLE_MAX
 };
 
-/* A replica as the one answering sees it. */
+/* A replica as the one answering sees it (a follower sees only itself). */
 enum mdr_replica_state {
-	MDR_PEER_UNKNOWN	= 0,	/* not seen from here (a follower sees
-					 * only itself) */
+	MDR_PEER_UNKNOWN	= 0,	/* not seen from here */
 	MDR_PEER_SELF		= 1,	/* the replica answering */
 	MDR_PEER_CONNECTING	= 2,	/* the leader has no log state of it */
 	MDR_PEER_STREAMING	= 3,	/* takes the leader's batches */
