@@ -70,12 +70,7 @@ std::string state_name(uint16_t state)
 
 std::string replica_address(const mdr::wire::Replica &r)
 {
-	const mdr::wire::Leader at{.epoch = 1, .replica = r.id, .port = r.port,
-				   .family = r.family, .addr = r.addr};
-	const std::string host = mdr::wire::leader_host(at);
-
-	return (r.family == MDR_FAMILY_IPV6 ? "[" + host + "]" : host) + ":" +
-	       std::to_string(r.port);
+	return mdr::wire::address_text(r.family, r.addr, r.port);
 }
 
 int cmd_node_replicas(Args args, const Env &env)

@@ -152,11 +152,16 @@ void NodeCore::send_reply(ConnId conn, uint64_t req_id, const wire::Body &body)
 
 void NodeCore::reply_error(ConnId conn, uint64_t req_id, uint16_t opcode, int err)
 {
+	reply_error(conn, req_id, wire::ErrorRep{.opcode = opcode,
+						 .status = wire::errno_to_status(err)});
+}
+
+void NodeCore::reply_error(ConnId conn, uint64_t req_id, const wire::ErrorRep &e)
+{
 	stats.errors++;
-	if (opcode < kOpcodeSlots)
-		stats.req.errors[opcode]++;
-	reply(conn, req_id, wire::ErrorRep{.opcode = opcode,
-					   .status = wire::errno_to_status(err)});
+	if (e.opcode < kOpcodeSlots)
+		stats.req.errors[e.opcode]++;
+	reply(conn, req_id, e);
 }
 
 void NodeCore::refuse_not_leading(const Session &s, uint64_t req_id, uint16_t opcode)
@@ -165,11 +170,8 @@ void NodeCore::refuse_not_leading(const Session &s, uint64_t req_id, uint16_t op
 
 	if (!to || s.peer.version < wire::kGroupVersion)
 		return reply_error(s.peer.id, req_id, opcode, -EAGAIN);
-	stats.errors++;
-	if (opcode < kOpcodeSlots)
-		stats.req.errors[opcode]++;
-	reply(s.peer.id, req_id, wire::ErrorRep{.opcode = opcode, .status = MDR_ST_NOT_LEADER,
-						.leader = *to});
+	reply_error(s.peer.id, req_id, wire::ErrorRep{.opcode = opcode,
+						      .status = MDR_ST_NOT_LEADER, .leader = *to});
 }
 
 void NodeCore::reply_unparsed(ConnId conn, uint64_t req_id, uint16_t opcode, int err)

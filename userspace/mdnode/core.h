@@ -230,6 +230,7 @@ struct NodeCore {
 
 	void reply(ConnId conn, uint64_t req_id, const mdr::wire::Body &body);
 	void reply_error(ConnId conn, uint64_t req_id, uint16_t opcode, int err);
+	void reply_error(ConnId conn, uint64_t req_id, const mdr::wire::ErrorRep &e);
 	// A request only a leader serves, on a replica that does not accept
 	// (accepting()): MDR_ST_NOT_LEADER with the leader from version 5 on
 	// (ReplicatedLog::redirect()), MDR_ST_AGAIN before or when it leads.

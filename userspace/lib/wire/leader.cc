@@ -54,14 +54,31 @@ std::optional<Leader> leader_at(uint64_t epoch, uint32_t replica, std::string_vi
 	return l;
 }
 
-std::string leader_host(const Leader &l)
+namespace {
+
+std::string host_text(uint8_t family, const std::array<uint8_t, 16> &addr)
 {
 	char text[INET6_ADDRSTRLEN] = "";
 
-	if (l.family == MDR_FAMILY_IPV4 || l.family == MDR_FAMILY_IPV6)
-		inet_ntop(l.family == MDR_FAMILY_IPV4 ? AF_INET : AF_INET6, l.addr.data(), text,
+	if (family == MDR_FAMILY_IPV4 || family == MDR_FAMILY_IPV6)
+		inet_ntop(family == MDR_FAMILY_IPV4 ? AF_INET : AF_INET6, addr.data(), text,
 			  sizeof(text));
 	return text;
+}
+
+} // namespace
+
+std::string leader_host(const Leader &l)
+{
+	return host_text(l.family, l.addr);
+}
+
+std::string address_text(uint8_t family, const std::array<uint8_t, 16> &addr, uint16_t port)
+{
+	const bool v6 = family == MDR_FAMILY_IPV6;
+
+	return (v6 ? "[" : "") + host_text(family, addr) + (v6 ? "]:" : ":") +
+	       std::to_string(port);
 }
 
 std::string leader_text(const Leader &l)
@@ -69,12 +86,8 @@ std::string leader_text(const Leader &l)
 	if (!l.known())
 		return "no replica is known to lead";
 
-	const std::string host = leader_host(l);
-	const bool v6 = l.family == MDR_FAMILY_IPV6;
-
-	return "replica " + std::to_string(l.replica) + " leads at " + (v6 ? "[" : "") + host +
-	       (v6 ? "]" : "") + ":" + std::to_string(l.port) + " (epoch " +
-	       std::to_string(l.epoch) + ")";
+	return "replica " + std::to_string(l.replica) + " leads at " +
+	       address_text(l.family, l.addr, l.port) + " (epoch " + std::to_string(l.epoch) + ")";
 }
 
 } // namespace mdr::wire

@@ -616,6 +616,8 @@ std::optional<WireAddress> wire_address(std::string_view host);
 // address part back, as text ("192.0.2.11", "fd00::1").
 std::optional<Leader> leader_at(uint64_t epoch, uint32_t replica, std::string_view address);
 std::string leader_host(const Leader &l);
+// "192.0.2.11:4800", "[fd00::3]:4800": an address of the wire with its port.
+std::string address_text(uint8_t family, const std::array<uint8_t, 16> &addr, uint16_t port);
 // "replica 2 leads at 192.0.2.12:4791 (epoch 9)", "no replica is known to
 // lead": what a client tells of a NOT_LEADER reply.
 std::string leader_text(const Leader &l);
