@@ -223,6 +223,48 @@ static void test_compare_and_swap(void **state)
 	assert_false(missing.value().current.has_value());
 }
 
+// The leader's change of the group's config: only while its key is the one
+// created at its epoch.
+static void test_compare_and_swap_guarded(void **state)
+{
+	Client &c = *st(state)->c;
+	auto lead = c.create("/guard/leader", "1", 0);
+	assert_true(lead.ok() && lead.value().created);
+	const int64_t epoch = lead.value().kv.create_revision;
+	auto cfg = c.put("/guard/config", "a");
+	assert_true(cfg.ok());
+
+	const Guard held{"/guard/leader", epoch};
+	auto ok = c.compare_and_swap("/guard/config", cfg.value(), "b", 0, held);
+	assert_true(ok.ok());
+	assert_true(ok.value().swapped);
+
+	// The key made again (a new epoch): the old leader's swap is refused,
+	// and the config read at the revision it named shows the guard alone
+	// refused it.
+	assert_true(c.del("/guard/leader").ok());
+	auto again = c.create("/guard/leader", "2", 0);
+	assert_true(again.ok() && again.value().created);
+	auto stale = c.compare_and_swap("/guard/config", ok.value().revision, "c", 0, held);
+	assert_true(stale.ok());
+	assert_false(stale.value().swapped);
+	assert_true(stale.value().current.has_value());
+	assert_int_equal(stale.value().current->mod_revision, ok.value().revision);
+	assert_string_equal(c.get("/guard/config").value().kvs[0].value.c_str(), "b");
+
+	// Deleted: likewise. A guard without a key or revision is refused.
+	assert_true(c.del("/guard/leader").ok());
+	const Guard now{"/guard/leader", again.value().kv.create_revision};
+	auto gone = c.compare_and_swap("/guard/config", ok.value().revision, "d", 0, now);
+	assert_true(gone.ok());
+	assert_false(gone.value().swapped);
+	assert_int_equal(c.compare_and_swap("/guard/config", 0, "e", 0, Guard{"", 1}).error(),
+			 -EINVAL);
+	assert_int_equal(
+		c.compare_and_swap("/guard/config", 0, "e", 0, Guard{"/guard/leader", 0}).error(),
+		-EINVAL);
+}
+
 // Nothing listens on the first endpoint: the call moves on to the next and
 // the client stays there. Nothing at all: an error naming the endpoint.
 static void test_endpoints(void **state)
@@ -263,6 +305,7 @@ int main()
 		cmocka_unit_test(test_lease_expiry),
 		cmocka_unit_test(test_create_if_absent),
 		cmocka_unit_test(test_compare_and_swap),
+		cmocka_unit_test(test_compare_and_swap_guarded),
 		cmocka_unit_test(test_endpoints),
 	};
 

@@ -84,6 +84,12 @@ struct Swapped {
 	std::optional<KeyValue> current;
 };
 
+// A key compare_and_swap() also requires: created at create_revision.
+struct Guard {
+	std::string key;
+	int64_t create_revision = 0;	// > 0
+};
+
 struct WatchEvent {
 	enum class Type {
 		put,		// kv: the key after the put
@@ -148,9 +154,13 @@ public:
 	virtual Result<Created> create(std::string_view key, std::string_view value,
 				       int64_t lease) = 0;
 	// Puts key = value only if its mod_revision is still mod_revision
-	// (0: only if the key does not exist); else reads it.
+	// (0: only if the key does not exist) and, with a guard, only if the
+	// guard's key was created at the guard's revision (it still exists,
+	// not made again since); else reads key. A swap refused by the guard
+	// alone reads key at mod_revision.
 	virtual Result<Swapped> compare_and_swap(std::string_view key, int64_t mod_revision,
-						 std::string_view value, int64_t lease = 0) = 0;
+						 std::string_view value, int64_t lease = 0,
+						 const std::optional<Guard> &guard = {}) = 0;
 
 	virtual std::unique_ptr<Watch> watch(const WatchSpec &spec, WatchCallback cb) = 0;
 

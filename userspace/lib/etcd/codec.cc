@@ -411,12 +411,18 @@ std::string create_body(std::string_view key, std::string_view value, int64_t le
 }
 
 std::string cas_body(std::string_view key, int64_t mod_revision, std::string_view value,
-		     int64_t lease)
+		     int64_t lease, const std::optional<Guard> &guard)
 {
-	// etcd compares a missing key's mod_revision as 0.
-	json cmp = {{"key", base64_encode(key)}, {"target", "MOD"},
-		    {"result", "EQUAL"}, {"mod_revision", std::to_string(mod_revision)}};
-	return dump({{"compare", json::array({cmp})},
+	// etcd compares a missing key's mod_revision as 0, and its
+	// create_revision as 0: a guard never holds for a missing key.
+	json cmp = json::array({{{"key", base64_encode(key)}, {"target", "MOD"},
+				 {"result", "EQUAL"},
+				 {"mod_revision", std::to_string(mod_revision)}}});
+	if (guard)
+		cmp.push_back({{"key", base64_encode(guard->key)}, {"target", "CREATE"},
+			       {"result", "EQUAL"},
+			       {"create_revision", std::to_string(guard->create_revision)}});
+	return dump({{"compare", cmp},
 		     {"success", json::array({txn_put(key, value, lease)})},
 		     {"failure", json::array({txn_get(key)})}});
 }

@@ -54,7 +54,7 @@ std::string range_body(std::string_view key, std::string_view range_end);
 std::string delete_body(std::string_view key);
 std::string create_body(std::string_view key, std::string_view value, int64_t lease);
 std::string cas_body(std::string_view key, int64_t mod_revision, std::string_view value,
-		     int64_t lease);
+		     int64_t lease, const std::optional<Guard> &guard = {});
 std::string watch_body(const WatchSpec &spec, int64_t start_revision);
 
 // A gRPC status code as a -errno: 14 (unavailable) is -EAGAIN, 5 (not

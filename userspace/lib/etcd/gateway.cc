@@ -107,11 +107,15 @@ public:
 	}
 
 	Result<Swapped> compare_and_swap(std::string_view key, int64_t mod_revision,
-					 std::string_view value, int64_t lease) override
+					 std::string_view value, int64_t lease,
+					 const std::optional<Guard> &guard) override
 	{
 		if (key.empty() || mod_revision < 0)
 			return Error(-EINVAL, "an empty key or a negative revision");
-		return call_parsed("/v3/kv/txn", codec::cas_body(key, mod_revision, value, lease),
+		if (guard && (guard->key.empty() || guard->create_revision <= 0))
+			return Error(-EINVAL, "a guard without a key or a revision");
+		return call_parsed("/v3/kv/txn",
+				   codec::cas_body(key, mod_revision, value, lease, guard),
 				   codec::parse_cas);
 	}
 
