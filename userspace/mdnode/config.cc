@@ -227,6 +227,8 @@ bool numeric_address(const std::string &a)
 	       inet_pton(AF_INET6, a.c_str(), &any) == 1;
 }
 
+} // namespace
+
 // ID=ADDR:PORT, the address numeric: the listener binds it, and a
 // leader dials it as given.
 mdr::Status parse_replica(std::string_view value, std::string_view where,
@@ -256,6 +258,8 @@ mdr::Status parse_replica(std::string_view value, std::string_view where,
 	out.push_back(std::move(r));
 	return {};
 }
+
+namespace {
 
 // URL[,URL...], each http://HOST:PORT (lib/etcd speaks plain HTTP to
 // etcd's JSON gateway).
@@ -463,23 +467,11 @@ mdr::Status check_group(const Config &c)
 	if (c.etcd_endpoints.empty())
 		return bad("settings", "group " + std::to_string(c.group) +
 				       " without etcd's endpoints (--etcd)");
-	if (c.replicas.size() < kMinReplicas || c.replicas.size() > kMaxReplicas)
-		return bad("settings", "group " + std::to_string(c.group) + " has " +
-				       std::to_string(c.replicas.size()) +
-				       " replicas (--replica): want " +
-				       std::to_string(kMinReplicas) + " to " +
-				       std::to_string(kMaxReplicas));
-	std::set<uint32_t> ids;
-	std::set<std::pair<std::string, uint16_t>> at;
-	for (const ReplicaArg &r : c.replicas) {
-		if (!ids.insert(r.id).second)
-			return bad("settings", "replica id " + std::to_string(r.id) +
-					       " given twice");
-		if (!at.insert({r.address, r.port}).second)
-			return bad("settings", "replicas " + std::to_string(r.id) +
-					       " and another share address " + r.address +
-					       " port " + std::to_string(r.port));
-	}
+	if (mdr::Status st = check_replica_set(c.replicas, "settings",
+					       "group " + std::to_string(c.group) + " has ",
+					       " (--replica)");
+	    !st.ok())
+		return st;
 	// Replicas that do not lead send clients to the leader's --listen.
 	if (!mdr::wire::wire_address(c.listen_address))
 		return bad("settings", "group " + std::to_string(c.group) + ": --listen '" +
@@ -499,6 +491,26 @@ mdr::Status check_group(const Config &c)
 }
 
 } // namespace
+
+mdr::Status check_replica_set(const std::vector<ReplicaArg> &set, std::string_view where,
+			      const std::string &what, const std::string &from)
+{
+	if (set.size() < kMinReplicas || set.size() > kMaxReplicas)
+		return bad(where, what + std::to_string(set.size()) + " replicas" + from +
+				  ": want " + std::to_string(kMinReplicas) + " to " +
+				  std::to_string(kMaxReplicas));
+	std::set<uint32_t> ids;
+	std::set<std::pair<std::string, uint16_t>> at;
+	for (const ReplicaArg &r : set) {
+		if (!ids.insert(r.id).second)
+			return bad(where, "replica id " + std::to_string(r.id) + " given twice");
+		if (!at.insert({r.address, r.port}).second)
+			return bad(where, "replicas " + std::to_string(r.id) +
+					  " and another share address " + r.address + " port " +
+					  std::to_string(r.port));
+	}
+	return {};
+}
 
 const ReplicaArg *self_replica(const Config &c)
 {

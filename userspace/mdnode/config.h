@@ -47,6 +47,7 @@ struct ReplicaArg {
 	uint32_t id;		// >= 1
 	std::string address;	// numeric IPv4, or IPv6
 	uint16_t port;
+	bool operator==(const ReplicaArg &) const = default;
 };
 
 // Members a replica set may have: three in the design, up to seven.
@@ -113,6 +114,14 @@ mdr::Result<Config> parse_config(std::span<const std::string_view> args,
 
 // This replica's entry of the replica set; nullptr for a single node.
 const ReplicaArg *self_replica(const Config &c);
+
+// One ID=ADDR:PORT of a replica set, appended to out; errors name where.
+mdr::Status parse_replica(std::string_view value, std::string_view where,
+			  std::vector<ReplicaArg> &out);
+// A replica set's size (kMinReplicas..kMaxReplicas; the message reads
+// what, the count, "replicas", from) and its ids and addresses distinct.
+mdr::Status check_replica_set(const std::vector<ReplicaArg> &set, std::string_view where,
+			      const std::string &what, const std::string &from);
 
 extern const char kUsage[];
 

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <utility>
 
+#include <charconv>
+
 #include "mdnode/thread.h"
 
 namespace mdnode {
@@ -49,7 +51,17 @@ Status check_name(const char *what, const std::string &s, size_t max, bool is_id
 bool same_change(const GroupState &a, const GroupState &b)
 {
 	return a.role == b.role && a.leader_id == b.leader_id &&
-	       a.leader_address == b.leader_address && a.epoch == b.epoch && a.reason == b.reason;
+	       a.leader_address == b.leader_address && a.epoch == b.epoch &&
+	       a.reason == b.reason && a.config == b.config;
+}
+
+// A replica id of a group with a config: decimal, non-zero; 0 otherwise.
+uint32_t replica_number(const std::string &s)
+{
+	uint32_t v = 0;
+	auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+
+	return ec == std::errc() && end == s.data() + s.size() ? v : 0;
 }
 
 } // namespace
@@ -63,6 +75,15 @@ mdr::Result<std::unique_ptr<GroupMember>> GroupMember::start(GroupOptions o, OnC
 		s = check_name("replica address", o.address, kMaxAddress, false);
 	if (!s.ok())
 		return Error(s.error(), s.message());
+	if (!o.bootstrap.empty()) {
+		if (!replica_number(o.replica) || std::to_string(replica_number(o.replica)) !=
+							   o.replica)
+			return Error(-EINVAL, "replica id '" + o.replica +
+				     "': a group with a config wants a decimal id from 1");
+		s = check_replica_set(o.bootstrap, "group", "the bootstrap set has ", "");
+		if (!s.ok())
+			return Error(s.error(), s.message());
+	}
 	// The Election bounds every validity by the TTL it asked for, and
 	// takes none past kMaxTtl; int64 below, so no product overflows.
 	if (o.ttl_s < 1 || o.ttl_s > kMaxTtl)
@@ -99,6 +120,8 @@ GroupMember::GroupMember(GroupOptions options, OnChange on_change,
 	: opts_(std::move(options)), on_change_(std::move(on_change)),
 	  leader_key_("/mdroute/groups/" + opts_.group + "/leader"),
 	  record_key_("/mdroute/groups/" + opts_.group + "/members/" + opts_.replica),
+	  config_key_("/mdroute/groups/" + opts_.group + "/config"),
+	  self_id_(opts_.bootstrap.empty() ? 0 : replica_number(opts_.replica)),
 	  client_(std::move(client)), efd_(efd)
 {
 	state_.reason = "starting";
@@ -127,9 +150,12 @@ void GroupMember::process()
 
 	if (read(efd_, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		return;
+	std::optional<ConfigChange> done;
 	{
 		std::lock_guard lock(lock_);
 		q.swap(pending_);
+		if (config_change_ && config_change_->result)
+			done = std::exchange(config_change_, std::nullopt);
 	}
 	for (GroupState &s : q) {
 		// After resign() the loop's state stays what resign() made it.
@@ -144,6 +170,31 @@ void GroupMember::process()
 		if (changed && on_change_)
 			on_change_(state_);
 	}
+	// After the states posted before it: a leader's own change is the
+	// last word on its set.
+	if (done) {
+		if (done->result->ok())
+			state_.config = done->result->value();
+		done->done(std::move(*done->result));
+	}
+}
+
+Status GroupMember::change_config(std::vector<ReplicaArg> next, ConfigDone done)
+{
+	if (state_.role != GroupState::Role::leader || !state_.config)
+		return Error(-EAGAIN, "group '" + opts_.group + "': not leading");
+	if (Status st = check_replica_set(next, "group", "the new set has ", ""); !st.ok())
+		return st;
+	{
+		std::lock_guard lock(lock_);
+		if (config_change_)
+			return Error(-EBUSY, "group '" + opts_.group +
+				     "': a change of its replica set is under way");
+		config_change_ = ConfigChange{std::move(next), state_.config->revision,
+					      state_.epoch, std::move(done), std::nullopt};
+	}
+	cv_.notify_all();
+	return {};
 }
 
 bool GroupMember::serving(Clock::time_point now) const
@@ -232,7 +283,8 @@ bool GroupMember::idle_until(Clock::time_point t)
 {
 	std::unique_lock lock(lock_);
 	cv_.wait_until(lock, t, [this] {
-		return stopping_ || resign_asked_ || key_lost_ || paused_ || step_down_asked_;
+		return stopping_ || resign_asked_ || key_lost_ || paused_ || step_down_asked_ ||
+		       (config_change_ && !config_change_->result);
 	});
 	return !stopping_ && !resign_asked_;
 }
@@ -320,6 +372,8 @@ void GroupMember::record_kept()
 
 void GroupMember::follow()
 {
+	// A change the loop asked for as this replica stopped leading.
+	take_config_change();
 	if (!election_owned_) {
 		auto e = std::make_unique<mdr::etcd::Election>(*client_, leader_key_);
 		std::lock_guard lock(lock_);
@@ -343,6 +397,21 @@ void GroupMember::follow()
 		s.epoch = l.value()->epoch;
 		s.reason = "following";
 	}
+	// The set: a replica out of it does not campaign (a learner, or one
+	// removed), nor does one that cannot read it.
+	std::optional<std::string> barred;
+	if (self_id_) {
+		auto c = read_config();
+		if (c.ok()) {
+			s.config = c.value();
+			barred = not_member(c.value());
+		} else {
+			s.config = posted_.config;
+			barred = "cannot read the replica set: " + c.message();
+		}
+		if (barred)
+			s.reason = *barred;
+	}
 	s.since = Clock::now();
 	if (!same_change(s, posted_))
 		post(s);
@@ -350,8 +419,9 @@ void GroupMember::follow()
 	// A campaign of a third of the TTL: the record is kept alive and the
 	// leader read again between two. None while a step down holds.
 	const auto third = milliseconds(opts_.ttl_s * 1000 / 3);
-	if (Clock::now() < campaign_after_) {
-		(void)idle_until(std::min(campaign_after_, Clock::now() + third));
+	if (Clock::now() < campaign_after_ || barred) {
+		const auto until = Clock::now() + third;
+		(void)idle_until(barred ? until : std::min(campaign_after_, until));
 		return;
 	}
 	auto c = election_owned_->campaign(opts_.replica + "\n" + opts_.address, opts_.ttl_s,
@@ -366,6 +436,34 @@ void GroupMember::follow()
 	}
 
 	const int64_t epoch = c.value();
+	// The set as it is now that the key is ours (group.h): what this
+	// epoch starts with. Out of it, or unread, this replica does not
+	// lead: the key goes at once.
+	std::optional<GroupConfig> config;
+	if (self_id_) {
+		auto now = read_config();
+		std::optional<std::string> why =
+			!now.ok() ? "cannot read the replica set after winning epoch " +
+					    std::to_string(epoch) + ": " + now.message()
+				  : not_member(now.value());
+		if (why) {
+			Status r = election_owned_->resign();
+			election_owned_.reset();
+			{
+				std::lock_guard lock(lock_);
+				election_ = nullptr;
+			}
+			campaign_after_ = Clock::now() + third;
+			GroupState l;
+			l.reason = *why + (r.ok() ? "" : " (the key lapses with its lease: " +
+							     r.message() + ")");
+			l.config = now.ok() ? std::optional(now.value()) : posted_.config;
+			l.since = Clock::now();
+			post(std::move(l));
+			return;
+		}
+		config = now.value();
+	}
 	leading_ = true;
 	renew_due_ = Clock::now() + third;
 	{
@@ -394,7 +492,92 @@ void GroupMember::follow()
 	w.valid_until = election_owned_->valid_until();
 	w.since = Clock::now();
 	w.reason = "won the campaign for epoch " + std::to_string(epoch);
+	w.config = std::move(config);
 	post(std::move(w));
+}
+
+mdr::Result<GroupConfig> GroupMember::read_config()
+{
+	auto r = client_->get(config_key_);
+	if (!r.ok())
+		return Error(r.error(), r.message());
+	if (r.value().kvs.empty()) {
+		// A new group: the first replica's settings start it.
+		auto put = client_->compare_and_swap(config_key_, 0,
+						      encode_group_config(opts_.bootstrap));
+		if (!put.ok())
+			return Error(put.error(), put.message());
+		if (put.value().swapped)
+			return GroupConfig{parse_group_config(encode_group_config(opts_.bootstrap))
+						   .value(),
+					   put.value().revision};
+		if (!put.value().current)
+			return Error(-EAGAIN, config_key_ + " came and went");
+		r.value().kvs.push_back(*put.value().current);
+	}
+	const mdr::etcd::KeyValue &kv = r.value().kvs.front();
+	auto set = parse_group_config(kv.value);
+	if (!set.ok())
+		return Error(set.error(), config_key_ + " at revision " +
+			     std::to_string(kv.mod_revision) + ": " + set.message());
+	return GroupConfig{std::move(set).value(), kv.mod_revision};
+}
+
+std::optional<std::string> GroupMember::not_member(const GroupConfig &c) const
+{
+	if (!self_id_ || c.find(self_id_))
+		return std::nullopt;
+	return "replica " + opts_.replica + " is not in the group's replica set (revision " +
+	       std::to_string(c.revision) + "): a learner or a replica removed, it does not "
+	       "campaign";
+}
+
+// A leader's change of the set (change_config()): the swap at the revision
+// it read, guarded by its epoch's key. A refusal reads the key: the value
+// wanted is there when an earlier try of the same change went through
+// (its answer lost); the revision read means the guard refused (the key
+// is gone or another's); anything else, another writer (an operator).
+void GroupMember::take_config_change()
+{
+	std::vector<ReplicaArg> next;
+	int64_t revision, epoch;
+	{
+		std::lock_guard lock(lock_);
+		if (!config_change_ || config_change_->result)
+			return;
+		next = config_change_->next;
+		revision = config_change_->revision;
+		epoch = config_change_->epoch;
+	}
+	mdr::Result<GroupConfig> res = Error(-EAGAIN, "not leading");
+	if (leading_ && epoch == posted_.epoch) {
+		const std::string text = encode_group_config(next);
+		auto sw = client_->compare_and_swap(config_key_, revision, text, 0,
+						    mdr::etcd::Guard{leader_key_, epoch});
+		if (!sw.ok())
+			res = Error(sw.error(), "etcd: " + sw.message());
+		else if (sw.value().swapped)
+			res = GroupConfig{parse_group_config(text).value(), sw.value().revision};
+		else if (sw.value().current && sw.value().current->value == text)
+			res = GroupConfig{parse_group_config(text).value(),
+					  sw.value().current->mod_revision};
+		else if (sw.value().current && sw.value().current->mod_revision == revision)
+			res = Error(-ESTALE, "the leader key of epoch " + std::to_string(epoch) +
+				    " is gone or another's");
+		else
+			res = Error(-ESTALE, config_key_ + " changed under the leader (revision " +
+				    std::to_string(sw.value().current ?
+						   sw.value().current->mod_revision : 0) +
+				    ", it read " + std::to_string(revision) + ")");
+	}
+	if (res.ok())
+		posted_.config = res.value();
+	{
+		std::lock_guard lock(lock_);
+		config_change_->result = std::move(res);
+	}
+	const uint64_t one = 1;
+	(void)!write(efd_, &one, sizeof(one));
 }
 
 void GroupMember::lose(std::string reason)
@@ -413,6 +596,7 @@ void GroupMember::lose(std::string reason)
 
 	GroupState s;
 	s.reason = std::move(reason);
+	s.config = posted_.config;
 	s.since = Clock::now();
 	post(std::move(s));
 }
@@ -434,6 +618,7 @@ void GroupMember::lead()
 			    " was deleted or replaced");
 	if (take_step_down())
 		return;
+	take_config_change();
 	if (Clock::now() < renew_due_)
 		return keep_record();	// due, and the renewal is not
 

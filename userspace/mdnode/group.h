@@ -10,6 +10,19 @@
 //	/mdroute/groups/G/members/ID	the replica's address, under a lease of
 //					its own (a dead replica's record goes)
 //	/mdroute/groups/G/leader	the Election's key: "ID\nADDRESS"
+//	/mdroute/groups/G/config	the replica set (group_config.h), when
+//					the options give one to start it with
+//
+// The replica set (config): read before each campaign, and again right
+// after one is won, before the win is posted; a replica not in the set
+// does not campaign, and one that won and finds itself out of the set
+// deletes the key at once and does not lead. The read after the win is
+// etcd's linearizable read, later than the key's creation: any change of
+// the set by an earlier leader (guarded by that leader's epoch, below)
+// either happened before it, and is seen, or can no longer happen, so the
+// set a leader starts with stays the group's until it changes it itself
+// with change_config(): a compare-and-swap of the key at the revision read
+// that also requires the leader key to be the one created at its epoch.
 //
 // Why the loop's timer alone stops a leader in time (election.h has the
 // argument for valid_until itself): the thread hands the loop valid_until
@@ -38,6 +51,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -45,6 +59,7 @@
 #include "lib/etcd/client.h"
 #include "lib/etcd/election.h"
 #include "lib/util/result.h"
+#include "mdnode/group_config.h"
 
 namespace mdnode {
 
@@ -59,6 +74,10 @@ struct GroupOptions {
 	// the loop stops serving at its first tick past the instant, up to
 	// one period late.
 	int drift_margin_ms = 200;
+	// The set etcd is given when it holds none: non-empty makes the
+	// member keep the config (above), and replica then a replica id
+	// (decimal, non-zero).
+	std::vector<ReplicaArg> bootstrap;
 };
 
 struct GroupState {
@@ -74,6 +93,9 @@ struct GroupState {
 	Clock::time_point valid_until{};	// leader: from the last renewal
 	Clock::time_point since{};		// when the thread saw the change
 	std::string reason;			// of the last change
+	// The replica set as last read; a leader's, from after its win and
+	// its own changes. None without a bootstrap set, or before a read.
+	std::optional<GroupConfig> config;
 };
 
 class GroupMember {
@@ -116,6 +138,16 @@ public:
 	// next epoch. Nothing when not leading. Returns at once.
 	void step_down(std::chrono::milliseconds hold);
 
+	// A leader's change of the replica set from the revision of state()'s
+	// config to next (group_config.h): done(new config) on the loop's
+	// thread, from process(); done(-ESTALE) when the key or the epoch
+	// moved on (this replica no longer leads, or the set is not the one
+	// it read), -EAGAIN when not leading, errors of etcd otherwise (the
+	// outcome is then unknown: the set is either). One at a time: -EBUSY
+	// at once while one is pending.
+	using ConfigDone = std::function<void(mdr::Result<GroupConfig>)>;
+	mdr::Status change_config(std::vector<ReplicaArg> next, ConfigDone done);
+
 #ifdef MDR_TEST_HOOKS
 	// The thread stops doing anything (no renewal, no campaign, no
 	// record keepalive) until resume_renewals(): a frozen process.
@@ -139,11 +171,19 @@ private:
 	bool asked_to_stop();
 	void finish_resign();
 	bool take_step_down();
+	// The set in etcd, put there from bootstrap when absent; checked.
+	mdr::Result<GroupConfig> read_config();
+	// Whether the set lets this replica campaign (true without a set);
+	// else why not.
+	std::optional<std::string> not_member(const GroupConfig &c) const;
+	void take_config_change();
 
 	const GroupOptions opts_;
 	const OnChange on_change_;
 	const std::string leader_key_;
 	const std::string record_key_;
+	const std::string config_key_;
+	const uint32_t self_id_;	// with a bootstrap set; else 0
 	const std::unique_ptr<mdr::etcd::Client> client_;
 	const int efd_;
 
@@ -171,6 +211,14 @@ private:
 	std::chrono::milliseconds step_down_hold_{0};
 	bool paused_ = false;
 	std::deque<GroupState> pending_;
+	struct ConfigChange {
+		std::vector<ReplicaArg> next;
+		int64_t revision = 0;	// of the set it changes
+		int64_t epoch = 0;
+		ConfigDone done;
+		std::optional<mdr::Result<GroupConfig>> result;	// the thread's
+	};
+	std::optional<ConfigChange> config_change_;
 
 	// The loop's.
 	GroupState state_;

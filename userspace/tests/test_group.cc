@@ -6,11 +6,16 @@
 // wins; a resignation hands over well under the TTL; bad ids are refused;
 // an unreachable etcd makes a follower with a reason, in bounded time; etcd
 // lost under a leader keeps its validity until the loop's timer ends it.
+// The replica set (group_config.h): its text refused when it is not one;
+// the first member puts its bootstrap set, later ones read it whatever
+// theirs says; a replica out of it never campaigns; the leader's swap
+// changes it, and one guarded by an epoch that is over changes nothing.
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +29,7 @@ using mdnode::EventLoop;
 using mdnode::GroupMember;
 using mdnode::GroupOptions;
 using mdnode::GroupState;
+using mdnode::ReplicaArg;
 using mdr::test::EtcdRig;
 using Clock = std::chrono::steady_clock;
 using Role = GroupState::Role;
@@ -133,6 +139,26 @@ struct Pair {
 	}
 	std::vector<Member *> both() const { return {a.get(), b.get()}; }
 };
+
+// Replica id (decimal) of a group with a replica set: a bootstrap set of
+// ids, at 10.0.1.ID:4800.
+GroupOptions config_options(const std::string &group, uint32_t id,
+			    const std::vector<uint32_t> &set)
+{
+	GroupOptions o = options(group, "r" + std::to_string(id));
+	o.replica = std::to_string(id);
+	for (uint32_t r : set)
+		o.bootstrap.push_back({r, "10.0.1." + std::to_string(r), 4800});
+	return o;
+}
+
+std::string ids(const mdnode::GroupConfig &c)
+{
+	std::string s;
+	for (const ReplicaArg &r : c.replicas)
+		s += std::to_string(r.id);
+	return s;
+}
 
 } // namespace
 
@@ -382,6 +408,122 @@ static void test_transport_errors_keep_the_validity(void **)
 	}, 5000));
 }
 
+static void test_config_text(void **)
+{
+	using mdnode::encode_group_config;
+	using mdnode::parse_group_config;
+	const std::vector<ReplicaArg> set{
+		{3, "10.0.0.3", 4800}, {1, "10.0.0.1", 4800}, {2, "fd00::2", 4801}};
+	const std::string text = encode_group_config(set);
+
+	assert_string_equal(text.c_str(),
+			    "1=10.0.0.1:4800\n2=[fd00::2]:4801\n3=10.0.0.3:4800\n");
+	auto back = parse_group_config(text);
+	assert_true(back.ok());
+	assert_int_equal(back.value().size(), 3);
+	assert_string_equal(back.value()[1].address.c_str(), "fd00::2");
+	assert_int_equal(back.value()[1].port, 4801);
+
+	const struct {
+		const char *text, *words;
+	} bad[] = {
+		{"", "the set has 0 replicas"},
+		{"1=10.0.0.1:4800\n2=10.0.0.2:4800\n", "the set has 2 replicas"},
+		{"1=10.0.0.1:4800\n1=10.0.0.2:4800\n3=10.0.0.3:4800\n", "id 1 given twice"},
+		{"1=10.0.0.1:4800\n2=10.0.0.1:4800\n3=10.0.0.3:4800\n", "share address"},
+		{"1=10.0.0.1:4800\n2=0.0.0.0:4800\n3=10.0.0.3:4800\n", "not 0.0.0.0"},
+		{"1=10.0.0.1:4800\n2=10.0.0.2\n3=10.0.0.3:4800\n", "lacks its port"},
+		{"1=10.0.0.1:4800\n\n3=10.0.0.3:4800\n", "config line 2"},
+		{"0=10.0.0.1:4800\n2=10.0.0.2:4800\n3=10.0.0.3:4800\n", "config line 1"},
+		{"1=10.0.0.1:4800 2=10.0.0.2:4800 3=10.0.0.3:4800", "config line 1"},
+	};
+	for (const auto &b : bad) {
+		auto r = parse_group_config(b.text);
+		assert_false(r.ok());
+		if (r.error() != -EINVAL || r.message().find(b.words) == std::string::npos)
+			fail_msg("'%s': %d %s", b.text, r.error(), r.message().c_str());
+	}
+	assert_true(mdnode::with_change(set, true, {4, "10.0.0.4", 4800}).size() == 4);
+	assert_int_equal(mdnode::with_change(set, false, {2, "", 0}).size(), 2);
+}
+
+// The first to start puts its set; the second's, different, is not used;
+// a replica out of the set does not campaign, and joins it by the leader's
+// swap; a second swap while one is pending is refused, as is a follower's.
+static void test_config_bootstrap_and_swap(void **)
+{
+	auto a = make(config_options("c1", 1, {1, 2, 3}));
+	assert_true(a != nullptr);
+	assert_true(run_until({a.get()}, [&] { return a->leads(); }, 4000));
+	assert_true(a->state().config.has_value());
+	assert_string_equal(ids(*a->state().config).c_str(), "123");
+
+	auto b = make(config_options("c1", 2, {2, 3, 4, 5}));
+	auto d = make(config_options("c1", 4, {1, 2, 3, 4}));
+	assert_true(run_until({a.get(), b.get(), d.get()}, [&] {
+		return follows(*b, *a) && !d->seen.empty() && d->seen.back().config;
+	}, 4000));
+	assert_string_equal(ids(*b->seen.back().config).c_str(), "123");
+	assert_non_null(strstr(d->state().reason.c_str(), "not in the group's replica set"));
+	auto c = g_rig->client();
+	auto key = c->get("/mdroute/groups/c1/config");
+	assert_true(key.ok() && key.value().kvs.size() == 1);
+	assert_string_equal(key.value().kvs[0].value.c_str(),
+			    "1=10.0.1.1:4800\n2=10.0.1.2:4800\n3=10.0.1.3:4800\n");
+
+	// The leader resigns: b wins, d never campaigns.
+	assert_true(a->m->resign().ok());
+	assert_true(run_until({b.get(), d.get()}, [&] { return b->leads(); }, 4000));
+	assert_false(run_until({b.get(), d.get()}, [&] { return d->leads(); }, 1500));
+
+	// b adds 4.
+	std::optional<mdr::Result<mdnode::GroupConfig>> got;
+	auto next = b->state().config->replicas;
+	next.push_back({4, "10.0.1.4", 4800});
+	assert_int_equal(d->m->change_config(next, [](auto) {}).error(), -EAGAIN);
+	assert_true(b->m->change_config(next, [&](auto r) { got = std::move(r); }).ok());
+	assert_int_equal(b->m->change_config(next, [](auto) {}).error(), -EBUSY);
+	assert_true(run_until({b.get(), d.get()}, [&] { return got.has_value(); }, 4000));
+	assert_true(got->ok());
+	assert_string_equal(ids(got->value()).c_str(), "1234");
+	assert_true(b->state().config == got->value());
+	key = c->get("/mdroute/groups/c1/config");
+	assert_int_equal(key.value().kvs[0].mod_revision, got->value().revision);
+	// d reads the set with itself in it.
+	assert_true(run_until({b.get(), d.get()}, [&] {
+		return d->state().config && ids(*d->state().config) == "1234" &&
+		       d->state().reason.find("not in") == std::string::npos;
+	}, 4000));
+}
+
+// The epoch's key gone (a successor's campaign could have made it again):
+// the leader's swap changes nothing.
+static void test_config_swap_of_an_epoch_over(void **)
+{
+	auto a = make(config_options("c2", 1, {1, 2, 3}));
+	assert_true(a != nullptr);
+	assert_true(run_until({a.get()}, [&] { return a->leads(); }, 4000));
+	auto c = g_rig->client();
+	const auto before = c->get("/mdroute/groups/c2/config").value().kvs[0];
+
+	assert_true(c->del("/mdroute/groups/c2/leader").ok());
+	std::optional<mdr::Result<mdnode::GroupConfig>> got;
+	auto next = a->state().config->replicas;
+	next.push_back({4, "10.0.1.4", 4800});
+	// The loop may hear of the loss first: then it is not leading.
+	const mdr::Status st = a->m->change_config(next, [&](auto r) { got = std::move(r); });
+	if (st.ok()) {
+		assert_true(run_until({a.get()}, [&] { return got.has_value(); }, 4000));
+		assert_false(got->ok());
+		assert_true(got->error() == -ESTALE || got->error() == -EAGAIN);
+	} else {
+		assert_int_equal(st.error(), -EAGAIN);
+	}
+	const auto after = c->get("/mdroute/groups/c2/config").value().kvs[0];
+	assert_int_equal(after.mod_revision, before.mod_revision);
+	assert_string_equal(after.value.c_str(), before.value.c_str());
+}
+
 int main()
 {
 	const struct CMUnitTest tests[] = {
@@ -394,6 +536,9 @@ int main()
 		cmocka_unit_test(test_bad_ids_refused),
 		cmocka_unit_test(test_unreachable_etcd),
 		cmocka_unit_test(test_transport_errors_keep_the_validity),
+		cmocka_unit_test(test_config_text),
+		cmocka_unit_test(test_config_bootstrap_and_swap),
+		cmocka_unit_test(test_config_swap_of_an_epoch_over),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
