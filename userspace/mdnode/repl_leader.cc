@@ -90,6 +90,7 @@ LogShipper::LogShipper(const ShipperOptions &opts, ShipLink &link, OnCommit on_c
 {
 	for (const std::string &m : opts.followers)
 		followers_.emplace(m, FollowerInfo{});
+	voters_.push_back(opts.followers);
 	// The prior records, one batch each, in their own epochs: the window
 	// begins with them. The first one's prev_epoch is its own: no
 	// follower is streamed from before it (connect()).
@@ -497,19 +498,72 @@ mdr::Status LogShipper::on_durable(const std::string &member, const Durable &d)
 	return {};
 }
 
-void LogShipper::advance_commit()
+mdr::Status LogShipper::add_follower(const std::string &member)
+{
+	if (!followers_.emplace(member, FollowerInfo{}).second)
+		return mdr::Error(-EEXIST, "log shipper: " + member + " is a follower already");
+	return {};
+}
+
+bool LogShipper::voter(const std::string &member) const
+{
+	for (const auto &set : voters_)
+		if (std::find(set.begin(), set.end(), member) != set.end())
+			return true;
+	return false;
+}
+
+mdr::Status LogShipper::remove_follower(const std::string &member)
+{
+	auto it = followers_.find(member);
+
+	if (it == followers_.end())
+		return mdr::Error(-ENOENT, "log shipper: " + member + " is not a follower");
+	if (voter(member))
+		return mdr::Error(-EBUSY, "log shipper: " + member + " votes");
+	followers_.erase(it);
+	return {};
+}
+
+mdr::Status LogShipper::set_voters(std::vector<std::vector<std::string>> sets)
+{
+	if (sets.empty() || sets.size() > 2)
+		return mdr::Error(-EINVAL, "log shipper: " + num(sets.size()) + " voter sets");
+	for (const auto &set : sets) {
+		if (std::set(set.begin(), set.end()).size() != set.size())
+			return mdr::Error(-EINVAL, "log shipper: a voter named twice");
+		for (const std::string &m : set)
+			if (!followers_.count(m))
+				return mdr::Error(-EINVAL, "log shipper: voter " + m +
+							   " is not a follower");
+	}
+	voters_ = std::move(sets);
+	advance_commit();
+	return {};
+}
+
+uint64_t LogShipper::majority_durable(const std::vector<std::string> &voters) const
 {
 	std::vector<uint64_t> durable{local_durable_};
 
-	for (const auto &[member, f] : followers_)
-		durable.push_back(f.durable_index);
+	for (const std::string &m : voters) {
+		auto it = followers_.find(m);
+		durable.push_back(it == followers_.end() ? 0 : it->second.durable_index);
+	}
 	// The majority-th highest: that many members have it durable.
 	const size_t majority = durable.size() / 2 + 1;
 
 	std::nth_element(durable.begin(), durable.begin() + (majority - 1), durable.end(),
 			 std::greater<>());
+	return durable[majority - 1];
+}
 
-	const uint64_t c = durable[majority - 1];
+void LogShipper::advance_commit()
+{
+	uint64_t c = UINT64_MAX;
+
+	for (const auto &set : voters_)
+		c = std::min(c, majority_durable(set));
 
 	// Only a record of this epoch commits by counting (Raft's rule): one
 	// of an earlier epoch on a majority may still be cut by a leader of

@@ -75,6 +75,12 @@
 // with: only records of the leader's own epoch are committed by counting,
 // and with them every record before. It never goes back; on_commit runs
 // each time it advances, with the new value.
+//
+// Membership (replication.md, "Membership"): the group is the leader and
+// the followers of its voter set; while the set changes, of two (the set
+// before and after), and a record commits only on a majority of each. A
+// follower add_follower() adds is a learner, shipped to like any other and
+// counted in no set until set_voters() names it.
 #ifndef MDNODE_REPL_LEADER_H
 #define MDNODE_REPL_LEADER_H
 
@@ -206,6 +212,22 @@ public:
 	// The leader's journal has every record up to index durable.
 	// -ERANGE for an index never shipped.
 	mdr::Status local_durable(uint64_t index);
+	// A learner (above): -EEXIST for a follower already.
+	mdr::Status add_follower(const std::string &member);
+	// Nothing is written to it from now and it counts for nothing (its
+	// link is the owner's to close). -ENOENT for none, -EBUSY for a voter
+	// of a set (set_voters() without it first).
+	mdr::Status remove_follower(const std::string &member);
+	// The sets a commit needs a majority of: one, or two while the set
+	// changes; each names the followers voting in it, the leader voting
+	// in each. -EINVAL for no set or more than two, a name not a
+	// follower or twice in a set. The commit index may advance.
+	mdr::Status set_voters(std::vector<std::vector<std::string>> sets);
+	// The highest index durable on a majority of the leader and voters
+	// (followers not known count 0).
+	uint64_t majority_durable(const std::vector<std::string> &voters) const;
+	bool voter(const std::string &member) const;
+
 	// A follower's DURABLE. An error drops it (the owner closes its
 	// link): -ENOENT (not a follower), -ENOTCONN (not connected),
 	// -ESTALE (another epoch), -ERANGE (an index never shipped to it, or
@@ -269,6 +291,7 @@ private:
 	ShipLink &link_;
 	OnCommit on_commit_;
 	std::map<std::string, FollowerInfo> followers_;
+	std::vector<std::vector<std::string>> voters_;
 	std::deque<Frame> window_;		// contiguous, by index
 	uint64_t window_used_ = 0;
 	uint64_t last_index_;

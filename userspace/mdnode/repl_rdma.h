@@ -125,6 +125,14 @@ public:
 	bool process(int fd, unsigned budget);
 	// Connects the followers without a connection whose retry is due.
 	void tick();
+	// A follower more (a learner, LogShipper::add_follower() before),
+	// connected at the next tick(); -EEXIST, -EINVAL as create() says.
+	mdr::Status add_member(const std::string &member, const ReplicaAddress &where);
+	// Its connection ends at once (its QP first, then the mirror); the
+	// shipper must have let it go (LogShipper::remove_follower()), so
+	// nothing is written to it. Nothing for a member not known. Not from
+	// a callback of this link.
+	void remove_member(const std::string &member);
 
 	mdr::Status write(const std::string &member, uint32_t offset,
 			  std::span<const std::byte> bytes) override;

@@ -89,9 +89,6 @@ mdr::Result<std::unique_ptr<RdmaShipLink>> RdmaShipLink::create(const LinkOption
 		return bad("a send queue of " + std::to_string(opts.send_depth) + " WRs");
 	if (mdr::Status ok = check_ring(opts.ring_bytes, opts.max_batch_bytes); !ok.ok())
 		return bad(ok.message());
-	for (const auto &[member, where] : opts.followers)
-		if (where.id == 0 || where.address.empty())
-			return bad("follower " + member + " without an id or address");
 
 	std::unique_ptr<RdmaShipLink> l(new RdmaShipLink(opts));
 	auto ec = mdr::verbs::event_channel();
@@ -99,14 +96,44 @@ mdr::Result<std::unique_ptr<RdmaShipLink>> RdmaShipLink::create(const LinkOption
 	if (!ec.ok())
 		return mdr::Error(ec.error(), ec.message());
 	l->ec_ = std::move(ec).value();
-	for (const auto &[member, where] : opts.followers) {
-		auto c = std::make_unique<Conn>(opts.send_depth, opts.max_queued);
-
-		c->member = member;
-		c->where = where;
-		l->conns_.emplace(member, std::move(c));
-	}
+	for (const auto &[member, where] : opts.followers)
+		if (mdr::Status st = l->add_member(member, where); !st.ok())
+			return mdr::Error(st.error(), st.message());
 	return l;
+}
+
+mdr::Status RdmaShipLink::add_member(const std::string &member, const ReplicaAddress &where)
+{
+	if (where.id == 0 || where.address.empty())
+		return mdr::Error(-EINVAL, "replication link: follower " + member +
+					   " without an id or address");
+	if (conns_.count(member))
+		return mdr::Error(-EEXIST, "replication link: follower " + member +
+					   " is one already");
+
+	auto c = std::make_unique<Conn>(opts_.send_depth, opts_.max_queued);
+
+	c->member = member;
+	c->where = where;
+	conns_.emplace(member, std::move(c));
+	return {};
+}
+
+// As reap() ends a connection, without the shipper (it let the member go)
+// and for good. rdma_cm's events of the id were acked as they came
+// (on_cm_event()), so destroying it waits for nothing, and none of them
+// names the Conn after this.
+void RdmaShipLink::remove_member(const std::string &member)
+{
+	auto it = conns_.find(member);
+
+	if (it == conns_.end())
+		return;
+	Conn &c = *it->second;
+	if (c.st == Conn::St::live)
+		rdma_disconnect(c.ep->cm());
+	release(c);
+	conns_.erase(it);
 }
 
 std::vector<int> RdmaShipLink::fds() const

@@ -169,6 +169,21 @@ public:
 
 	FollowerEnd &f(const std::string &id) { return *followers.at(id); }
 
+	// A follower more, connected with an empty log (a new replica): a
+	// learner until set_voters() names it.
+	FollowerEnd &add(const std::string &id)
+	{
+		auto &e = followers[id];
+
+		assert_true(leader->add_follower(id).ok());
+		e = std::make_unique<FollowerEnd>();
+		e->id = id;
+		e->ring.assign(opts.ring_bytes, std::byte{0});
+		e->sink.on_apply = [this, id](uint64_t index) { check_apply(id, index); };
+		connect(*e, {}, {}, 0);
+		return *e;
+	}
+
 	// A new connection for the follower, its log at last (held: the
 	// records after applied).
 	void connect(FollowerEnd &f, LogPosition last, std::vector<HeldRecord> held,
@@ -368,18 +383,26 @@ public:
 	std::function<bool()> leader_step;
 	// Told of each commit, after the checks.
 	std::function<void(uint64_t)> on_commit;
+	// The followers of each set a commit needs a majority of, the leader
+	// voting in each: the truth the test keeps beside set_voters().
+	std::vector<std::vector<std::string>> voters{{"b", "c"}};
 
 private:
-	// A commit is durable on a majority by the fakes' own count, and
-	// only goes forward.
+	// A commit is durable on a majority of each voter set by the fakes'
+	// own count, and only goes forward.
 	void committed(uint64_t c)
 	{
-		unsigned durable = leader_durable >= c;
+		for (const auto &set : voters) {
+			unsigned durable = leader_durable >= c;
 
-		for (auto &[id, e] : followers)
-			durable += (e->own_durable ? e->own_durable() : e->sink.durable) >= c;
-		if (durable < 2)
-			fail_msg("commit %llu durable on %u of 3", (unsigned long long)c, durable);
+			for (const std::string &id : set) {
+				const FollowerEnd &e = f(id);
+				durable += (e.own_durable ? e.own_durable() : e.sink.durable) >= c;
+			}
+			if (durable < (set.size() + 1) / 2 + 1)
+				fail_msg("commit %llu durable on %u of %zu", (unsigned long long)c,
+					 durable, set.size() + 1);
+		}
 		assert_true(commits.empty() || c > commits.back());
 		assert_true(c <= log.size());
 		commits.push_back(c);
