@@ -39,6 +39,10 @@ mdr::Result<std::unique_ptr<GroupReplica>> GroupReplica::start(const ReplicaSett
 	std::unique_ptr<GroupReplica> r(new GroupReplica(s, node, store, journal));
 	const ReplicaArg *self = nullptr;
 
+	// Until etcd's set is read, the settings' (the set etcd is given
+	// when it holds none).
+	r->members_ = s.replicas;
+
 	for (const ReplicaArg &a : s.replicas)
 		if (a.id == s.self)
 			self = &a;
@@ -77,6 +81,7 @@ mdr::Result<std::unique_ptr<GroupReplica>> GroupReplica::start(const ReplicaSett
 	go.etcd.request_timeout_ms = s.ttl_s * 800;
 	go.ttl_s = s.ttl_s;
 	go.drift_margin_ms = s.drift_margin_ms;
+	go.bootstrap = s.replicas;
 	GroupReplica *raw = r.get();
 	auto m = GroupMember::start(std::move(go),
 				    [raw](const GroupState &st) { raw->on_group(st); });
@@ -197,12 +202,18 @@ void GroupReplica::on_group(const GroupState &s)
 		std::from_chars(s.leader_id.data(), s.leader_id.data() + s.leader_id.size(),
 				known_leader_id_);
 	if (s.role == GroupState::Role::leader && s.epoch > 0) {
-		if (!shipper_ && !stopped_)
+		if (!shipper_ && !stopped_) {
+			// The set the epoch begins with, read after the win.
+			if (s.config)
+				members_ = s.config->replicas;
 			lead(uint64_t(s.epoch));
+		}
 		return;
 	}
 	if (shipper_)
 		return stop("it no longer holds the leader key: " + s.reason);
+	if (s.config)
+		members_ = s.config->replicas;
 	// A follower: nothing of an epoch below the leader's is taken from
 	// now on, whichever connection comes first.
 	if (s.epoch > 0)
@@ -275,7 +286,11 @@ mdr::wire::GroupStatusRep GroupReplica::group_status() const
 	r.last_index = !leads ? follower_->last().index : next_index_ ? next_index_ - 1 : 0;
 	r.commit_index = std::min(leads ? commit_index_ : follower_->applied_index(),
 				  r.last_index);
-	for (const ReplicaArg &a : settings_.replicas) {
+	// The set, and a replica being added (the leader's).
+	std::vector<ReplicaArg> listed = members_;
+	if (leads && change_ && change_->add)
+		listed.push_back(change_->replica);
+	for (const ReplicaArg &a : listed) {
 		mdr::wire::Replica p{.id = a.id, .port = a.port};
 		const repl::FollowerInfo *f = nullptr;
 
@@ -318,7 +333,7 @@ void GroupReplica::lead(uint64_t epoch)
 	lo.leader_id = settings_.self;
 	lo.ring_bytes = settings_.ring_bytes;
 	lo.max_batch_bytes = settings_.max_batch_bytes;
-	for (const ReplicaArg &a : settings_.replicas) {
+	for (const ReplicaArg &a : members_) {
 		if (a.id == settings_.self)
 			continue;
 		names.push_back(member_name(a.id));
@@ -396,7 +411,7 @@ void GroupReplica::tick(int64_t now_ms)
 	if (uint64_t by = link_->deposed_by())
 		return stop("a follower is fenced to epoch " + std::to_string(by));
 
-	for (const ReplicaArg &a : settings_.replicas) {
+	for (const ReplicaArg &a : members_) {
 		if (a.id == settings_.self)
 			continue;
 		if (const repl::LogState *ls = link_->log_state(member_name(a.id)))
@@ -433,6 +448,7 @@ void GroupReplica::tick(int64_t now_ms)
 	answer_committed();
 	settle_bounds();
 	offer_checkpoint();
+	membership_tick();
 }
 
 void GroupReplica::offer_checkpoint()
@@ -642,6 +658,7 @@ void GroupReplica::step_down(const std::string &why)
 	log_warn("group %llu: stepping down from epoch %llu: %s",
 		 (unsigned long long)settings_.group, (unsigned long long)epoch_, why.c_str());
 	answers_.abandon(-EAGAIN);
+	change_.reset();
 	shipper_.reset();
 	link_.reset();
 	gate_.reset();
@@ -655,16 +672,37 @@ void GroupReplica::stop(const std::string &why)
 {
 	if (stopped_)
 		return;
-	stopped_ = true;
 	failure_ = why;
 	log_error("group %llu: stopping: %s", (unsigned long long)settings_.group, why.c_str());
+	end();
+}
+
+// What waits is answered AGAIN, as at a failure: the client asks the next
+// leader, which has every committed record. The resignation deletes the
+// key only after hosts were cut and copies stopped (end()), so the next
+// leader, elected from then on, finds no host served here; it waits out
+// the leases granted here all the same (its EPOCH bounds).
+void GroupReplica::shut_down()
+{
+	if (stopped_)
+		return;
+	log_info("group %llu: stopping cleanly%s", (unsigned long long)settings_.group,
+		 shipper_ ? ": the leader key goes now" : "");
+	end();
+}
+
+void GroupReplica::end()
+{
+	stopped_ = true;
 	answers_.abandon(-EAGAIN);
 	// Before valid_until - drift_margin (tick() stops it there): no
 	// successor exists yet, and none of its copies writes after this
 	// but what was submitted.
 	node_.stop_copies();
 	node_.stop_serving_hosts();
-	// The shipper writes through the link: it goes first.
+	// The shipper writes through the link: it goes first. A change of
+	// the set is the next leader's to find in etcd, done or not.
+	change_.reset();
 	shipper_.reset();
 	link_.reset();
 	gate_.reset();

@@ -46,6 +46,28 @@
 // durable as its journal's checkpoint, then its store and its recent
 // records; a restart starts from it.
 //
+// The replica set (replication.md, "Membership"; group_config.h): etcd's,
+// as GroupMember last read it (a follower's) or as the epoch began with it
+// and the leader changed it since. A change (group_membership.cc), one at
+// a time, at the leader:
+//   learning	an added replica is shipped the log (or a checkpoint) and
+//		counts for nothing, until it streams with every record
+//		committed a tick before durable;
+//   joint	commits need a majority of the set before the change and
+//		of the set after, until every record committed before the
+//		joint began is durable on a majority of the set after;
+//   swapping	GroupMember swaps the set in etcd, guarded by this epoch;
+//		once etcd holds it, the set after alone counts (a removed
+//		replica's connection is closed).
+// Why no committed record is lost by a change: a record committed before
+// the joint is on a majority of the set before and, before the swap, of
+// the set after; one committed in the joint is on both by the rule; one
+// after the swap on the set after. A new leader reads the set after its
+// win (group.h): the set before if the swap did not happen, which every
+// committed record is on a majority of, the set after if it did, likewise;
+// its gate hears a majority of that set, which shares a member with each
+// majority a record was committed on.
+//
 // Bounds, refused rather than run unsafely (replication.md, "Not built
 // yet"): a replica that stops leading after it shipped does not become a
 // follower again in this process (its journal may hold records no
@@ -115,6 +137,10 @@ public:
 	// From the loop's tick: the leader's validity, heartbeats, connects,
 	// the gate.
 	void tick(int64_t now_ms);
+	// A clean stop (SIGTERM): as a failure's stop (stop()), the leader
+	// key deleted at once so that another replica leads without waiting
+	// out the TTL, the member record likewise; not a failure.
+	void shut_down();
 	// The process must stop; why.
 	bool failed() const { return !failure_.empty(); }
 	const std::string &failure() const { return failure_; }
@@ -132,6 +158,7 @@ public:
 	std::optional<std::vector<uint8_t>> checkpoint() const override;
 	std::optional<mdr::wire::Leader> redirect() const override;
 	mdr::wire::GroupStatusRep group_status() const override;
+	mdr::Status change_membership(const MembershipChange &c) override;
 
 private:
 	GroupReplica(const ReplicaSettings &s, Node &node, Store &store, Journal &journal);
@@ -151,10 +178,32 @@ private:
 	// taken. From tick().
 	void offer_checkpoint();
 
+	// A change of the set (group_membership.cc).
+	struct Change {
+		enum class Phase { learning, joint, swapping };
+		bool add = false;
+		ReplicaArg replica{};		// the one added or removed
+		std::vector<ReplicaArg> next;	// the set after
+		Phase phase = Phase::learning;
+		uint64_t joint_commit = 0;	// the commit index the joint began at
+		uint64_t learn_mark = 0;	// the commit index at the last tick
+	};
+	// The followers of a set by name: every member but this replica.
+	std::vector<std::string> voters_of(const std::vector<ReplicaArg> &set) const;
+	void begin_joint();
+	// From tick(): a learner caught up, a joint's records on the set
+	// after, the swap asked for.
+	void membership_tick();
+	void config_swapped(mdr::Result<GroupConfig> r);
+	// An added replica taken back before it joined (a remove of it).
+	void cancel_learner();
+
 	void on_group(const GroupState &s);
 	mdr::wire::Leader known_leader(const GroupState &s) const;
 	void lead(uint64_t epoch);
 	void stop(const std::string &why);
+	// stop() and shut_down(): answers, hosts, copies, links, the key.
+	void end();
 	// A majority's log is ahead: back to following, no campaign for a
 	// while.
 	void step_down(const std::string &why);
@@ -207,6 +256,9 @@ private:
 	uint64_t known_epoch_ = 0;
 	uint32_t known_leader_id_ = 0;
 	std::string failure_;
+	// The replica set (above), and the change under way at the leader.
+	std::vector<ReplicaArg> members_;
+	std::optional<Change> change_;
 };
 
 } // namespace mdnode

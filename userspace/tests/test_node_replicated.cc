@@ -63,6 +63,10 @@ public:
 	}
 	std::optional<wire::Leader> redirect() const override { return leader; }
 	wire::GroupStatusRep group_status() const override { return status; }
+	mdr::Status change_membership(const mdnode::MembershipChange &) override
+	{
+		return mdr::Error(-EOPNOTSUPP, "not in these tests");
+	}
 
 	mdnode::Journal *journal = nullptr;
 	bool accept = true;
