@@ -1,11 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # group.sh - a replica group for the VM tests of tools/vm/tests/replication/:
-# a one-member etcd on loopback and three mdnode replicas, each on an
-# address and rxe device of its own (mdr_replica_links), sharing the
-# guest's disk. Source it after common.sh, then:
+# etcd on loopback (one member, or three for etcd's own failover) and three
+# mdnode replicas, each on an address and rxe device of its own
+# (mdr_replica_links), sharing the guest's disk. Source it after
+# common.sh, then:
 #
-#	group_init TAG TTL_S	names, etcd, links, the admin key
+#	group_init TAG TTL_S [ETCD_MEMBERS]
+#				names, etcd (1 member, the default, or 3),
+#				links, the admin key
 #	group_start I [ARGS]	replica I on its data directory (kept across
 #				starts: a restart recovers from it)
 #	group_stop I [SIGNAL]	TERM (or SIGNAL) replica I (mdr_stop_pid):
@@ -15,20 +18,39 @@
 #				its start
 #	admin I STEPS..., host I STEPS..., state I
 #	group_check_logs	no sanitizer report in any replica's log
-#	group_etcd_cut I, group_etcd_heal I	replica I cut from etcd
+#	group_etcd_cut I, group_etcd_heal I	replica I cut from etcd (the
+#				one-member etcd only)
+#	group_etcd_kill M [SIGNAL], group_etcd_member M, group_etcd_leader
+#				(three members) member M stopped (KILL), M
+#				started again on its data, etcd_leader set to
+#				the member etcd's live members follow
 #
+# One member: clients reach it at 127.0.0.1:23790, and replica I at
+# 2379I, a port of its own (group_etcd_cut); its peer port is 23800.
+# Three: member M listens for clients at 2383M and for peers at 2384M;
+# replica I is given all three, from member I on ($GROUP_ETCD lists them).
 # Hosts and admins reach replica I at ${MDR_REPLICA_ADDR[I]}:4791, the
 # leader's log connections at :4800.
 . "$MDR_TOP/tools/vm/common.sh"
 GROUP_CLIENT=$MDR_BIN/mdr-test-node-client
 
 group_dir() { echo "$MDR_TMP/mdnode-$GROUP_TAG-$1"; }
-group_etcd_url() { echo "http://127.0.0.1:2379$1"; }
+# group_etcd_url I: the endpoints replica I is given.
+group_etcd_url() {
+	if [ "$GROUP_ETCD_MEMBERS" -eq 1 ]; then
+		echo "http://127.0.0.1:2379$1"
+		return
+	fi
+	local k urls=()
+	for k in 0 1 2; do urls+=("http://127.0.0.1:2383$(((($1 - 1 + k) % 3) + 1))"); done
+	(IFS=,; echo "${urls[*]}")
+}
 
 # group_etcd_cut I, group_etcd_heal I: replica I's packets to and from
 # etcd dropped on loopback (its own client port), and let through again.
 # The exit takes the qdisc away, with any filter still there.
 group_etcd_cut() {
+	[ "$GROUP_ETCD_MEMBERS" -eq 1 ] || mdr_fail "group_etcd_cut: for the one-member etcd"
 	if ! tc qdisc show dev lo | grep -q 'qdisc prio 1:'; then
 		tc qdisc add dev lo root handle 1: prio || mdr_fail "cannot add a qdisc to lo"
 		mdr_on_exit 'tc qdisc del dev lo root 2>/dev/null'
@@ -44,25 +66,86 @@ group_etcd_heal() {
 		mdr_fail "cannot heal replica $1's path to etcd"
 }
 
+# group_etcd_member M: member M of the three-member etcd, started on its
+# data directory (again: it rejoins the cluster with what it held). Its
+# heartbeat and election timeout are twice the one member's: under TCG,
+# with three sanitized replicas beside it, a member heard nothing for
+# 500 ms now and then, and each such gap would be an election.
+group_etcd_member() {
+	local m=$1 edir=$MDR_TMP/etcd-$GROUP_TAG
+	etcd --name "m$m" --data-dir "$edir/m$m" \
+		--listen-client-urls "http://127.0.0.1:2383$m" \
+		--advertise-client-urls "http://127.0.0.1:2383$m" \
+		--listen-peer-urls "http://127.0.0.1:2384$m" \
+		--initial-advertise-peer-urls "http://127.0.0.1:2384$m" \
+		--initial-cluster "m1=http://127.0.0.1:23841,m2=http://127.0.0.1:23842,m3=http://127.0.0.1:23843" \
+		--initial-cluster-state new --initial-cluster-token "mdr-$GROUP_TAG" \
+		--heartbeat-interval 100 --election-timeout 1000 --logger zap --log-level warn \
+		>>"$edir/m$m.log" 2>&1 &
+	GROUP_ETCD_PIDS[m]=$!
+}
+
+group_etcd_kill() {
+	local pid=${GROUP_ETCD_PIDS[$1]:-}
+	[ -n "$pid" ] || return 0
+	GROUP_ETCD_PIDS[$1]=
+	kill "-${2:-KILL}" "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 0
+}
+
+# Which member leads, as the members that answer say (etcd's member ids
+# are 64-bit: read as JSON by python, whose integers keep them whole).
+group_etcd_leader() {
+	local url
+	etcd_leader=
+	url=$(etcdctl --endpoints "$GROUP_ETCD" --dial-timeout 1s --command-timeout 3s \
+		endpoint status -w json 2>/dev/null | python3 -c '
+import json, sys
+try:
+    members = json.load(sys.stdin)
+except ValueError:
+    sys.exit(1)
+for e in members:
+    s = e["Status"]
+    if s["leader"] and s["header"]["member_id"] == s["leader"]:
+        print(e["Endpoint"])
+        break
+') || return 1
+	[ -n "$url" ] || return 1
+	# shellcheck disable=SC2034 # for the tests that source this file
+	etcd_leader=${url##*:2383}
+}
+
 group_init() {
 	GROUP_TAG=$1
 	GROUP_TTL=$2
+	GROUP_ETCD_MEMBERS=${3:-1}
 	mdr_require_file "$GROUP_CLIENT" "$MDNODE"
 	mdr_require_cmd etcd etcdctl
 
-	local edir=$MDR_TMP/etcd-$GROUP_TAG
-	GROUP_ETCD=http://127.0.0.1:23790
+	local edir=$MDR_TMP/etcd-$GROUP_TAG m
 	rm -rf "$edir" && mkdir -p "$edir"
-	# Each replica reaches etcd at a port of its own (group_etcd_cut).
-	etcd --name "$GROUP_TAG" --data-dir "$edir/data" \
-		--listen-client-urls "$GROUP_ETCD,$(group_etcd_url 1),$(group_etcd_url 2),$(group_etcd_url 3)" \
-		--advertise-client-urls "$GROUP_ETCD" --listen-peer-urls http://127.0.0.1:23800 \
-		--initial-advertise-peer-urls http://127.0.0.1:23800 \
-		--initial-cluster "$GROUP_TAG=http://127.0.0.1:23800" --initial-cluster-state new \
-		--heartbeat-interval 50 --election-timeout 500 --logger zap --log-level warn \
-		>"$edir/etcd.log" 2>&1 &
-	local etcd_pid=$!
-	mdr_on_exit "kill $etcd_pid 2>/dev/null; wait $etcd_pid 2>/dev/null; rm -rf '$edir'"
+	mdr_on_exit "rm -rf '$edir'"
+	GROUP_ETCD_PIDS=()
+	mdr_on_exit 'for m in "${!GROUP_ETCD_PIDS[@]}"; do group_etcd_kill "$m" TERM; done'
+	if [ "$GROUP_ETCD_MEMBERS" -eq 1 ]; then
+		GROUP_ETCD=http://127.0.0.1:23790
+		# Each replica reaches etcd at a port of its own (group_etcd_cut).
+		etcd --name "$GROUP_TAG" --data-dir "$edir/data" \
+			--listen-client-urls "$GROUP_ETCD,$(group_etcd_url 1),$(group_etcd_url 2),$(group_etcd_url 3)" \
+			--advertise-client-urls "$GROUP_ETCD" --listen-peer-urls http://127.0.0.1:23800 \
+			--initial-advertise-peer-urls http://127.0.0.1:23800 \
+			--initial-cluster "$GROUP_TAG=http://127.0.0.1:23800" --initial-cluster-state new \
+			--heartbeat-interval 50 --election-timeout 500 --logger zap --log-level warn \
+			>"$edir/etcd.log" 2>&1 &
+		GROUP_ETCD_PIDS[1]=$!
+	elif [ "$GROUP_ETCD_MEMBERS" -eq 3 ]; then
+		GROUP_ETCD=http://127.0.0.1:23831,http://127.0.0.1:23832,http://127.0.0.1:23833
+		for m in 1 2 3; do group_etcd_member "$m"; done
+	else
+		mdr_fail "group_init: an etcd of 1 or 3 members, not $GROUP_ETCD_MEMBERS"
+	fi
 	mdr_wait_for "etcdctl --endpoints $GROUP_ETCD endpoint health" 60
 
 	mdr_replica_links 3

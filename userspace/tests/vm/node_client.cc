@@ -60,6 +60,18 @@
 // An alloc: step answered MDR_ST_STALE meanwhile opens its volume again.
 // Started before a failover, with clock after the step, it tells when
 // the new leader answered it.
+// --follow ADDR[,ADDR...]: with --retry, the other replicas of a group (at
+// --port), for steps that ride its leader changes: a step whose
+// connection was lost or answered nothing in time, or that a replica
+// answered MDR_ST_NOT_LEADER naming another leader, is tried again over
+// a new connection, to the leader named, else to the next replica of
+// --node and the list, in turn, within the step's retry window. The new
+// connection proves the key again (a host's --key-file: a host of
+// version 5 is told the leader, an unproven one of version 2 only AGAIN),
+// every volume opened before is opened again, and it prints "follow:
+// ADDR version=N (WHY)". A step whose answer was lost may have been done
+// before it is sent again: an ALLOC answers the extent it mapped then,
+// a create: fails with EEXIST.
 //
 // Hosts and their proof (wire version 3):
 //   --key-file FILE    the host's key (16 to 64 bytes, trailing newlines
@@ -89,9 +101,11 @@
 #include <ctime>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "lib/auth/auth.h"
@@ -302,6 +316,7 @@ int main(int argc, char **argv)
 	bool keep_going = false;
 	bool timing = false;
 	uint64_t retry_ms = 0;
+	std::string follow_list;
 	int i = 1;
 
 	for (; i < argc && argv[i][0] == '-'; i++) {
@@ -335,6 +350,8 @@ int main(int argc, char **argv)
 			opts.tenant = uint32_t(v);
 		else if (a == "--retry" && parse_u64(val, v))
 			retry_ms = v;
+		else if (a == "--follow")
+			follow_list = val;
 		else if (a == "--host-id" && parse_u64(val, v))
 			opts.host_id = v;
 		else if (a == "--wire-version" && parse_u64(val, v) &&
@@ -362,6 +379,24 @@ int main(int argc, char **argv)
 		fprintf(stderr, "--forge-mac and --record need --key-file\n");
 		return 2;
 	}
+	// --follow: where the steps go when the connection is lost, or a
+	// replica names another leader (a pending move for the next try).
+	struct {
+		mdr::test::Replicas group;
+		bool lost = false;		// a new connection first
+		bool reopen = false;		// then the volumes opened again
+		std::optional<wire::Leader> to;	// where, when a replica said
+		std::string why;
+	} fol;
+	if (!follow_list.empty()) {
+		if (!retry_ms) {
+			fprintf(stderr, "--follow needs --retry\n");
+			return 2;
+		}
+		fol.group.nodes.push_back(opts.node);
+		for (std::string &n : split(follow_list, ','))
+			fol.group.nodes.push_back(std::move(n));
+	}
 	// A host without a key speaks version 2 at most: unauthenticated.
 	if (opts.role == MDR_ROLE_HOST && !version_given)
 		opts.version_max = proof.wanted() || proof.skip ? MDR_WIRE_VERSION : 2;
@@ -369,22 +404,25 @@ int main(int argc, char **argv)
 	std::unique_ptr<mdr::RdmaClient> c = mdr::test::connect_or_say(opts);
 	if (!c)
 		return 1;
-	mdr::RdmaClient &cl = *c;
-	cl.on_push([](uint64_t id, const wire::Invalidate &inv) {
-		printf("push: id=%" PRIu64 " volume_id=%" PRIu64 " first=%" PRIu64
-		       " count=%" PRIu64 " gen=%" PRIu64 " reason=%u\n",
-		       id, inv.volume_id, inv.first, inv.count, inv.generation, inv.reason);
-		fflush(stdout);
-	});
-	printf("connect: version=%u queue_depth=%u push_credits=%u\n", cl.accepted().version,
-	       cl.accepted().queue_depth, cl.accepted().push_credits);
+	auto show_pushes = [](mdr::RdmaClient &cl) {
+		cl.on_push([](uint64_t id, const wire::Invalidate &inv) {
+			printf("push: id=%" PRIu64 " volume_id=%" PRIu64 " first=%" PRIu64
+			       " count=%" PRIu64 " gen=%" PRIu64 " reason=%u\n",
+			       id, inv.volume_id, inv.first, inv.count, inv.generation,
+			       inv.reason);
+			fflush(stdout);
+		});
+	};
+	show_pushes(*c);
+	printf("connect: version=%u queue_depth=%u push_credits=%u\n", c->accepted().version,
+	       c->accepted().queue_depth, c->accepted().push_credits);
 	// Seen at once by a script waiting for the connection (a step tried
 	// again under --retry flushes nothing until it is answered).
 	fflush(stdout);
-	if (opts.role == MDR_ROLE_HOST && !proof.run(cl))
+	if (opts.role == MDR_ROLE_HOST && !proof.run(*c))
 		return 1;
 	if (!key_file.empty()) {
-		if (!mdr::test::prove_admin_key(cl, key_file))
+		if (!mdr::test::prove_admin_key(*c, key_file))
 			return 1;
 		printf("auth: ok\n");
 		fflush(stdout);
@@ -392,6 +430,55 @@ int main(int argc, char **argv)
 
 	std::map<std::string, Opened> opened;
 	int failures = 0;
+	// --follow: the connection the steps go on with, once the last was
+	// lost or named another leader: proven, then every volume opened
+	// again. False once @fail was told why (to try again, or not); the
+	// connection before stays until a new one is up.
+	auto rejoin = [&](const auto &fail) {
+		if (fol.lost) {
+			auto [node, port] = fol.group.next(std::exchange(fol.to, std::nullopt),
+							   opts.port);
+			mdr::ClientOptions o = opts;
+			o.node = node;
+			o.port = port;
+			auto n = mdr::RdmaClient::connect(o);
+			if (!n.ok()) {
+				// Refused (a replica that stopped) or silent: the
+				// next one on the next try, a little later.
+				std::this_thread::sleep_for(std::chrono::milliseconds(100));
+				fail("following to " + node + ": " + n.message(), -ECONNRESET);
+				return false;
+			}
+			c = std::move(n).value();
+			show_pushes(*c);
+			if (opts.role == MDR_ROLE_HOST && !proof.run(*c)) {
+				fail("following to " + node + ": its proof failed", -EPERM);
+				return false;
+			}
+			if (!key_file.empty() && !mdr::test::prove_admin_key(*c, key_file)) {
+				fail("following to " + node + ": its admin key was refused",
+				     -EPERM);
+				return false;
+			}
+			printf("follow: %s version=%u (%s)\n", node.c_str(), c->accepted().version,
+			       fol.why.c_str());
+			fflush(stdout);
+			fol.lost = false;
+			fol.reopen = true;
+		}
+		// A replica that leads but does not serve yet answers AGAIN,
+		// one that does not lead names the leader: tried again either way.
+		for (auto &[name, v] : opened) {
+			auto r = c->call(wire::OpenReq{.volume_id = v.rep.volume_id});
+			if (!r.ok()) {
+				fail("opening " + name + " again: " + r.message(), r.error());
+				return false;
+			}
+			v.rep = std::get<wire::OpenRep>(r.value().body);
+		}
+		fol.reopen = false;
+		return true;
+	};
 	// --retry: the step being tried again, since when, how often.
 	int retrying = -1;
 	auto retry_since = std::chrono::steady_clock::now();
@@ -407,9 +494,22 @@ int main(int argc, char **argv)
 		tries++;
 		bool again = false;
 		auto fail = [&](const std::string &msg, int err) {
-			if (err == -EAGAIN && retry_ms &&
-			    std::chrono::steady_clock::now() - retry_since <
-				    std::chrono::milliseconds(retry_ms)) {
+			const bool in_time = retry_ms &&
+					     std::chrono::steady_clock::now() - retry_since <
+						     std::chrono::milliseconds(retry_ms);
+			// --follow: a connection lost or silent, or a replica that
+			// named another leader: a new connection on the next try.
+			std::optional<wire::Leader> to = c->take_redirect();
+			if (in_time && !fol.group.nodes.empty() &&
+			    (err == -ECONNRESET || err == -ETIMEDOUT || (to && to->known()))) {
+				fol.lost = true;
+				fol.reopen = false;
+				fol.to = to && to->known() ? to : std::nullopt;
+				fol.why = msg;
+				again = true;
+				return;
+			}
+			if (err == -EAGAIN && in_time) {
 				again = true;
 				return;
 			}
@@ -440,8 +540,12 @@ int main(int argc, char **argv)
 		};
 		uint64_t a = 0, b = 0, n = 0;
 		const auto t0 = std::chrono::steady_clock::now();
+		const bool ready = !(fol.lost || fol.reopen) || rejoin(fail);
+		mdr::RdmaClient &cl = *c;
 
-		if (op == "ping") {
+		if (!ready) {
+			// rejoin() told fail() why
+		} else if (op == "ping") {
 			if (!need(1))
 				continue;
 			auto r = cl.call(wire::PingReq{});
@@ -698,6 +802,6 @@ int main(int argc, char **argv)
 				       std::chrono::steady_clock::now() - t0).count());
 		fflush(stdout);
 	}
-	printf("invalidations: %" PRIu64 "\n", cl.invalidations());
+	printf("invalidations: %" PRIu64 "\n", c->invalidations());
 	return failures ? 1 : 0;
 }

@@ -3,8 +3,11 @@
 // test_vm_client.cc - what the VM test programs share and can be checked
 // without RDMA (tests/vm/vm_client.h): the latency summary of a load
 // (mdr-test-node-client's allocbench), whose p99 the replication
-// benchmark compares between two runs.
+// benchmark compares between two runs, and where a client that follows a
+// group's leader (--follow) connects next.
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "tests/vm/vm_client.h"
@@ -12,6 +15,7 @@
 #include "tests/common/cmocka_cxx.h"
 
 using mdr::test::LatencySummary;
+using mdr::test::Replicas;
 using mdr::test::summarize_latencies;
 
 // Nearest rank: of 1..100 in any order, p50 is the 50th value and p99
@@ -61,12 +65,50 @@ static void test_vm_client_latency_none(void **)
 	assert_int_equal(s.mean, 0);
 }
 
+// No leader named (a lost connection, a replica that knows none): the
+// next replica of the list after the one connected to, round the list.
+static void test_vm_client_replicas_round(void **)
+{
+	Replicas g{.nodes = {"192.0.2.11", "192.0.2.12", "192.0.2.13"}};
+
+	auto n = g.next(std::nullopt, 4791);
+	assert_string_equal(n.first.c_str(), "192.0.2.12");
+	assert_int_equal(n.second, 4791);
+	assert_string_equal(g.next(std::nullopt, 4791).first.c_str(), "192.0.2.13");
+	assert_string_equal(g.next(std::nullopt, 4791).first.c_str(), "192.0.2.11");
+	assert_int_equal(g.at, 0);
+	// All zero (a NOT_LEADER that names no one) is no name either.
+	assert_string_equal(g.next(mdr::wire::Leader{}, 4791).first.c_str(), "192.0.2.12");
+}
+
+// A leader named: its address and port, and the round goes on after it
+// when it is listed (a named leader that refuses is passed over next).
+static void test_vm_client_replicas_named(void **)
+{
+	Replicas g{.nodes = {"192.0.2.11", "192.0.2.12", "192.0.2.13"}};
+	auto to = mdr::wire::leader_at(9, 3, "192.0.2.13:4791");
+	assert_true(to.has_value());
+
+	auto n = g.next(to, 4000);
+	assert_string_equal(n.first.c_str(), "192.0.2.13");
+	assert_int_equal(n.second, 4791);
+	assert_int_equal(g.at, 2);
+	assert_string_equal(g.next(std::nullopt, 4791).first.c_str(), "192.0.2.11");
+
+	// One not listed is gone to all the same; the round stays where it was.
+	auto other = mdr::wire::leader_at(10, 4, "192.0.2.14:4791");
+	assert_string_equal(g.next(other, 4791).first.c_str(), "192.0.2.14");
+	assert_int_equal(g.at, 0);
+}
+
 int main()
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vm_client_latency_ranks),
 		cmocka_unit_test(test_vm_client_latency_few),
 		cmocka_unit_test(test_vm_client_latency_none),
+		cmocka_unit_test(test_vm_client_replicas_round),
+		cmocka_unit_test(test_vm_client_replicas_named),
 	};
 
 	return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -95,6 +95,22 @@ bool connect_option(std::string_view name, const std::string &value, ClientOptio
 	return false;
 }
 
+std::pair<std::string, uint16_t> Replicas::next(const std::optional<wire::Leader> &leader,
+						 uint16_t port)
+{
+	if (leader && leader->known()) {
+		std::string host = wire::leader_host(*leader);
+		auto it = std::find(nodes.begin(), nodes.end(), host);
+		if (it != nodes.end())
+			at = size_t(it - nodes.begin());
+		return {std::move(host), leader->port};
+	}
+	if (nodes.empty())
+		return {"", port};
+	at = (at + 1) % nodes.size();
+	return {nodes[at], port};
+}
+
 std::unique_ptr<RdmaClient> connect_or_say(const ClientOptions &opts)
 {
 	auto c = RdmaClient::connect(opts);

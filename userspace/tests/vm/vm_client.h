@@ -9,8 +9,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "lib/client/rdma_client.h"
@@ -41,6 +43,20 @@ struct LatencySummary {
 	uint64_t count = 0, p50 = 0, p99 = 0, max = 0, mean = 0;
 };
 LatencySummary summarize_latencies(std::vector<uint64_t> values);
+
+// The replicas of a group a client follows the leader across
+// (mdr-test-node-client --follow): where its next connection goes once
+// the last was lost, or a replica named another leader.
+struct Replicas {
+	std::vector<std::string> nodes;	// addresses, the first one's first
+	size_t at = 0;			// the one connected to
+
+	// To @leader when a replica named one (its address and port; at
+	// moves to it when it is listed), else to the next listed after at,
+	// round the list, at @port.
+	std::pair<std::string, uint16_t> next(const std::optional<wire::Leader> &leader,
+					      uint16_t port);
+};
 
 // A connection, or nullptr once "connect: error: ..." is printed.
 std::unique_ptr<RdmaClient> connect_or_say(const ClientOptions &opts);
