@@ -9,6 +9,9 @@
 #	group_init TAG TTL_S [ETCD_MEMBERS]
 #				names, etcd (1 member, the default, or 3),
 #				links, the admin key
+#	GROUP_SPARE=1		before group_init: a fourth address and rxe
+#				device, for a replica 4 outside the set the
+#				group starts with (replica add)
 #	group_start I [ARGS]	replica I on its data directory (kept across
 #				starts: a restart recovers from it)
 #	group_stop I [SIGNAL]	TERM (or SIGNAL) replica I (mdr_stop_pid):
@@ -35,10 +38,13 @@
 GROUP_CLIENT=$MDR_BIN/mdr-test-node-client
 
 group_dir() { echo "$MDR_TMP/mdnode-$GROUP_TAG-$1"; }
-# group_etcd_url I: the endpoints replica I is given.
+# The replicas' numbers: the three of the set, and the spare.
+group_ids() { seq 1 $((3 + ${GROUP_SPARE:-0})); }
+# group_etcd_url I: the endpoints replica I is given (a spare replica
+# shares the one member's common port).
 group_etcd_url() {
 	if [ "$GROUP_ETCD_MEMBERS" -eq 1 ]; then
-		echo "http://127.0.0.1:2379$1"
+		if [ "$1" -le 3 ]; then echo "http://127.0.0.1:2379$1"; else echo "$GROUP_ETCD"; fi
 		return
 	fi
 	local k urls=()
@@ -148,7 +154,7 @@ group_init() {
 	fi
 	mdr_wait_for "etcdctl --endpoints $GROUP_ETCD endpoint health" 60
 
-	mdr_replica_links 3
+	mdr_replica_links $((3 + ${GROUP_SPARE:-0}))
 	# Runs after every replica's stop, before the links go: a process
 	# still holding a verbs device makes the link's removal wait for it.
 	mdr_on_exit 'for f in /proc/[0-9]*/fd/*; do [[ "$(readlink "$f" 2>/dev/null)" == /dev/infiniband/* ]] && { p=${f#/proc/}; p=${p%%/*}; echo "holds $(readlink "$f"): $p $(tr "\0" " " </proc/$p/cmdline)"; }; done | sort -u'
@@ -156,13 +162,13 @@ group_init() {
 	head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$GROUP_KEY"
 	GROUP_SET=()
 	local i
-	for i in 1 2 3; do
-		GROUP_SET+=(--replica "$i=${MDR_REPLICA_ADDR[i]}:4800")
+	for i in $(group_ids); do
+		[ "$i" -gt 3 ] || GROUP_SET+=(--replica "$i=${MDR_REPLICA_ADDR[i]}:4800")
 		rm -rf "$(group_dir "$i")" && mkdir -p "$(group_dir "$i")"
 		mdr_on_exit "group_stop $i"
 	done
 	GROUP_PIDS=()
-	mdr_on_exit 'if [ "$rc" -ne 0 ]; then for i in 1 2 3; do echo "--- replica $i:"; grep -v "similar lines dropped\|refused (no replica" "$(group_dir $i)/mdnode.log" | tail -n 40; done; fi'
+	mdr_on_exit 'if [ "$rc" -ne 0 ]; then for i in $(group_ids); do echo "--- replica $i:"; grep -v "similar lines dropped\|refused (no replica" "$(group_dir $i)/mdnode.log" | tail -n 40; done; fi'
 }
 
 # group_start I [ARGS...]: the log of each start is appended to the last.
@@ -197,7 +203,7 @@ group_served() {
 
 group_find_leader() {
 	local i
-	for i in 1 2 3; do
+	for i in $(group_ids); do
 		[ "$i" = "${1:-}" ] && continue
 		[ "$(group_served "$i")" -gt 0 ] && { leader=$i; return 0; }
 	done
@@ -219,7 +225,7 @@ state() { admin "$1" list "${@:2}" devs 2>&1 | sed 's/ open_count=[0-9]*//'; }
 
 group_check_logs() {
 	local i
-	for i in 1 2 3; do
+	for i in $(group_ids); do
 		! grep -q 'ERROR: AddressSanitizer\|runtime error' "$(group_dir "$i")/mdnode.log" ||
 			mdr_fail "sanitizer report in replica $i's log"
 	done
