@@ -170,6 +170,14 @@ struct NodeStats {
 	RequestStats req{};
 };
 
+// One replica in or out of the group (ReplicatedLog::change_membership()).
+struct MembershipChange {
+	bool add = false;
+	uint32_t id = 0;		// non-zero
+	std::string address;		// add: its log listener, numeric
+	uint16_t port = 0;		// add: non-zero
+};
+
 // The group's log under the change path, on a replica of a group; none on a
 // single node. repl_answer.h has the rule it keeps and why it loses no
 // acknowledged change.
@@ -201,6 +209,14 @@ public:
 	virtual std::optional<mdr::wire::Leader> redirect() const = 0;
 	// What MDR_OP_GROUP_STATUS answers: this replica's view of its group.
 	virtual mdr::wire::GroupStatusRep group_status() const = 0;
+	// MDR_OP_REPLICA_ADD and MDR_OP_REPLICA_REMOVE at the leader
+	// (replication.md, "Membership"): begins the change and returns; its
+	// progress shows in group_status(). -EAGAIN when not accepting,
+	// -EBUSY while another change runs, -EEXIST for an add of a member,
+	// -ENOENT for a remove of none, -EINVAL for the leader's own removal,
+	// an address no replica could listen on or a group left below three,
+	// -ENOSPC past the largest group.
+	virtual mdr::Status change_membership(const MembershipChange &c) = 0;
 };
 
 // Told when a lease is granted (OPEN), lapses (its host sends no new IO)
