@@ -270,7 +270,8 @@ void test_encoders_refuse_what_receivers_refuse(void **)
 }
 
 // The leader's record in etcd, "ADDR:PORT", as a NOT_LEADER reply names
-// it, and back; what no client can be sent to is none.
+// it, and back; what no client can be sent to is none. An endpoint alone
+// the same way.
 void test_leader_at(void **)
 {
 	auto l = w::leader_at(9, 2, "192.0.2.12:4791");
@@ -295,6 +296,20 @@ void test_leader_at(void **)
 	assert_false(w::leader_at(0, 2, "192.0.2.12:4791").has_value());
 	assert_false(w::leader_at(9, 0, "192.0.2.12:4791").has_value());
 	assert_string_equal(w::leader_host(w::Leader{}).c_str(), "");
+
+	// The endpoint alone (mdctl's --addr), and any address back as text.
+	auto e = w::endpoint_at("[fd00::5]:4800");
+	assert_true(e.has_value());
+	assert_int_equal(e->address.family, MDR_FAMILY_IPV6);
+	assert_int_equal(e->port, 4800);
+	assert_string_equal(w::host_text(e->address.family, e->address.addr).c_str(), "fd00::5");
+	e = w::endpoint_at("192.0.2.12:4791");
+	assert_true(e.has_value());
+	assert_string_equal(w::host_text(e->address.family, e->address.addr).c_str(),
+			    "192.0.2.12");
+	assert_false(w::endpoint_at("192.0.2.12:0").has_value());
+	assert_false(w::endpoint_at("[::]:4791").has_value());
+	assert_string_equal(w::host_text(MDR_FAMILY_NONE, {}).c_str(), "");
 }
 
 } // namespace

@@ -610,12 +610,21 @@ struct WireAddress {
 };
 std::optional<WireAddress> wire_address(std::string_view host);
 
-// The leader at "ADDR:PORT" or "[ADDR]:PORT" (a numeric address, as a
-// replica's record in etcd names it); nullopt for anything else, or an
-// address no client can reach (unspecified, port 0). leader_host() is the
-// address part back, as text ("192.0.2.11", "fd00::1").
+// "ADDR:PORT" or "[ADDR]:PORT": a numeric address and its port, as a
+// replica's record in etcd and mdctl's --addr give them; nullopt for
+// anything else, or an address no peer can reach (unspecified, port 0).
+struct WireEndpoint {
+	WireAddress address;
+	uint16_t port = 0;
+};
+std::optional<WireEndpoint> endpoint_at(std::string_view text);
+
+// The leader at such an endpoint; nullopt as endpoint_at(), or with epoch
+// or replica 0. leader_host() is the address part back, as text
+// ("192.0.2.11", "fd00::1"), as host_text() is of any address of the wire.
 std::optional<Leader> leader_at(uint64_t epoch, uint32_t replica, std::string_view address);
 std::string leader_host(const Leader &l);
+std::string host_text(uint8_t family, const std::array<uint8_t, 16> &addr);
 // "192.0.2.11:4800", "[fd00::3]:4800": an address of the wire with its port.
 std::string address_text(uint8_t family, const std::array<uint8_t, 16> &addr, uint16_t port);
 // "replica 2 leads at 192.0.2.12:4791 (epoch 9)", "no replica is known to
