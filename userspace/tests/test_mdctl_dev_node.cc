@@ -97,7 +97,8 @@ static void test_help_of_node_commands(void **)
 			  {"volume", "delete", "--help"}, {"volume", "list", "-h"},
 			  {"volume", "info", "-h"}, {"volume", "resize", "-h"},
 			  {"dev", "list", "-h"}, {"dev", "drain", "-h"}, {"node", "stats", "-h"},
-			  {"node", "replicas", "-h"}, {"migrate", "-h"}}) {
+			  {"node", "replicas", "-h"}, {"replica", "add", "-h"},
+			  {"replica", "remove", "--help"}, {"migrate", "-h"}}) {
 		World w;
 		Outcome o = w.run(args);
 		std::string want = "Usage: mdctl";
@@ -109,7 +110,7 @@ static void test_help_of_node_commands(void **)
 		assert_true(o.err.empty());
 		assert_true(w.node.connections.empty());
 	}
-	for (const char *group : {"volume", "dev", "node"}) {
+	for (const char *group : {"volume", "dev", "node", "replica"}) {
 		World w;
 		Outcome o = w.run({group, "--help"});
 		assert_int_equal(o.status, 0);
