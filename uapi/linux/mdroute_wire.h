@@ -35,8 +35,11 @@
  * replies (struct mdr_wire_device_ext).
  * Version 5 adds MDR_ST_NOT_LEADER, whose reply names the leader of a
  * replica group (struct mdr_wire_leader), and MDR_OP_GROUP_STATUS.
+ * Version 6 adds online changes of a group's replica set
+ * (MDR_OP_REPLICA_ADD, MDR_OP_REPLICA_REMOVE) and each replica's
+ * membership in MDR_OP_GROUP_STATUS replies (struct mdr_wire_replica).
  */
-#define MDR_WIRE_VERSION	5
+#define MDR_WIRE_VERSION	6
 /* Lowest version a peer built from this header still speaks. */
 #define MDR_WIRE_VERSION_MIN	1
 
@@ -163,6 +166,8 @@ enum mdr_wire_opcode {
 	MDR_OP_HOST_REMOVE	= 0x2b,	/* forget a host (v3) */
 	MDR_OP_HOST_LIST	= 0x2c,	/* the registered hosts (v3) */
 	MDR_OP_GROUP_STATUS	= 0x2d,	/* a replica's view of its group (v5) */
+	MDR_OP_REPLICA_ADD	= 0x2e,	/* a replica joins the group (v6) */
+	MDR_OP_REPLICA_REMOVE	= 0x2f,	/* a replica leaves the group (v6) */
 	/* any connection */
 	MDR_OP_PING		= 0x30,
 };
@@ -995,7 +1000,7 @@ struct mdr_wire_host_list_rep {
 };
 
 /* ---------------------------------------------------------------------- */
-/* A replica group (version 5): MDR_OP_GROUP_STATUS.                      */
+/* A replica group (version 5; changes of its set, version 6).            */
 
 enum mdr_replica_role {
 	MDR_REPLICA_NONE	= 0,	/* a node of its own: no group */
@@ -1018,6 +1023,21 @@ enum mdr_replica_state {
 	MDR_PEER_STATE_MAX
 };
 
+/*
+ * A replica's place in the set (version 6). The set changes one replica at
+ * a time: an added replica is a learner until it has caught up, then
+ * joining; a removed one is leaving. While a change runs, a majority
+ * counts only if it is one of the set before the change and one of the
+ * set after it, until etcd holds the new set.
+ */
+enum mdr_replica_membership {
+	MDR_MEMBER_VOTER	= 0,	/* counts for every majority */
+	MDR_MEMBER_LEARNER	= 1,	/* joining: takes the log, no vote */
+	MDR_MEMBER_JOINING	= 2,	/* in both sets until etcd has it */
+	MDR_MEMBER_LEAVING	= 3,	/* likewise, leaving */
+	MDR_MEMBER_MAX
+};
+
 /**
  * struct mdr_wire_replica - one replica of the set, in MDR_OP_GROUP_STATUS
  * @durable:	the last index of its log known durable there: its own for
@@ -1027,6 +1047,7 @@ enum mdr_replica_state {
  * @state:	enum mdr_replica_state
  * @port:	its log listener's port
  * @family:	enum mdr_wire_family of @addr, its log listener's address
+ * @membership:	enum mdr_replica_membership (version 6; zero before)
  * @reserved:	zero
  * @addr:	IPv4 in the first 4 bytes, the rest zero; or IPv6
  */
@@ -1036,7 +1057,8 @@ struct mdr_wire_replica {
 	__le16 state;
 	__le16 port;
 	__u8 family;
-	__u8 reserved[7];
+	__u8 membership;
+	__u8 reserved[6];
 	__u8 addr[16];
 };
 
@@ -1067,6 +1089,33 @@ struct mdr_wire_group_status_rep {
 	__le16 count;
 	__le32 reserved;
 	struct mdr_wire_replica replicas[];
+};
+
+/**
+ * struct mdr_wire_replica_change_req - MDR_OP_REPLICA_ADD, _REMOVE (v6)
+ * @id:		the replica, non-zero
+ * @port:	ADD: its log listener's port, non-zero; REMOVE: zero
+ * @family:	ADD: MDR_FAMILY_IPV4 or MDR_FAMILY_IPV6; REMOVE: zero
+ * @reserved:	zero
+ * @addr:	ADD: its log listener's address, as in struct
+ *		mdr_wire_leader; REMOVE: all zero
+ *
+ * Changes the replica set of the group by one replica, at its leader: a
+ * replica that does not lead answers MDR_ST_NOT_LEADER, a node of its own
+ * MDR_ST_INVAL. Reply: a bare header once the change is begun: ADD takes
+ * the replica as a learner, REMOVE begins its leaving; MDR_OP_GROUP_STATUS
+ * shows how it goes on. MDR_ST_BUSY: another change runs; MDR_ST_EXIST: an
+ * ADD of a member; MDR_ST_NOENT: a REMOVE of none; MDR_ST_INVAL: the
+ * leader's own removal, an address no replica could listen on, or a group
+ * left below three; MDR_ST_NOSPC: a group past its largest size.
+ */
+struct mdr_wire_replica_change_req {
+	struct mdr_wire_hdr hdr;
+	__le32 id;
+	__le16 port;
+	__u8 family;
+	__u8 reserved;
+	__u8 addr[16];
 };
 
 /* ---------------------------------------------------------------------- */
@@ -1143,6 +1192,10 @@ MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_host_list_rep, hosts) == 40,
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_replica) == 40, "replica");
 MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_group_status_rep, replicas) == 72,
 		"group_status_rep");
+MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_replica, membership) == 17,
+		"replica.membership");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_replica_change_req) == 48,
+		"replica_change_req");
 
 #undef MDR_WIRE_OFF
 #undef MDR_WIRE_ASSERT

@@ -8,6 +8,7 @@
 
 #include "lib/util/errors.h"
 #include "lib/wire/wire.h"
+#include "mdctl/parse.h"
 
 namespace mdctl {
 
@@ -70,6 +71,18 @@ std::optional<int> parse_common(Args args, std::span<const mdr::OptionSpec> spec
 	}
 	common.operands = std::move(parsed.value().operands);
 	return std::nullopt;
+}
+
+std::optional<int> parse_timeout(const Env &env, std::string_view text, int &status)
+{
+	std::optional<uint32_t> s = parse_id<uint32_t>(text);
+
+	if (!s || *s > kTimeoutMaxS) {
+		status = usage_error(env, "bad timeout '" + std::string(text) + "': expected 1 to " +
+					  std::to_string(kTimeoutMaxS) + " seconds");
+		return std::nullopt;
+	}
+	return static_cast<int>(*s) * 1000;
 }
 
 std::optional<int> operands(const Env &env, const Common &c, size_t n, std::string_view missing)

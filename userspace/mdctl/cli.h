@@ -77,6 +77,11 @@ std::optional<int> parse_exactly(Args args, std::span<const mdr::OptionSpec> spe
 				 std::string_view usage, const Env &env, Common &c, size_t n,
 				 std::string_view missing = {});
 
+// --timeout SECONDS (1 to kTimeoutMaxS), in milliseconds; nullopt once
+// the usage error is told, its exit status in @status.
+inline constexpr int kTimeoutMaxS = 86400;
+std::optional<int> parse_timeout(const Env &env, std::string_view text, int &status);
+
 // A usage error unless @name is a valid volume name.
 std::optional<int> check_volume_name(const Env &env, std::string_view name);
 

@@ -36,8 +36,8 @@ inline constexpr size_t kNameColumn = 10;	// width of the name column in help
 // Where each top-level command stands in 'mdctl help': the order of this
 // list. A group's subcommands are ordered by the number each registers.
 enum class Place {
-	version, volume, dev, node, host, attach, detach, list, stats, migrate, bind, unbind,
-	devices, help,
+	version, volume, dev, node, replica, host, attach, detach, list, stats, migrate, bind,
+	unbind, devices, help,
 };
 
 struct Command {

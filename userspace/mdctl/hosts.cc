@@ -55,14 +55,8 @@ std::optional<int> host_id_operand(const Env &env, const Common &c, std::string_
 std::optional<int> check_registry(const Env &env, std::string_view command, NodeSession &node,
 				  const NodeSettings &ns)
 {
-	const uint16_t version = node.accepted().version;
-
-	if (version >= mdr::wire::kHostAuthVersion)
-		return std::nullopt;
-	return failure(env, command, -EPROTONOSUPPORT,
-		       "mdnode at " + format_node(ns.target) + " speaks wire version " +
-			       std::to_string(version) + ", which has no host registry",
-		       "the host registry came with version 3: upgrade mdnode");
+	return require_version(env, command, node, ns, mdr::wire::kHostAuthVersion,
+			       "has no host registry", "the host registry");
 }
 
 // The failure of a HOST_* request; the hints of rpc_failure() are a

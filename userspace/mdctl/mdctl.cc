@@ -10,6 +10,7 @@
 //	dev.cc		dev list
 //	migrate.cc	migrate, dev drain (the moves)
 //	node.cc		node stats
+//	replicas.cc	node replicas, replica add, remove (a replica group)
 //	hosts.cc	host add, remove, list (the node's registry), id, gen-key
 //	attach.cc	attach by NAME or --volume-id; attach_all.cc: --all-of
 //	detach.cc	detach

@@ -29,7 +29,6 @@ enum MoveOption { kOptExtent = kOptOwn, kOptToDev, kOptTimeout };
 // when one is silent) and copies extents of 4 MiB and more: far longer than
 // the 5 s of one ordinary request, under emulation above all.
 constexpr int kMoveTimeoutDefaultS = 600;
-constexpr int kMoveTimeoutMaxS = 86400;
 
 #define MDCTL_TIMEOUT_OPTION							\
 	"      --timeout SECONDS\n"						\
@@ -38,19 +37,6 @@ constexpr int kMoveTimeoutMaxS = 86400;
 	"                       to drain and copies the data before it answers\n"
 
 constexpr mdr::OptionSpec kTimeoutOption = {kOptTimeout, "timeout", 0, true};
-
-// --timeout SECONDS, in milliseconds.
-std::optional<int> parse_timeout(const Env &env, std::string_view text, int &status)
-{
-	std::optional<uint32_t> s = parse_id<uint32_t>(text);
-
-	if (!s || *s > kMoveTimeoutMaxS) {
-		status = usage_error(env, "bad timeout '" + std::string(text) +
-					  "': expected 1 to 86400 seconds");
-		return std::nullopt;
-	}
-	return static_cast<int>(*s) * 1000;
-}
 
 // The hint for a failed MOVE or DRAIN.
 std::string move_hint(int err, std::string_view name, uint32_t to_dev, const mdr::Target &target)

@@ -152,17 +152,39 @@ std::unique_ptr<NodeSession> open_node(const Env &env, std::string_view command,
 	return nullptr;
 }
 
+std::optional<int> require_version(const Env &env, std::string_view command,
+				   const NodeSession &node, const NodeSettings &ns,
+				   uint16_t version, std::string_view lacks, std::string_view what)
+{
+	const uint16_t spoken = node.accepted().version;
+
+	if (spoken >= version)
+		return std::nullopt;
+	return failure(env, command, -EPROTONOSUPPORT,
+		       "mdnode at " + format_node(ns.target) + " speaks wire version " +
+			       std::to_string(spoken) + ", which " + std::string(lacks),
+		       std::string(what) + " came with version " + std::to_string(version) +
+			       ": upgrade mdnode");
+}
+
 // The status name the client gives as message says no more than the
 // errno, so it is left out; what follows it (NOT_LEADER's leader) is not.
-int rpc_failure(const Env &env, std::string_view command, int err, const std::string &message,
-		std::string context, const mdr::Target &target)
+std::string reply_context(std::string context, const std::string &message)
 {
-	std::string hint = node_hint(err, target);
 	const bool bare_status = message.starts_with("MDR_ST_") &&
 				 message.find(' ') == std::string::npos;
 
 	if (!message.empty() && !bare_status)
 		context += (context.empty() ? "" : ": ") + message;
+	return context;
+}
+
+int rpc_failure(const Env &env, std::string_view command, int err, const std::string &message,
+		std::string context, const mdr::Target &target)
+{
+	std::string hint = node_hint(err, target);
+
+	context = reply_context(std::move(context), message);
 	switch (err) {
 	case -ENOENT:
 		hint = "see 'mdctl volume list'";

@@ -123,6 +123,18 @@ std::vector<mdr::Result<mdr::wire::Msg>> rpc_many(NodeSession &node,
 	return out;
 }
 
+// A node that speaks a wire version below @version would not understand
+// the request: the failure told ("... speaks wire version 2, which
+// @lacks", "hint: @what came with version 3: upgrade mdnode"), else
+// nullopt.
+std::optional<int> require_version(const Env &env, std::string_view command,
+				   const NodeSession &node, const NodeSettings &ns,
+				   uint16_t version, std::string_view lacks, std::string_view what);
+
+// @context, and ": " and the message of a failed request unless it is a
+// status's name alone (which says no more than the errno failure() adds).
+std::string reply_context(std::string context, const std::string &message);
+
 // The failure of a request, with the hint its errno calls for.
 int rpc_failure(const Env &env, std::string_view command, int err, const std::string &message,
 		std::string context, const mdr::Target &target);

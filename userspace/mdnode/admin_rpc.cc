@@ -193,8 +193,50 @@ void AdminRpc::do_dev_list(Session &s, uint64_t req_id, const wire::DevListReq &
 
 void AdminRpc::do_group_status(Session &s, uint64_t req_id)
 {
-	core_.reply(s.peer.id, req_id,
-		    core_.repl ? core_.repl->group_status() : wire::GroupStatusRep{});
+	wire::GroupStatusRep rep = core_.repl ? core_.repl->group_status()
+					      : wire::GroupStatusRep{};
+
+	// Before version 6 the byte was reserved: that peer refuses it set.
+	if (s.peer.version < wire::kMembershipVersion)
+		for (wire::Replica &r : rep.replicas)
+			r.membership = MDR_MEMBER_VOTER;
+	core_.reply(s.peer.id, req_id, rep);
+}
+
+void AdminRpc::do_replica_add(Session &s, uint64_t req_id, const wire::ReplicaAddReq &r)
+{
+	change_membership(s, req_id, MDR_OP_REPLICA_ADD,
+			  {.add = true, .id = r.id, .address = wire::host_text(r.family, r.addr),
+			   .port = r.port});
+}
+
+void AdminRpc::do_replica_remove(Session &s, uint64_t req_id, const wire::ReplicaRemoveReq &r)
+{
+	change_membership(s, req_id, MDR_OP_REPLICA_REMOVE, {.id = r.id, .address = {}});
+}
+
+void AdminRpc::change_membership(Session &s, uint64_t req_id, uint16_t opcode,
+				 const MembershipChange &c)
+{
+	const char *what = c.add ? "add" : "removal";
+
+	if (!core_.repl)
+		return core_.reply_error(s.peer.id, req_id, opcode, -EINVAL);
+	const mdr::Status st = core_.repl->change_membership(c);
+	// It stopped leading since the dispatch asked: as the dispatch answers.
+	if (!st.ok() && st.error() == -EAGAIN)
+		return core_.refuse_not_leading(s, req_id, opcode);
+	if (!st.ok()) {
+		log_warn_rl("replica %u: %s refused: %s", c.id, what, st.message().c_str());
+		return core_.reply_error(s.peer.id, req_id, opcode, st.error());
+	}
+	if (c.add)
+		log_info("replica %u: add begun, its log listener %s port %u", c.id,
+			 c.address.c_str(), unsigned{c.port});
+	else
+		log_info("replica %u: removal begun", c.id);
+	core_.reply(s.peer.id, req_id, c.add ? wire::Body{wire::ReplicaAddRep{}}
+					     : wire::Body{wire::ReplicaRemoveRep{}});
 }
 
 void AdminRpc::do_stats(Session &s, uint64_t req_id)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // admin_rpc.h - what an admin (mdctl) asks of the node: AUTH with the
-// admin key, then volumes (create, delete, resize, info, list), devices
-// and the node's statistics. MOVE and DRAIN are the mover's (moves.h).
+// admin key, then volumes (create, delete, resize, info, list), devices,
+// the node's statistics, and a replica group's status and changes of its
+// set. MOVE and DRAIN are the mover's (moves.h).
 // The dispatch (node.cc) refuses every admin request but AUTH until the
 // session has proven the key.
 #ifndef MDNODE_ADMIN_RPC_H
@@ -33,8 +34,16 @@ public:
 	// GROUP_STATUS: the replica's view of its group (a node of its own:
 	// group 0), answered by leader and follower alike.
 	void do_group_status(Session &s, uint64_t req_id);
+	// REPLICA_ADD and REPLICA_REMOVE, at the leader (the dispatch answers
+	// them NOT_LEADER elsewhere): the change begun by the group's log,
+	// its progress in GROUP_STATUS. A node of its own has no set to
+	// change: MDR_ST_INVAL.
+	void do_replica_add(Session &s, uint64_t req_id, const mdr::wire::ReplicaAddReq &r);
+	void do_replica_remove(Session &s, uint64_t req_id, const mdr::wire::ReplicaRemoveReq &r);
 
 private:
+	void change_membership(Session &s, uint64_t req_id, uint16_t opcode,
+			       const MembershipChange &c);
 	// Looks a volume up by name and changes it as a whole (delete, resize)
 	// if no host holds a lease on it; replies to errors itself.
 	void change_unopened(ConnId conn, uint64_t req_id, uint16_t opcode,

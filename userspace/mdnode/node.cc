@@ -21,8 +21,9 @@ MDNODE_LOG_SUBSYSTEM("node");
 namespace wire = mdr::wire;
 
 // What a replica that does not lead refuses: every request that grants,
-// keeps or uses a lease, and every admin change. Reads of the state (the
-// lists, a volume's info, the statistics) and the proofs are answered.
+// keeps or uses a lease, and every admin change, of the replica set too.
+// Reads of the state (the lists, a volume's info, the statistics, the
+// group's status) and the proofs are answered.
 bool leader_only(uint16_t opcode)
 {
 	switch (opcode) {
@@ -37,6 +38,8 @@ bool leader_only(uint16_t opcode)
 	case MDR_OP_DRAIN:
 	case MDR_OP_HOST_ADD:
 	case MDR_OP_HOST_REMOVE:
+	case MDR_OP_REPLICA_ADD:
+	case MDR_OP_REPLICA_REMOVE:
 		return true;
 	default:
 		return false;
@@ -192,6 +195,10 @@ void Node::handle(Session &s, const wire::Msg &m)
 			admin_.do_stats(s, id);
 		else if constexpr (std::is_same_v<T, wire::GroupStatusReq>)
 			admin_.do_group_status(s, id);
+		else if constexpr (std::is_same_v<T, wire::ReplicaAddReq>)
+			admin_.do_replica_add(s, id, b);
+		else if constexpr (std::is_same_v<T, wire::ReplicaRemoveReq>)
+			admin_.do_replica_remove(s, id, b);
 		else if constexpr (std::is_same_v<T, wire::MoveReq>)
 			mover_.do_move(s, id, b);
 		else if constexpr (std::is_same_v<T, wire::DrainReq>)

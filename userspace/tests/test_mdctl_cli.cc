@@ -61,7 +61,7 @@ static void test_version_table(void **)
 	assert_string_equal(o.out.c_str(),
 			    ("mdctl      " + kRelease + "\n"
 			     "ioctl ABI  " + kOwnAbi + "\n"
-			     "wire       1 to 5\n"
+			     "wire       1 to " + std::to_string(MDR_WIRE_VERSION) + "\n"
 			     "module     9.8.7-rc1 (ioctl ABI " + kModuleAbi + ", wire 3)\n").c_str());
 	assert_true(o.err.empty());
 	assert_true(sys.open_fds.empty());
@@ -77,7 +77,7 @@ static void test_version_json(void **)
 		assert_string_equal(o.out.c_str(),
 				    ("{\"mdctl\":{\"release\":\"" + kRelease +
 				     "\",\"ioctl_abi\":\"" + kOwnAbi + "\",\"wire_version_min\":1,"
-				     "\"wire_version_max\":5},"
+				     "\"wire_version_max\":" + std::to_string(MDR_WIRE_VERSION) + "},"
 				     "\"module\":{\"loaded\":true,\"release\":\"9.8.7-rc1\","
 				     "\"ioctl_abi\":\"" + kModuleAbi + "\",\"wire_version\":3}}\n").c_str());
 		assert_true(o.err.empty());
@@ -105,7 +105,7 @@ static void test_version_module_not_loaded(void **)
 	assert_string_equal(o.out.c_str(),
 			    ("mdctl      " + kRelease + "\n"
 			     "ioctl ABI  " + kOwnAbi + "\n"
-			     "wire       1 to 5\n"
+			     "wire       1 to " + std::to_string(MDR_WIRE_VERSION) + "\n"
 			     "module     not loaded\n").c_str());
 	assert_true(o.err.empty());
 
@@ -114,7 +114,7 @@ static void test_version_module_not_loaded(void **)
 	assert_string_equal(o.out.c_str(),
 			    ("{\"mdctl\":{\"release\":\"" + kRelease +
 			     "\",\"ioctl_abi\":\"" + kOwnAbi + "\",\"wire_version_min\":1,"
-				     "\"wire_version_max\":5},"
+				     "\"wire_version_max\":" + std::to_string(MDR_WIRE_VERSION) + "},"
 			     "\"module\":{\"loaded\":false}}\n").c_str());
 }
 

@@ -97,7 +97,8 @@ static void test_help_of_node_commands(void **)
 			  {"volume", "delete", "--help"}, {"volume", "list", "-h"},
 			  {"volume", "info", "-h"}, {"volume", "resize", "-h"},
 			  {"dev", "list", "-h"}, {"dev", "drain", "-h"}, {"node", "stats", "-h"},
-			  {"migrate", "-h"}}) {
+			  {"node", "replicas", "-h"}, {"replica", "add", "-h"},
+			  {"replica", "remove", "--help"}, {"migrate", "-h"}}) {
 		World w;
 		Outcome o = w.run(args);
 		std::string want = "Usage: mdctl";
@@ -109,7 +110,7 @@ static void test_help_of_node_commands(void **)
 		assert_true(o.err.empty());
 		assert_true(w.node.connections.empty());
 	}
-	for (const char *group : {"volume", "dev", "node"}) {
+	for (const char *group : {"volume", "dev", "node", "replica"}) {
 		World w;
 		Outcome o = w.run({group, "--help"});
 		assert_int_equal(o.status, 0);
@@ -118,7 +119,8 @@ static void test_help_of_node_commands(void **)
 	}
 }
 
-// node replicas: the group as the replica named sees it; a node of its own.
+// node replicas: the group as the replica named sees it, each replica's
+// membership among it; a node of its own.
 static void test_node_replicas(void **)
 {
 	World w;
@@ -134,26 +136,27 @@ static void test_node_replicas(void **)
 			     {.durable = 88, .id = 2, .state = MDR_PEER_STREAMING, .port = 4800,
 			      .family = MDR_FAMILY_IPV4, .addr = {192, 0, 2, 12}},
 			     {.id = 3, .state = MDR_PEER_NEEDS_CHECKPOINT, .port = 4800,
-			      .family = MDR_FAMILY_IPV6,
+			      .family = MDR_FAMILY_IPV6, .membership = MDR_MEMBER_LEARNER,
 			      .addr = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3}}}};
 	o = w.run({"node", "replicas"});
 	assert_int_equal(o.status, 0);
 	assert_string_equal(o.out.c_str(),
 			    "group 7, replica 1 (leader), leader 1 in epoch 5, log at 90, "
 			    "committed 88\n"
-			    "ID  ADDRESS          STATE             DURABLE  LEADER\n"
-			    " 1  192.0.2.11:4800  self                   90  *\n"
-			    " 2  192.0.2.12:4800  streaming              88\n"
-			    " 3  [fd00::3]:4800   needs-checkpoint        -\n");
+			    "ID  ADDRESS          MEMBER   STATE             DURABLE  LEADER\n"
+			    " 1  192.0.2.11:4800  voter    self                   90  *\n"
+			    " 2  192.0.2.12:4800  voter    streaming              88\n"
+			    " 3  [fd00::3]:4800   learner  needs-checkpoint        -\n");
 	o = w.run({"node", "replicas", "-o", "json"});
 	assert_int_equal(o.status, 0);
 	assert_string_equal(o.out.c_str(),
 			    "{\"node\":\"192.0.2.2:4791\",\"group\":7,\"self\":1,\"role\":\"leader\","
 			    "\"leader\":1,\"epoch\":5,\"last_index\":90,\"commit_index\":88,"
-			    "\"replicas\":[{\"id\":1,\"address\":\"192.0.2.11:4800\",\"state\":"
-			    "\"self\",\"durable\":90,\"leader\":true},{\"id\":2,\"address\":"
-			    "\"192.0.2.12:4800\",\"state\":\"streaming\",\"durable\":88,"
-			    "\"leader\":false},{\"id\":3,\"address\":\"[fd00::3]:4800\",\"state\":"
+			    "\"replicas\":[{\"id\":1,\"address\":\"192.0.2.11:4800\",\"membership\":"
+			    "\"voter\",\"state\":\"self\",\"durable\":90,\"leader\":true},{\"id\":2,"
+			    "\"address\":\"192.0.2.12:4800\",\"membership\":\"voter\",\"state\":"
+			    "\"streaming\",\"durable\":88,\"leader\":false},{\"id\":3,\"address\":"
+			    "\"[fd00::3]:4800\",\"membership\":\"learner\",\"state\":"
 			    "\"needs-checkpoint\",\"durable\":0,\"leader\":false}]}\n");
 }
 

@@ -9,7 +9,8 @@
 // it was; a replica that does not lead refuses leases and changes with
 // AGAIN, journals nothing, and still answers reads; a replica that starts
 // to lead waits out the leases of the leaders before it; stopping to serve
-// cuts the hosts and keeps the admins.
+// cuts the hosts and keeps the admins; changes of the replica set are the
+// log's to begin, at the leader only.
 #include <cerrno>
 #include <cstdint>
 #include <functional>
@@ -63,15 +64,20 @@ public:
 	}
 	std::optional<wire::Leader> redirect() const override { return leader; }
 	wire::GroupStatusRep group_status() const override { return status; }
-	mdr::Status change_membership(const mdnode::MembershipChange &) override
+	mdr::Status change_membership(const mdnode::MembershipChange &c) override
 	{
-		return mdr::Error(-EOPNOTSUPP, "not in these tests");
+		changes.push_back(c);
+		if (change_error)
+			return mdr::Error(change_error, "refused here");
+		return {};
 	}
 
 	mdnode::Journal *journal = nullptr;
 	bool accept = true;
 	std::optional<wire::Leader> leader;	// redirect()'s
 	wire::GroupStatusRep status;		// group_status()'s
+	std::vector<mdnode::MembershipChange> changes;	// change_membership()'s calls
+	int change_error = 0;			// what it returns, -errno
 	uint64_t next = 1;
 	uint64_t durable = 0;
 	std::vector<uint16_t> types;
@@ -341,6 +347,16 @@ static void test_group_status(void **)
 				      .family = MDR_FAMILY_IPV4, .addr = {192, 0, 2, 12}}}};
 	r.send(adm, 1, wire::GroupStatusReq{});
 	assert_true(std::get<wire::GroupStatusRep>(r.one(adm).body) == r.log.status);
+	// A replica's membership from version 6 on; a voter's (zero) before.
+	r.log.status.replicas[0].membership = MDR_MEMBER_LEAVING;
+	r.send(adm, 2, wire::GroupStatusReq{});
+	assert_true(std::get<wire::GroupStatusRep>(r.one(adm).body) == r.log.status);
+	const ConnId old_adm = r.admin(true, wire::kMembershipVersion - 1);
+	r.send(old_adm, 3, wire::GroupStatusReq{});
+	wire::GroupStatusRep old = std::get<wire::GroupStatusRep>(r.one(old_adm).body);
+	assert_int_equal(old.replicas[0].membership, MDR_MEMBER_VOTER);
+	old.replicas[0].membership = MDR_MEMBER_LEAVING;
+	assert_true(old == r.log.status);
 
 	Rig own;
 	const ConnId a = own.admin();
@@ -351,6 +367,76 @@ static void test_group_status(void **)
 	assert_int_equal(own.call(unproven, 2, wire::GroupStatusReq{}), MDR_ST_PERM);
 }
 
+// REPLICA_ADD and REPLICA_REMOVE: at the leader, given to the group's log
+// as they came and answered once it began them, its refusals answered as
+// their statuses; a replica that does not lead names the leader and asks
+// the log nothing; a node of its own has no set to change; admins only,
+// with the key.
+static void test_replica_changes(void **)
+{
+	Replica r;
+	const ConnId adm = r.admin();
+	const wire::ReplicaAddReq add{.id = 4, .port = 4800, .family = MDR_FAMILY_IPV6,
+				      .addr = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4}};
+
+	r.send(adm, 1, add);
+	wire::Msg m = r.one(adm);
+	assert_int_equal(status_of(m), MDR_ST_OK);
+	assert_true(std::holds_alternative<wire::ReplicaAddRep>(m.body));
+	r.send(adm, 2, wire::ReplicaRemoveReq{.id = 2});
+	m = r.one(adm);
+	assert_int_equal(status_of(m), MDR_ST_OK);
+	assert_true(std::holds_alternative<wire::ReplicaRemoveRep>(m.body));
+	assert_int_equal(r.log.changes.size(), 2);
+	assert_true(r.log.changes[0].add);
+	assert_int_equal(r.log.changes[0].id, 4);
+	assert_string_equal(r.log.changes[0].address.c_str(), "fd00::4");
+	assert_int_equal(r.log.changes[0].port, 4800);
+	assert_false(r.log.changes[1].add);
+	assert_int_equal(r.log.changes[1].id, 2);
+	assert_true(r.log.changes[1].address.empty());
+	assert_int_equal(r.log.changes[1].port, 0);
+
+	const struct {
+		int err;
+		uint16_t status;
+	} refusals[] = {{-EBUSY, MDR_ST_BUSY}, {-EEXIST, MDR_ST_EXIST}, {-ENOENT, MDR_ST_NOENT},
+			{-EINVAL, MDR_ST_INVAL}, {-ENOSPC, MDR_ST_NOSPC}, {-EIO, MDR_ST_IO}};
+	uint64_t id = 10;
+	for (const auto &x : refusals) {
+		r.log.change_error = x.err;
+		assert_int_equal(r.call(adm, id++, add), x.status);
+	}
+	assert_int_equal(r.log.changes.size(), 2 + std::size(refusals));
+
+	// Not leading when the log is asked, or when the dispatch is: the
+	// leader named, the second time without asking the log.
+	const wire::Leader at{.epoch = 9, .replica = 2, .port = 4791,
+			      .family = MDR_FAMILY_IPV4, .addr = {192, 0, 2, 12}};
+	r.log.leader = at;
+	r.log.change_error = -EAGAIN;
+	r.send(adm, 20, add);
+	m = r.one(adm);
+	assert_int_equal(status_of(m), MDR_ST_NOT_LEADER);
+	assert_true(*std::get<wire::ErrorRep>(m.body).leader == at);
+	const size_t asked = r.log.changes.size();
+	r.log.accept = false;
+	r.send(adm, 21, wire::ReplicaRemoveReq{.id = 3});
+	m = r.one(adm);
+	assert_int_equal(status_of(m), MDR_ST_NOT_LEADER);
+	assert_int_equal(std::get<wire::ErrorRep>(m.body).opcode, MDR_OP_REPLICA_REMOVE);
+	assert_true(*std::get<wire::ErrorRep>(m.body).leader == at);
+	assert_int_equal(r.log.changes.size(), asked);
+	r.flush();
+	assert_int_equal(r.log.next, 1);
+
+	Rig own;
+	assert_int_equal(own.call(own.admin(), 1, add), MDR_ST_INVAL);
+	assert_int_equal(own.call(own.admin(), 2, wire::ReplicaRemoveReq{.id = 2}), MDR_ST_INVAL);
+	assert_int_equal(own.call(own.admin(false), 3, add), MDR_ST_PERM);
+	assert_int_equal(r.call(r.admin(false), 22, add), MDR_ST_PERM);
+}
+
 int main()
 {
 	const struct CMUnitTest tests[] = {
@@ -359,6 +445,7 @@ int main()
 		cmocka_unit_test(test_follower_refuses),
 		cmocka_unit_test(test_follower_names_the_leader),
 		cmocka_unit_test(test_group_status),
+		cmocka_unit_test(test_replica_changes),
 		cmocka_unit_test(test_new_leader_waits_out_old_leases),
 		cmocka_unit_test(test_stop_serving_hosts),
 	};

@@ -312,7 +312,7 @@ inline w::DrainRep drain_rep()
 	return m;
 }
 
-// Replica 1 of group 7 leads in epoch 5; replica 3 is behind.
+// Replica 1 of group 7 leads in epoch 5; replica 3 joins, a learner behind.
 inline w::GroupStatusRep group_status_rep()
 {
 	return {.group = 7, .epoch = 5, .last_index = 90, .commit_index = 88, .self = 1,
@@ -323,7 +323,14 @@ inline w::GroupStatusRep group_status_rep()
 			      .family = MDR_FAMILY_IPV4, .addr = {192, 0, 2, 12}},
 			     {.durable = 0, .id = 3, .state = MDR_PEER_NEEDS_CHECKPOINT,
 			      .port = 4800, .family = MDR_FAMILY_IPV6,
+			      .membership = MDR_MEMBER_LEARNER,
 			      .addr = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3}}}};
+}
+
+// Replica 4 joins with its log listener at 192.0.2.14:4800.
+inline w::ReplicaAddReq replica_add()
+{
+	return {.id = 4, .port = 4800, .family = MDR_FAMILY_IPV4, .addr = {192, 0, 2, 14}};
 }
 
 // A follower's answer to an ALLOC: replica 2 leads at 192.0.2.12:4791.
@@ -422,6 +429,13 @@ inline std::vector<w::Body> samples()
 		w::GroupStatusReq{},
 		group_status_rep(),
 		w::GroupStatusRep{},
+		replica_add(),
+		w::ReplicaAddReq{.id = UINT32_MAX, .port = 1, .family = MDR_FAMILY_IPV6,
+				 .addr = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4}},
+		w::ReplicaAddRep{},
+		w::ReplicaRemoveReq{.id = 2},
+		w::ReplicaRemoveRep{},
+		w::ErrorRep{.opcode = MDR_OP_REPLICA_ADD, .status = MDR_ST_BUSY},
 		w::ErrorRep{.opcode = MDR_OP_VOL_CREATE, .status = MDR_ST_NOT_LEADER,
 			    .leader = w::Leader{}},
 		w::ErrorRep{.opcode = MDR_OP_OPEN, .status = MDR_ST_NOT_LEADER,

@@ -109,7 +109,7 @@ void test_conn_req(void **)
 
 void test_negotiate_version(void **)
 {
-	static_assert(MDR_WIRE_VERSION_MIN == 1 && MDR_WIRE_VERSION == 5,
+	static_assert(MDR_WIRE_VERSION_MIN == 1 && MDR_WIRE_VERSION == 6,
 		      "update the cases for a new version");
 	assert_int_equal(w::negotiate_version(1, 1).value(), 1);
 	assert_int_equal(w::negotiate_version(1, 2).value(), 2);
@@ -119,12 +119,14 @@ void test_negotiate_version(void **)
 	assert_int_equal(w::negotiate_version(4, 4).value(), 4);
 	assert_int_equal(w::negotiate_version(1, 4).value(), 4);
 	assert_int_equal(w::negotiate_version(5, 5).value(), 5);
-	assert_int_equal(w::negotiate_version(1, 9).value(), 5);
-	assert_int_equal(w::negotiate_version(2, 9).value(), 5);
+	assert_int_equal(w::negotiate_version(1, 5).value(), 5);
+	assert_int_equal(w::negotiate_version(6, 6).value(), 6);
+	assert_int_equal(w::negotiate_version(1, 9).value(), 6);
+	assert_int_equal(w::negotiate_version(2, 9).value(), 6);
 	assert_int_equal(w::negotiate_version(0, 1).value(), 1);
 
 	const std::pair<uint16_t, uint16_t> none[] = {
-		{6, 7}, {0, 0}, {3, 1}, {UINT16_MAX, UINT16_MAX}};
+		{7, 8}, {0, 0}, {3, 1}, {UINT16_MAX, UINT16_MAX}};
 
 	for (const auto &[lo, hi] : none) {
 		auto v = w::negotiate_version(lo, hi);

@@ -71,6 +71,34 @@ void test_header_bytes(void **)
 	assert_int_equal(w::load(field), 0x01020304);
 }
 
+// REPLICA_ADD's bytes; REPLICA_REMOVE's the same layout, the id alone. A
+// replica's membership is the byte after its family.
+void test_replica_change_bytes(void **)
+{
+	Buf b = encode(replica_add(), 0x11);
+	const unsigned char want[] = {
+		0x6d, 0x4d, 0x2e, 0x00, 0x00, 0x00, 0x00, 0x00,	// mM, REPLICA_ADD
+		0x30, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,	// length 48
+		0x11, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,	// req_id
+		0x04, 0x00, 0x00, 0x00, 0xc0, 0x12, 0x04, 0x00,	// id 4, port 4800, IPv4
+		0xc0, 0x00, 0x02, 0x0e, 0x00, 0x00, 0x00, 0x00,	// 192.0.2.14
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	};
+	assert_int_equal(b.size(), sizeof(want));
+	assert_memory_equal(b.data(), want, sizeof(want));
+
+	b = encode(w::ReplicaRemoveReq{.id = 4}, 0x11);
+	assert_int_equal(b.size(), sizeof(want));
+	assert_int_equal(std::to_integer<int>(b[2]), MDR_OP_REPLICA_REMOVE);
+	for (size_t i = 28; i < sizeof(want); i++)
+		assert_int_equal(std::to_integer<int>(b[i]), 0);
+
+	b = encode(group_status_rep());
+	const size_t third = sizeof(mdr_wire_group_status_rep) + 2 * sizeof(mdr_wire_replica);
+	assert_int_equal(std::to_integer<int>(b[third + 16]), MDR_FAMILY_IPV6);
+	assert_int_equal(std::to_integer<int>(b[third + 17]), MDR_MEMBER_LEARNER);
+}
+
 void test_ping_both_ways(void **)
 {
 	for (const w::Body &body : {w::Body{w::PingReq{}}, w::Body{w::PingRep{}}})
@@ -247,6 +275,16 @@ void test_encoders_refuse_what_receivers_refuse(void **)
 		{w::Invalidate{{.volume_id = 1, .count = 3, .generation = 1,
 				.reason = MDR_INVAL_TRACK}},
 		 -EINVAL, "count 3 with MDR_INVAL_TRACK"},
+		{w::ReplicaAddReq{.id = 4, .family = MDR_FAMILY_IPV4, .addr = {192, 0, 2, 14}},
+		 -EINVAL, "replica_add_req: port zero"},
+		{w::ReplicaAddReq{.id = 4, .port = 4800}, -EINVAL, "replica_add_req: family 0 unknown"},
+		{w::ReplicaRemoveReq{.id = 4, .port = 4800}, -EINVAL,
+		 "replica_remove_req: port, family or address with a removal"},
+		{w::GroupStatusRep{.group = 7, .self = 1, .role = MDR_REPLICA_FOLLOWER,
+				   .replicas = {{.id = 1, .state = MDR_PEER_SELF, .port = 4800,
+						 .family = MDR_FAMILY_IPV4, .membership = MDR_MEMBER_MAX,
+						 .addr = {192, 0, 2, 11}}}},
+		 -EINVAL, "group_status_rep: replicas[0]: membership 4 out of range"},
 	};
 
 	for (const auto &c : cases) {
@@ -270,7 +308,8 @@ void test_encoders_refuse_what_receivers_refuse(void **)
 }
 
 // The leader's record in etcd, "ADDR:PORT", as a NOT_LEADER reply names
-// it, and back; what no client can be sent to is none.
+// it, and back; what no client can be sent to is none. An endpoint alone
+// the same way.
 void test_leader_at(void **)
 {
 	auto l = w::leader_at(9, 2, "192.0.2.12:4791");
@@ -295,6 +334,20 @@ void test_leader_at(void **)
 	assert_false(w::leader_at(0, 2, "192.0.2.12:4791").has_value());
 	assert_false(w::leader_at(9, 0, "192.0.2.12:4791").has_value());
 	assert_string_equal(w::leader_host(w::Leader{}).c_str(), "");
+
+	// The endpoint alone (mdctl's --addr), and any address back as text.
+	auto e = w::endpoint_at("[fd00::5]:4800");
+	assert_true(e.has_value());
+	assert_int_equal(e->address.family, MDR_FAMILY_IPV6);
+	assert_int_equal(e->port, 4800);
+	assert_string_equal(w::host_text(e->address.family, e->address.addr).c_str(), "fd00::5");
+	e = w::endpoint_at("192.0.2.12:4791");
+	assert_true(e.has_value());
+	assert_string_equal(w::host_text(e->address.family, e->address.addr).c_str(),
+			    "192.0.2.12");
+	assert_false(w::endpoint_at("192.0.2.12:0").has_value());
+	assert_false(w::endpoint_at("[::]:4791").has_value());
+	assert_string_equal(w::host_text(MDR_FAMILY_NONE, {}).c_str(), "");
 }
 
 } // namespace
@@ -304,6 +357,7 @@ int main()
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip_every_message),
 		cmocka_unit_test(test_header_bytes),
+		cmocka_unit_test(test_replica_change_bytes),
 		cmocka_unit_test(test_ping_both_ways),
 		cmocka_unit_test(test_trailing_bytes_ignored),
 		cmocka_unit_test(test_largest_lists_fit),

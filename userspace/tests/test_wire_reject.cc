@@ -132,6 +132,9 @@ std::vector<Row> reject_rows()
 	};
 #define GOFF(field) offsetof(mdr_wire_group_status_rep, field)
 #define ROFF(field) offsetof(mdr_wire_replica, field)
+	const w::Body add = replica_add();
+	const w::Body remove = w::ReplicaRemoveReq{.id = 2};
+#define COFF(field) offsetof(mdr_wire_replica_change_req, field)
 	constexpr size_t kLeader = sizeof(mdr_wire_hdr);
 #define LOFF(field) offsetof(mdr_wire_leader, field)
 	constexpr size_t kOpenName = offsetof(mdr_wire_open_req, name);
@@ -233,8 +236,37 @@ std::vector<Row> reject_rows()
 		 "replicas[1]: IPv4 address with more than 4 bytes"},
 		{"replica port", gs, set16(gr(1, ROFF(port)), 0), -EINVAL,
 		 "replicas[1]: port zero"},
-		{"replica reserved", gs, set8(gr(2, ROFF(reserved)) + 6, 1), -EINVAL,
+		{"replica reserved", gs, set8(gr(2, ROFF(reserved)) + 5, 1), -EINVAL,
 		 "replicas[2]: reserved not zero"},
+		{"replica membership", gs, set8(gr(1, ROFF(membership)), MDR_MEMBER_MAX), -EINVAL,
+		 "replicas[1]: membership 4 out of range"},
+		{"replica_add admin only", add, nullptr, -EPERM,
+		 "replica_add_req: not allowed on host connections", Side::node, MDR_ROLE_HOST},
+		{"replica_add short", add, resize_to(40), -EPROTO,
+		 "replica_add_req: length 40, expected 48"},
+		{"replica_add id", add, set32(COFF(id), 0), -EINVAL, "replica_add_req: id zero"},
+		{"replica_add reserved", add, set8(COFF(reserved), 1), -EINVAL,
+		 "replica_add_req: reserved not zero"},
+		{"replica_add port", add, set16(COFF(port), 0), -EINVAL,
+		 "replica_add_req: port zero"},
+		{"replica_add no family", add, set8(COFF(family), MDR_FAMILY_NONE), -EINVAL,
+		 "replica_add_req: family 0 unknown"},
+		{"replica_add family", add, set8(COFF(family), 5), -EINVAL,
+		 "replica_add_req: family 5 unknown"},
+		{"replica_add IPv4 long", add, set8(COFF(addr) + 15, 1), -EINVAL,
+		 "replica_add_req: IPv4 address with more than 4 bytes"},
+		// A removal names the replica alone: any part of an address is refused.
+		{"replica_remove id", remove, set32(COFF(id), 0), -EINVAL, "replica_remove_req: id zero"},
+		{"replica_remove listener", remove,
+		 [](Buf &b) {
+			 put16(b, COFF(port), 4800);
+			 put8(b, COFF(family), MDR_FAMILY_IPV4);
+			 put8(b, COFF(addr), 192);
+		 },
+		 -EINVAL, "replica_remove_req: port, family or address with a removal"},
+		{"replica_remove port", remove, set16(COFF(port), 4800), -EINVAL, "address with a removal"},
+		{"replica_remove family", remove, set8(COFF(family), 4), -EINVAL, "address with a removal"},
+		{"replica_remove address", remove, set8(COFF(addr) + 3, 14), -EINVAL, "with a removal"},
 		{"vol_rep too short", vrep, resize_to(128), -EPROTO,
 		 "vol_info_rep: length 128, expected at least 136"},
 		{"vol_rep partial element", vrep, grow(8), -EPROTO,
@@ -556,6 +588,7 @@ std::vector<Row> reject_rows()
 #undef LOFF
 #undef GOFF
 #undef ROFF
+#undef COFF
 #undef VOFF
 #undef DOFF
 #undef MOFF

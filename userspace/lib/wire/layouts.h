@@ -23,9 +23,10 @@
 // MDR_FIELD(f, checks...) is a number of one name in both structs, and
 // MDR_RULE(bad, why...) a rule that refuses the message (-EINVAL, with
 // why) when bad.
-// Messages without a body struct (PING, NODE_STATS requests, the OK replies
-// to CLOSE, AUTH, VOL_DELETE, HOST_ADD and HOST_REMOVE) are the header
-// alone (HeaderAlone in wire.h): the primary template.
+// Messages without a body struct (PING, NODE_STATS and GROUP_STATUS
+// requests, the OK replies to CLOSE, AUTH, VOL_DELETE, HOST_ADD,
+// HOST_REMOVE, REPLICA_ADD and REPLICA_REMOVE) are the header alone
+// (HeaderAlone in wire.h): the primary template.
 #ifndef MDR_WIRE_LAYOUTS_H
 #define MDR_WIRE_LAYOUTS_H
 
@@ -361,6 +362,7 @@ MDR_ELEMENT(Replica, mdr_wire_replica, "replicas")
 	MDR_FIELD(state, below{MDR_PEER_STATE_MAX});
 	MDR_FIELD(port, nonzero);
 	MDR_FIELD(family);
+	MDR_FIELD(membership, below{MDR_MEMBER_MAX});
 	v.zero("reserved", w.reserved);
 	v.bytes(m.addr, w.addr);
 	v.rule([&](What at) { return replica_address(at, m.family, m.addr); });
@@ -394,6 +396,30 @@ MDR_LAYOUT_OF(GroupStatusRep, mdr_wire_group_status_rep, using Elem = Replica;)
 					 [&](const Replica &r) { return r.id == m.self; }),
 		 "self ", m.self, " not among the replicas");
 }
+
+// REPLICA_ADD: the replica and its log listener; REPLICA_REMOVE: the
+// replica alone, its port, family and address zero.
+template <uint16_t Op>
+struct Layout<ReplicaChangeReq<Op>> {
+	MDR_WIRE_STRUCT(mdr_wire_replica_change_req);
+	static constexpr bool add = Op == MDR_OP_REPLICA_ADD;
+	static constexpr const char *note = add ? "with its log listener" : "id alone";
+	static void fields(auto &v, auto &m, auto &w)
+	{
+		MDR_FIELD(id, nonzero);
+		MDR_FIELD(port);
+		MDR_FIELD(family);
+		v.zero("reserved", w.reserved);
+		v.bytes(m.addr, w.addr);
+		if constexpr (add) {
+			MDR_RULE(!m.port, "port zero");
+			v.rule([&](What at) { return replica_address(at, m.family, m.addr); });
+		} else {
+			MDR_RULE(m.port || m.family || !all_zero(m.addr),
+				 "port, family or address with a removal");
+		}
+	}
+};
 
 MDR_LAYOUT(HostRemoveReq, mdr_wire_host_remove_req)
 {

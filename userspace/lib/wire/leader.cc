@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// leader.cc - a group's leader between the text a replica's record in etcd
-// holds ("ADDR:PORT") and struct mdr_wire_leader.
+// leader.cc - a group's leader, and any address of the wire, between the
+// text a replica's record in etcd holds ("ADDR:PORT") and the wire's
+// family, address and port (struct mdr_wire_leader, mdr_wire_replica).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -28,33 +29,40 @@ std::optional<WireAddress> wire_address(std::string_view host)
 	return std::nullopt;
 }
 
-std::optional<Leader> leader_at(uint64_t epoch, uint32_t replica, std::string_view address)
+std::optional<WireEndpoint> endpoint_at(std::string_view text)
 {
-	const size_t colon = address.rfind(':');
-	Leader l{.epoch = epoch, .replica = replica};
+	const size_t colon = text.rfind(':');
+	WireEndpoint e;
 
-	if (!epoch || !replica || colon == std::string_view::npos)
+	if (colon == std::string_view::npos)
 		return std::nullopt;
-	std::string_view host = address.substr(0, colon);
-	const std::string_view port = address.substr(colon + 1);
+	std::string_view host = text.substr(0, colon);
+	const std::string_view port = text.substr(colon + 1);
 	const bool v6 = host.starts_with('[') && host.ends_with(']');
 
 	if (v6)
 		host = host.substr(1, host.size() - 2);
 	else if (host.find(':') != std::string_view::npos)
 		return std::nullopt;	// IPv6 without its brackets
-	auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), l.port);
-	if (ec != std::errc() || end != port.data() + port.size() || !l.port)
+	auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), e.port);
+	if (ec != std::errc() || end != port.data() + port.size() || !e.port)
 		return std::nullopt;
 	std::optional<WireAddress> a = wire_address(host);
 	if (!a || (a->family == MDR_FAMILY_IPV6) != v6)
 		return std::nullopt;
-	l.family = a->family;
-	l.addr = a->addr;
-	return l;
+	e.address = *a;
+	return e;
 }
 
-namespace {
+std::optional<Leader> leader_at(uint64_t epoch, uint32_t replica, std::string_view address)
+{
+	std::optional<WireEndpoint> e = endpoint_at(address);
+
+	if (!epoch || !replica || !e)
+		return std::nullopt;
+	return Leader{.epoch = epoch, .replica = replica, .port = e->port,
+		      .family = e->address.family, .addr = e->address.addr};
+}
 
 std::string host_text(uint8_t family, const std::array<uint8_t, 16> &addr)
 {
@@ -65,8 +73,6 @@ std::string host_text(uint8_t family, const std::array<uint8_t, 16> &addr)
 			  sizeof(text));
 	return text;
 }
-
-} // namespace
 
 std::string leader_host(const Leader &l)
 {

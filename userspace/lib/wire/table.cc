@@ -111,6 +111,8 @@ constexpr OpInfo kOps[] = {
 	MDR_ROW(MDR_OP_HOST_REMOVE, "host_remove_req", "host_remove_rep", kAdminRpc),
 	MDR_ROW(MDR_OP_HOST_LIST, "host_list_req", "host_list_rep", kAdminRpc),
 	MDR_ROW(MDR_OP_GROUP_STATUS, "group_status_req", "group_status_rep", kAdminRpc),
+	MDR_ROW(MDR_OP_REPLICA_ADD, "replica_add_req", "replica_add_rep", kAdminRpc),
+	MDR_ROW(MDR_OP_REPLICA_REMOVE, "replica_remove_req", "replica_remove_rep", kAdminRpc),
 	MDR_ROW(MDR_OP_PING, "ping_req", "ping_rep", kEitherWay),
 };
 #undef MDR_ROW

@@ -46,8 +46,8 @@
 //     mdr_wire_node_stats_limits), and counters beyond them are ignored;
 //     this build always sends them;
 //   - the accept of a host connection carries a nonce from version 3 on,
-//     and an all-zero one before; the OK replies to HOST_ADD and
-//     HOST_REMOVE are the header alone;
+//     and an all-zero one before; the OK replies to HOST_ADD,
+//     HOST_REMOVE, REPLICA_ADD and REPLICA_REMOVE are the header alone;
 //   - MOVE by id carries an all-zero name, MOVE by name a zero volume id;
 //     its reply has exactly one element per extent asked for;
 //   - the elements of a DEV_LIST reply are struct mdr_wire_device_ext from
@@ -120,6 +120,10 @@ inline constexpr uint16_t kDeviceStateVersion = 4;
 // MDR_ST_NOT_LEADER, naming the leader, where it answered MDR_ST_AGAIN,
 // and MDR_OP_GROUP_STATUS is known.
 inline constexpr uint16_t kGroupVersion = 5;
+// The version from which MDR_OP_REPLICA_ADD and MDR_OP_REPLICA_REMOVE are
+// known, and GROUP_STATUS replies carry each replica's membership (older
+// peers get it zero: a voter).
+inline constexpr uint16_t kMembershipVersion = 6;
 
 // [A-Za-z0-9._-], 1 to MDR_WIRE_NAME_LEN - 1 characters.
 bool valid_volume_name(std::string_view name);
@@ -227,9 +231,9 @@ Result<ConnRej> parse_conn_rej(std::span<const std::byte> private_data);
 	static constexpr bool reply = (is_reply);		\
 	bool operator==(const T &) const = default
 
-// The messages that are the header alone: PING both ways, NODE_STATS
-// requests, and the OK replies to CLOSE, AUTH, VOL_DELETE, HOST_ADD and
-// HOST_REMOVE.
+// The messages that are the header alone: PING both ways, NODE_STATS and
+// GROUP_STATUS requests, and the OK replies to CLOSE, AUTH, VOL_DELETE,
+// HOST_ADD, HOST_REMOVE, REPLICA_ADD and REPLICA_REMOVE.
 template <uint16_t Op, bool Reply>
 struct HeaderAlone {
 	MDR_WIRE_MSG(HeaderAlone, Op, Reply);
@@ -487,6 +491,7 @@ struct Replica {
 	uint16_t state = MDR_PEER_UNKNOWN;	// enum mdr_replica_state
 	uint16_t port = 0;		// its log listener's
 	uint8_t family = MDR_FAMILY_NONE;
+	uint8_t membership = MDR_MEMBER_VOTER;	// enum mdr_replica_membership
 	std::array<uint8_t, 16> addr{};
 	bool operator==(const Replica &) const = default;
 };
@@ -502,6 +507,22 @@ struct GroupStatusRep {
 	uint16_t role = MDR_REPLICA_NONE;	// enum mdr_replica_role
 	std::vector<Replica> replicas{};	// ascending ids
 };
+
+// REPLICA_ADD (the replica and its log listener) and REPLICA_REMOVE (the
+// replica alone: port, family and address zero).
+template <uint16_t Op>
+struct ReplicaChangeReq {
+	MDR_WIRE_MSG(ReplicaChangeReq, Op, false);
+	uint32_t id = 0;		// non-zero
+	uint16_t port = 0;
+	uint8_t family = MDR_FAMILY_NONE;	// enum mdr_wire_family
+	std::array<uint8_t, 16> addr{};	// network byte order; IPv4 in the first 4
+};
+
+using ReplicaAddReq = ReplicaChangeReq<MDR_OP_REPLICA_ADD>;
+using ReplicaAddRep = HeaderAlone<MDR_OP_REPLICA_ADD, true>;
+using ReplicaRemoveReq = ReplicaChangeReq<MDR_OP_REPLICA_REMOVE>;
+using ReplicaRemoveRep = HeaderAlone<MDR_OP_REPLICA_REMOVE, true>;
 
 // Counters since mdnode started (struct mdr_wire_node_stats_rep).
 struct NodeStatsRep {
@@ -610,12 +631,21 @@ struct WireAddress {
 };
 std::optional<WireAddress> wire_address(std::string_view host);
 
-// The leader at "ADDR:PORT" or "[ADDR]:PORT" (a numeric address, as a
-// replica's record in etcd names it); nullopt for anything else, or an
-// address no client can reach (unspecified, port 0). leader_host() is the
-// address part back, as text ("192.0.2.11", "fd00::1").
+// "ADDR:PORT" or "[ADDR]:PORT": a numeric address and its port, as a
+// replica's record in etcd and mdctl's --addr give them; nullopt for
+// anything else, or an address no peer can reach (unspecified, port 0).
+struct WireEndpoint {
+	WireAddress address;
+	uint16_t port = 0;
+};
+std::optional<WireEndpoint> endpoint_at(std::string_view text);
+
+// The leader at such an endpoint; nullopt as endpoint_at(), or with epoch
+// or replica 0. leader_host() is the address part back, as text
+// ("192.0.2.11", "fd00::1"), as host_text() is of any address of the wire.
 std::optional<Leader> leader_at(uint64_t epoch, uint32_t replica, std::string_view address);
 std::string leader_host(const Leader &l);
+std::string host_text(uint8_t family, const std::array<uint8_t, 16> &addr);
 // "192.0.2.11:4800", "[fd00::3]:4800": an address of the wire with its port.
 std::string address_text(uint8_t family, const std::array<uint8_t, 16> &addr, uint16_t port);
 // "replica 2 leads at 192.0.2.12:4791 (epoch 9)", "no replica is known to
@@ -644,7 +674,8 @@ using Body = std::variant<
 	NodeStatsReq, NodeStatsRep, PingReq, PingRep, ErrorRep,
 	MoveReq, MoveRep, DrainReq, DrainRep, HostAuthReq, HostAuthRep,
 	HostAddReq, HostAddRep, HostRemoveReq, HostRemoveRep, HostListReq, HostListRep,
-	GroupStatusReq, GroupStatusRep>;
+	GroupStatusReq, GroupStatusRep, ReplicaAddReq, ReplicaAddRep,
+	ReplicaRemoveReq, ReplicaRemoveRep>;
 
 // struct mdr_wire_hdr, host-endian.
 struct Header {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -41,6 +42,10 @@ public:
 
 	wire::NodeStatsRep stats;			// the move and auth counters it reports
 	wire::GroupStatusRep group_status;		// GROUP_STATUS's answer
+	// Once GROUP_STATUS answered, the next of these becomes its answer
+	// (the last one stays): a group that changes as it is asked.
+	std::deque<wire::GroupStatusRep> group_status_next;
+	std::vector<wire::Body> replica_changes;	// every REPLICA_ADD and _REMOVE
 	std::optional<uint64_t> move_busy_at;		// a MOVE of this extent: EBUSY
 
 	// The accept of every connection: a fixed nonce, this build's wire version.
@@ -144,7 +149,9 @@ private:
 			       std::holds_alternative<wire::MoveReq>(b) ||
 			       std::holds_alternative<wire::DrainReq>(b) ||
 			       std::holds_alternative<wire::HostAddReq>(b) ||
-			       std::holds_alternative<wire::HostRemoveReq>(b);
+			       std::holds_alternative<wire::HostRemoveReq>(b) ||
+			       std::holds_alternative<wire::ReplicaAddReq>(b) ||
+			       std::holds_alternative<wire::ReplicaRemoveReq>(b);
 		}
 
 		FakeNode &node_;
@@ -262,7 +269,24 @@ private:
 		return reply(rep);
 	}
 
-	mdr::Result<wire::Msg> handle(const wire::GroupStatusReq &) { return reply(group_status); }
+	mdr::Result<wire::Msg> handle(const wire::GroupStatusReq &)
+	{
+		wire::GroupStatusRep rep = group_status;
+
+		if (!group_status_next.empty()) {
+			group_status = std::move(group_status_next.front());
+			group_status_next.pop_front();
+		}
+		return reply(rep);
+	}
+
+	// Taken as they come; what follows is group_status_next's to show.
+	template <uint16_t Op>
+	mdr::Result<wire::Msg> handle(const wire::ReplicaChangeReq<Op> &req)
+	{
+		replica_changes.push_back(req);
+		return reply(wire::HeaderAlone<Op, true>{});
+	}
 
 	mdr::Result<wire::Msg> handle(const wire::NodeStatsReq &)
 	{
