@@ -298,6 +298,10 @@ mdr::wire::GroupStatusRep GroupReplica::group_status() const
 			p.family = w->family;
 			p.addr = w->addr;
 		}
+		if (leads && change_ && change_->replica.id == a.id)
+			p.membership = change_->phase == Change::Phase::learning ? MDR_MEMBER_LEARNER
+				     : change_->add ? MDR_MEMBER_JOINING
+						    : MDR_MEMBER_LEAVING;
 		if (a.id == settings_.self) {
 			p.state = MDR_PEER_SELF;
 			p.durable = leads ? local_durable_ : r.last_index;
