@@ -27,10 +27,13 @@ mdr_fail() { echo "FAIL: $*" >&2; exit 1; }
 mdr_log() { echo "$(basename "$0"): $*"; }
 
 _mdr_undo=()
+# The index has a name of its own: a command's loop over i (eval runs it
+# in this function's scope) would otherwise move it, and commands would be
+# skipped.
 _mdr_run_undo() {
-	local rc=$? i
-	for ((i = ${#_mdr_undo[@]} - 1; i >= 0; i--)); do
-		eval "${_mdr_undo[i]}" || true
+	local rc=$? _mdr_k
+	for ((_mdr_k = ${#_mdr_undo[@]} - 1; _mdr_k >= 0; _mdr_k--)); do
+		eval "${_mdr_undo[_mdr_k]}" || true
 	done
 	return $rc
 }
