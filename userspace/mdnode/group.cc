@@ -173,7 +173,9 @@ void GroupMember::process()
 	// After the states posted before it: a leader's own change is the
 	// last word on its set.
 	if (done) {
-		if (done->result->ok())
+		// Not over a newer set a follower's read brought meanwhile.
+		if (done->result->ok() &&
+		    (!state_.config || state_.config->revision < done->result->value().revision))
 			state_.config = done->result->value();
 		done->done(std::move(*done->result));
 	}
@@ -283,8 +285,7 @@ bool GroupMember::idle_until(Clock::time_point t)
 {
 	std::unique_lock lock(lock_);
 	cv_.wait_until(lock, t, [this] {
-		return stopping_ || resign_asked_ || key_lost_ || paused_ || step_down_asked_ ||
-		       (config_change_ && !config_change_->result);
+		return stopping_ || resign_asked_ || key_lost_ || paused_ || step_down_asked_;
 	});
 	return !stopping_ && !resign_asked_;
 }
@@ -401,7 +402,7 @@ void GroupMember::follow()
 	// removed), nor does one that cannot read it.
 	std::optional<std::string> barred;
 	if (self_id_) {
-		auto c = read_config();
+		auto c = read_config(opts_.may_bootstrap);
 		if (c.ok()) {
 			s.config = c.value();
 			barred = not_member(c.value());
@@ -441,7 +442,7 @@ void GroupMember::follow()
 	// lead: the key goes at once.
 	std::optional<GroupConfig> config;
 	if (self_id_) {
-		auto now = read_config();
+		auto now = read_config(false);
 		std::optional<std::string> why =
 			!now.ok() ? "cannot read the replica set after winning epoch " +
 					    std::to_string(epoch) + ": " + now.message()
@@ -496,11 +497,15 @@ void GroupMember::follow()
 	post(std::move(w));
 }
 
-mdr::Result<GroupConfig> GroupMember::read_config()
+mdr::Result<GroupConfig> GroupMember::read_config(bool put_ok)
 {
 	auto r = client_->get(config_key_);
 	if (!r.ok())
 		return Error(r.error(), r.message());
+	if (r.value().kvs.empty() && !put_ok)
+		return Error(-ENOENT, config_key_ + " is missing, and this replica's log is not "
+			     "empty: it does not put its own settings there (put the group's set "
+			     "back with etcdctl)");
 	if (r.value().kvs.empty()) {
 		// A new group: the first replica's settings start it.
 		auto put = client_->compare_and_swap(config_key_, 0,
@@ -618,7 +623,6 @@ void GroupMember::lead()
 			    " was deleted or replaced");
 	if (take_step_down())
 		return;
-	take_config_change();
 	if (Clock::now() < renew_due_)
 		return keep_record();	// due, and the renewal is not
 
@@ -637,7 +641,13 @@ void GroupMember::lead()
 		s.reason = "renewal failed, the last validity holds: " + r.message();
 		s.since = Clock::now();
 	}
+	const bool renewed = r.ok();
 	post(std::move(s));
+	// A swap of the set only right after a renewal, as the record's
+	// keepalive: a slow etcd delays the next renewal by one call at most,
+	// with a whole TTL of validity ahead, never the renewal itself.
+	if (renewed)
+		take_config_change();
 }
 
 // The loop asked to step down: the key goes now (its lease revoked), and

@@ -78,6 +78,12 @@ struct GroupOptions {
 	// member keep the config (above), and replica then a replica id
 	// (decimal, non-zero).
 	std::vector<ReplicaArg> bootstrap;
+	// Whether this replica may put bootstrap when etcd holds no set: only
+	// one whose log is empty (a new group). A replica with a log that
+	// finds no set does not campaign: a lost key must not be made again
+	// from a stale replica's settings (its majority could miss the one
+	// that committed the last records).
+	bool may_bootstrap = true;
 };
 
 struct GroupState {
@@ -144,7 +150,8 @@ public:
 	// moved on (this replica no longer leads, or the set is not the one
 	// it read), -EAGAIN when not leading, errors of etcd otherwise (the
 	// outcome is then unknown: the set is either). One at a time: -EBUSY
-	// at once while one is pending.
+	// at once while one is pending. The thread swaps right after its
+	// next renewal that succeeds (a third of the TTL at most).
 	using ConfigDone = std::function<void(mdr::Result<GroupConfig>)>;
 	mdr::Status change_config(std::vector<ReplicaArg> next, ConfigDone done);
 
@@ -171,8 +178,9 @@ private:
 	bool asked_to_stop();
 	void finish_resign();
 	bool take_step_down();
-	// The set in etcd, put there from bootstrap when absent; checked.
-	mdr::Result<GroupConfig> read_config();
+	// The set in etcd, put there from bootstrap when absent and put_ok
+	// (else -ENOENT); checked.
+	mdr::Result<GroupConfig> read_config(bool put_ok);
 	// Whether the set lets this replica campaign (true without a set);
 	// else why not.
 	std::optional<std::string> not_member(const GroupConfig &c) const;

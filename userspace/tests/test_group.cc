@@ -524,6 +524,20 @@ static void test_config_swap_of_an_epoch_over(void **)
 	assert_string_equal(after.value.c_str(), before.value.c_str());
 }
 
+// No set in etcd, and a log of its own: it puts nothing and does not
+// campaign.
+static void test_config_missing_for_a_replica_with_a_log(void **)
+{
+	GroupOptions o = config_options("c3", 1, {1, 2, 3});
+	o.may_bootstrap = false;
+	auto a = make(o);
+	assert_true(a != nullptr);
+	assert_false(run_until({a.get()}, [&] { return a->leads(); }, 1500));
+	assert_non_null(strstr(a->state().reason.c_str(), "is missing"));
+	auto c = g_rig->client();
+	assert_true(c->get("/mdroute/groups/c3/config").value().kvs.empty());
+}
+
 int main()
 {
 	const struct CMUnitTest tests[] = {
@@ -539,6 +553,7 @@ int main()
 		cmocka_unit_test(test_config_text),
 		cmocka_unit_test(test_config_bootstrap_and_swap),
 		cmocka_unit_test(test_config_swap_of_an_epoch_over),
+		cmocka_unit_test(test_config_missing_for_a_replica_with_a_log),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
