@@ -106,6 +106,8 @@ mdr::Status GroupReplica::change_membership(const MembershipChange &c)
 	change_ = std::move(ch);
 	if (!c.add) {
 		begin_joint();
+		if (!change_)	// it stopped
+			return Error(-EAGAIN, "not the leader");
 	} else {
 		const std::string name = name_of(c.id);
 		mdr::Status st = shipper_->add_follower(name);

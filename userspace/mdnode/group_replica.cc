@@ -82,6 +82,7 @@ mdr::Result<std::unique_ptr<GroupReplica>> GroupReplica::start(const ReplicaSett
 	go.ttl_s = s.ttl_s;
 	go.drift_margin_ms = s.drift_margin_ms;
 	go.bootstrap = s.replicas;
+	go.may_bootstrap = log.last.index == 0 && log.last.epoch == 0;
 	GroupReplica *raw = r.get();
 	auto m = GroupMember::start(std::move(go),
 				    [raw](const GroupState &st) { raw->on_group(st); });

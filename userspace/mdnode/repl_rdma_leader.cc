@@ -302,6 +302,13 @@ void RdmaShipLink::on_established(Conn &c, std::span<const std::byte> pdata)
 		return fail(c, acc.message());
 	if (mdr::Status ok = check_accept(c.req, acc.value()); !ok.ok())
 		return fail(c, ok.message());
+	// The replica it dialed is the one the set names there: an address
+	// of another replica would count one journal as two voters.
+	if (acc.value().follower_id != c.where.id)
+		return fail(c, "replica " + std::to_string(acc.value().follower_id) +
+			       " answered at " + c.where.address + ":" +
+			       std::to_string(c.where.port) + ", where the set has replica " +
+			       std::to_string(c.where.id));
 	c.acc = acc.value();
 	c.st = Conn::St::live;
 	c.stats.connects++;

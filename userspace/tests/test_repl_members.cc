@@ -3,8 +3,9 @@
 // test_repl_members.cc - the leader's shipper while the replica set
 // changes (repl_leader.h, "Membership"; group_replica.h has the phases): a
 // learner takes the log and counts for nothing; in a joint a record
-// commits only on a majority of the set before and of the set after; a
-// follower removed gets nothing more; the calls' refusals. The world of
+// commits only on a majority of the set before and of the set after (not
+// of the set after alone, nor of every follower); a follower removed gets
+// nothing more; the calls' refusals. The world of
 // test_repl.h checks every commit against the fakes' truth for each set.
 #include <cerrno>
 #include <cstdint>
@@ -132,6 +133,38 @@ void test_removed_follower_gets_nothing(void **)
 		     "not a follower");
 }
 
+// The rule is both majorities, not the set after's alone: c leaving
+// {b,c,d}, a record on the leader and d is a majority of {b,d} but not of
+// {b,c,d}; and not every follower's: with {b,c,d} voting and e learning,
+// the leader, d and e are three of five but two of four voters.
+void test_joint_is_not_the_set_after_alone(void **)
+{
+	World w;
+
+	w.stream(1, 2);
+	w.add("d");
+	w.add("e");
+	w.settle();
+	assert_true(w.leader->set_voters({{"b", "c", "d"}}).ok());
+	w.voters = {{"b", "c", "d"}};
+	w.f("b").stalled = true;
+	w.f("c").stalled = true;
+	w.append(1);
+	w.sync_leader();
+	w.settle();
+	assert_int_equal(w.f("e").sink.durable, 3);
+	assert_int_equal(w.leader->commit_index(), 2);
+
+	assert_true(w.leader->set_voters({{"b", "c", "d"}, {"b", "d"}}).ok());
+	w.voters = {{"b", "c", "d"}, {"b", "d"}};
+	w.settle();
+	assert_int_equal(w.leader->majority_durable({"b", "d"}), 3);
+	assert_int_equal(w.leader->commit_index(), 2);
+	w.f("c").stalled = false;
+	w.settle();
+	assert_int_equal(w.leader->commit_index(), 3);
+}
+
 void test_refusals(void **)
 {
 	World w;
@@ -161,6 +194,7 @@ int main()
 		cmocka_unit_test(test_learner_counts_for_nothing),
 		cmocka_unit_test(test_joint_needs_both_majorities),
 		cmocka_unit_test(test_removed_follower_gets_nothing),
+		cmocka_unit_test(test_joint_is_not_the_set_after_alone),
 		cmocka_unit_test(test_refusals),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
