@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // node_client.cc - mdr-test-node-client: drives mdnode over RDMA from a VM
-// test, one step per argument, and prints one line per step:
+// test, one step per argument, and prints one line per step. (It runs past
+// 800 lines: each step is one branch of a single dispatch, which a reader
+// of a VM test looks up in one place; what the clients share, connecting,
+// proving a key, the replicas to follow, is in vm_client.{h,cc}.)
 //
 //	mdr-test-node-client --node 192.0.2.2 --tenant 1 open:db1 alloc:db1:7
 //		read:db1:0:16 renew:db1 close:db1
