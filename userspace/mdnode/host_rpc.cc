@@ -138,24 +138,28 @@ void HostRpc::do_alloc(Session &s, uint64_t req_id, const wire::AllocReq &r)
 	auto prep = core_.store.prepare_alloc(r.volume_id, r.index);
 	if (!prep.ok())
 		return core_.reply_error(conn, req_id, MDR_OP_ALLOC, prep.error());
-	if (auto *entry = std::get_if<mdr_wire_entry>(&prep.value())) {
-		// Already mapped: idempotent.
-		return core_.reply(conn, req_id, wire::AllocRep{.volume_id = r.volume_id,
-							  .index = r.index,
-							  .entry = wire::decode_entry(*entry)});
-	}
 
 	// Hosts of the process before may cache this extent as unallocated
 	// and read zeros where the writer's data would be: no push reaches
 	// them until they open again (NodeCore::in_restart_lease()). The host
-	// routes its write again within a second.
+	// routes its write again within a second. An extent already mapped
+	// waits too: the process before may have committed it and died before
+	// its fan-out told those hosts (alloc_journal()), and the writer asking
+	// again here must not write before their leases ran out.
 	if (core_.from_before_start(r.volume_id) && core_.in_restart_lease()) {
-		(void)core_.store.abort(std::get<Change>(prep.value()));
+		if (auto *c = std::get_if<Change>(&prep.value()))
+			(void)core_.store.abort(*c);
 		log_info_rl("volume %llu extent %llu: not allocated until the leases "
 			    "of before the start have run out (%lld ms)",
 			    (unsigned long long)r.volume_id, (unsigned long long)r.index,
 			    (long long)core_.restart_lease_left());
 		return core_.reply_error(conn, req_id, MDR_OP_ALLOC, -EAGAIN);
+	}
+	if (auto *entry = std::get_if<mdr_wire_entry>(&prep.value())) {
+		// Already mapped: idempotent.
+		return core_.reply(conn, req_id, wire::AllocRep{.volume_id = r.volume_id,
+							  .index = r.index,
+							  .entry = wire::decode_entry(*entry)});
 	}
 	alloc_waiters_[key].emplace_back(conn, req_id);
 	Change c = std::move(std::get<Change>(prep.value()));
