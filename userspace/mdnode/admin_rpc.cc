@@ -230,11 +230,7 @@ void AdminRpc::change_membership(Session &s, uint64_t req_id, uint16_t opcode,
 		log_warn_rl("replica %u: %s refused: %s", c.id, what, st.message().c_str());
 		return core_.reply_error(s.peer.id, req_id, opcode, st.error());
 	}
-	if (c.add)
-		log_info("replica %u: add begun, its log listener %s port %u", c.id,
-			 c.address.c_str(), unsigned{c.port});
-	else
-		log_info("replica %u: removal begun", c.id);
+	// Begun: the group logs it, with the sets before and after.
 	core_.reply(s.peer.id, req_id, c.add ? wire::Body{wire::ReplicaAddRep{}}
 					     : wire::Body{wire::ReplicaRemoveRep{}});
 }
