@@ -26,6 +26,8 @@
 /* First published element sizes of LIST and DEV_LIST. */
 #define MDR_VOL_INFO_SIZE_V0	184
 #define MDR_DEV_INFO_SIZE_V0	48
+/* ATTACH before minor 3: no group (zero-filled here) */
+#define MDR_ATTACH_SIZE_V0	offsetof(struct mdr_ioctl_attach, group)
 
 /**
  * struct mdr_ioctl_cmd - one control command
@@ -181,7 +183,8 @@ static const struct mdr_ioctl_cmd mdr_ioctl_cmds[] = {
 		.fn = mdr_ioctl_unbind,
 	},
 	[MDR_CMD_ATTACH] = {
-		.spec = { MDR_IOCTL_FIXED(struct mdr_ioctl_attach),
+		.spec = { .min_size = MDR_ATTACH_SIZE_V0,
+			  .max_size = sizeof(struct mdr_ioctl_attach),
 			  .valid_flags = MDR_ATTACH_F_READONLY },
 		.fn = mdr_ioctl_attach,
 	},

@@ -14,23 +14,31 @@
 
 #include <linux/socket.h>
 #include <linux/types.h>
+#include <linux/mdroute.h>
 #include <linux/mdroute_wire.h>
 
 struct mdr_inval_ack_info;	/* proto/proto.h */
 
 /**
  * struct mdr_target - the metadata service a volume lives on
- * @addr:	mdnode's address (AF_INET or AF_INET6, port set)
+ * @addr:	mdnode's address (AF_INET or AF_INET6, port set); of a
+ *		group, the replica to try first
  * @tenant:	tenant the volume belongs to
  * @host_id:	this host's identity, stable across reboots
  * @key:	its secret there (kmod/core/key.h), a reference the holder
  *		of the target owns; NULL: the host does not authenticate
+ * @group:	the replica group @addr belongs to; 0: a node of its own
+ * @nr_replicas: addresses in @replicas (0 without a group); @addr is one
+ * @replicas:	where the group's replicas serve hosts
  */
 struct mdr_target {
 	struct sockaddr_storage addr;
 	u32 tenant;
 	u64 host_id;
 	struct key *key;
+	u64 group;
+	unsigned int nr_replicas;
+	struct sockaddr_storage replicas[MDR_REPLICAS_MAX];
 };
 
 /**

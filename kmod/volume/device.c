@@ -63,10 +63,98 @@ static const struct block_device_operations mdr_bdev_ops = {
 	.open		= mdr_bdev_open,
 };
 
+/* One address of the control ABI into a socket address; 0 or -errno. */
+static int mdr_addr_from_ioctl(u16 family, u16 port, u32 scope_id,
+			       const u8 *addr, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (!port)
+		port = MDR_WIRE_PORT;
+	switch (family) {
+	case AF_INET: {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		if (memchr_inv(addr + 4, 0, 12) || scope_id)
+			return -EINVAL;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		memcpy(&sin->sin_addr, addr, 4);
+		return 0;
+	}
+	case AF_INET6: {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		memcpy(&sin6->sin6_addr, addr, 16);
+		sin6->sin6_scope_id = scope_id;
+		return 0;
+	}
+	default:
+		return -EAFNOSUPPORT;
+	}
+}
+
+static bool mdr_addr_equal(const struct sockaddr_storage *a,
+			   const struct sockaddr_storage *b)
+{
+	return !memcmp(a, b, sizeof(*a));
+}
+
+/*
+ * The replica set of minor 3: every address well formed and once, the
+ * target's among them, and a key, since replicas that do not lead name
+ * the leader only to a host that proved one.
+ */
+static int mdr_group_from_ioctl(const struct mdr_ioctl_group *in,
+				struct mdr_target *t)
+{
+	bool has_target = false;
+	unsigned int i, j;
+	int ret;
+
+	if (in->reserved0 || memchr_inv(in->reserved, 0, sizeof(in->reserved)))
+		return -EINVAL;
+	if (!in->count) {
+		/* a node of its own: nothing else may be set */
+		if (in->group ||
+		    memchr_inv(in->replicas, 0, sizeof(in->replicas)))
+			return -EINVAL;
+		return 0;
+	}
+	if (!in->group || in->count > MDR_REPLICAS_MAX)
+		return -EINVAL;
+	if (memchr_inv(&in->replicas[in->count], 0,
+		       (MDR_REPLICAS_MAX - in->count) *
+		       sizeof(in->replicas[0])))
+		return -EINVAL;
+	if (!t->key) {
+		pr_warn_ratelimited("attach: a replica group needs the host's key: its replicas name the leader only to a host that proved one\n");
+		return -EINVAL;
+	}
+	for (i = 0; i < in->count; i++) {
+		const struct mdr_ioctl_replica *r = &in->replicas[i];
+
+		ret = mdr_addr_from_ioctl(r->family, r->port, r->scope_id,
+					  r->addr, &t->replicas[i]);
+		if (ret)
+			return ret;
+		for (j = 0; j < i; j++)
+			if (mdr_addr_equal(&t->replicas[i], &t->replicas[j]))
+				return -EINVAL;
+		has_target |= mdr_addr_equal(&t->replicas[i], &t->addr);
+	}
+	if (!has_target)
+		return -EINVAL;
+	t->group = in->group;
+	t->nr_replicas = in->count;
+	return 0;
+}
+
 static int mdr_target_from_ioctl(const struct mdr_ioctl_target *in,
+				 const struct mdr_ioctl_group *group,
 				 struct mdr_target *t)
 {
-	u16 port = in->port ? in->port : MDR_WIRE_PORT;
 	int ret;
 
 	memset(t, 0, sizeof(*t));
@@ -74,40 +162,27 @@ static int mdr_target_from_ioctl(const struct mdr_ioctl_target *in,
 		return -EINVAL;
 	t->tenant = in->tenant;
 	t->host_id = in->host_id;
-	switch (in->family) {
-	case AF_INET: {
-		struct sockaddr_in *sin = (struct sockaddr_in *)&t->addr;
-
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(port);
-		memcpy(&sin->sin_addr, in->addr, 4);
-		if (memchr_inv(in->addr + 4, 0, sizeof(in->addr) - 4) ||
-		    in->scope_id)
-			return -EINVAL;
-		break;
+	ret = mdr_addr_from_ioctl(in->family, in->port, in->scope_id,
+				  in->addr, &t->addr);
+	if (ret)
+		return ret;
+	if (in->key) {
+		/* the caller's keyrings: only here, in its context */
+		t->key = mdr_key_get(in->key);
+		if (IS_ERR(t->key)) {
+			ret = PTR_ERR(t->key);
+			t->key = NULL;
+			pr_warn_ratelimited("attach: key %d cannot be used (%d): it must be a logon key of %u to %u bytes the caller may search for\n",
+					    in->key, ret, MDR_HOST_KEY_MIN,
+					    MDR_HOST_KEY_MAX);
+			return ret;
+		}
 	}
-	case AF_INET6: {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&t->addr;
-
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(port);
-		memcpy(&sin6->sin6_addr, in->addr, 16);
-		sin6->sin6_scope_id = in->scope_id;
-		break;
+	ret = mdr_group_from_ioctl(group, t);
+	if (ret) {
+		mdr_key_put(t->key);
+		t->key = NULL;
 	}
-	default:
-		return -EAFNOSUPPORT;
-	}
-	if (!in->key)
-		return 0;
-	/* the caller's keyrings: only here, in its context */
-	t->key = mdr_key_get(in->key);
-	if (!IS_ERR(t->key))
-		return 0;
-	ret = PTR_ERR(t->key);
-	t->key = NULL;
-	pr_warn_ratelimited("attach: key %d cannot be used (%d): it must be a logon key of %u to %u bytes the caller may search for\n",
-			    in->key, ret, MDR_HOST_KEY_MIN, MDR_HOST_KEY_MAX);
 	return ret;
 }
 
@@ -133,11 +208,13 @@ static void mdr_target_to_ioctl(const struct mdr_target *t,
 	}
 }
 
+/* The same metadata service: the same group, or the same node. */
 static bool mdr_target_equal(const struct mdr_target *a,
 			     const struct mdr_target *b)
 {
-	return a->tenant == b->tenant &&
-	       !memcmp(&a->addr, &b->addr, sizeof(a->addr));
+	if (a->tenant != b->tenant || a->group != b->group)
+		return false;
+	return a->group || mdr_addr_equal(&a->addr, &b->addr);
 }
 
 /* What the metadata service said must make sense before a disk exists. */
@@ -164,6 +241,7 @@ static void mdr_vol_info(struct mdr_vol *vol, struct mdr_ioctl_vol_info *info)
 	info->volume_id = vol->geom.volume_id;
 	info->size = vol->geom.size;
 	mdr_target_to_ioctl(&vol->target, &info->target);
+	info->group = vol->target.group;
 	if (test_bit(MDR_VOL_F_LEASE, &vol->flags))
 		info->flags |= MDR_VOL_LEASE_VALID;
 	if (test_bit(MDR_VOL_F_READONLY, &vol->flags))
@@ -377,7 +455,7 @@ int mdr_vol_attach(struct mdr_ioctl_attach *a, bool readonly)
 	if (!vol)
 		return -ENOMEM;
 	vol->volume_id = a->volume_id;
-	ret = mdr_target_from_ioctl(&a->target, &vol->target);
+	ret = mdr_target_from_ioctl(&a->target, &a->group, &vol->target);
 	if (ret)
 		goto out_free;
 	if (readonly)

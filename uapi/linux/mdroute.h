@@ -27,7 +27,7 @@
 #define MDR_CONTROL_NAME	"mdroute-control"	/* /dev/mdroute-control */
 
 #define MDR_IOCTL_VERSION_MAJOR	0
-#define MDR_IOCTL_VERSION_MINOR	2
+#define MDR_IOCTL_VERSION_MINOR	3
 #define MDR_IOCTL_VERSION_PATCH	0
 
 #define MDR_IOCTL_TYPE		0xE4	/* free in ioctl-number.rst */
@@ -120,18 +120,62 @@ struct mdr_ioctl_target {
 	__s32 key;
 };
 
+/* Replicas an attach may name: a group has 3 to 7. */
+#define MDR_REPLICAS_MAX	8
+
+/**
+ * struct mdr_ioctl_replica - where one replica of a group serves hosts
+ * @family:	AF_INET (2) or AF_INET6 (10)
+ * @port:	rdma_cm port, host byte order (0: MDR_WIRE_PORT)
+ * @scope_id:	IPv6 scope of a link-local @addr; else 0
+ * @addr:	as struct mdr_ioctl_target's
+ */
+struct mdr_ioctl_replica {
+	__u16 family;
+	__u16 port;
+	__u32 scope_id;
+	__u8 addr[16];
+};
+
+/**
+ * struct mdr_ioctl_group - the replica group a volume's metadata lives in
+ * @group:	the group's id (non-zero with @count)
+ * @count:	replicas in @replicas: 0 for a node of its own, else 1 to
+ *		MDR_REPLICAS_MAX, the target's address among them
+ * @reserved0:	must be zero
+ * @replicas:	where each replica serves hosts; no address twice
+ * @reserved:	must be zero
+ *
+ * The module connects to the target first. A replica that does not lead
+ * names the leader, and the module goes there; when the connection breaks
+ * or a replica names none, it tries the next replica of @replicas, with
+ * the reconnect backoff. The group's replicas must know the host's key:
+ * an attach with @count needs target.key.
+ */
+struct mdr_ioctl_group {
+	__u64 group;
+	__u32 count;
+	__u32 reserved0;
+	struct mdr_ioctl_replica replicas[MDR_REPLICAS_MAX];
+	__u64 reserved[2];
+};
+
 /**
  * struct mdr_ioctl_vol_info - an attached volume
  * @index:	N of /dev/mdrN
  * @extent_shift: log2 of the extent size in bytes
  * @volume_id:	cluster-wide volume id
  * @size:	bytes
- * @target:	its metadata service
+ * @target:	its metadata service: of a group, the replica the module is
+ *		connected to (the leader, once one answered)
  * @flags:	MDR_VOL_* state bits
  * @open_count:	openers of /dev/mdrN
  * @cached:	extents in the location cache
  * @inflight:	bios issued to backing devices and not completed
  * @name:	volume name, NUL-terminated
+ * @group:	(minor 3) its replica group; 0 for a node of its own
+ * @epoch:	(minor 3) the highest epoch of the group's leaders the
+ *		module has seen served; 0 when none yet
  * @reserved:	zero
  */
 struct mdr_ioctl_vol_info {
@@ -145,7 +189,9 @@ struct mdr_ioctl_vol_info {
 	__u64 cached;
 	__u64 inflight;
 	char name[64];
-	__u64 reserved[4];
+	__u64 group;
+	__u64 epoch;
+	__u64 reserved[2];
 };
 
 #define MDR_VOL_LEASE_VALID	0x0001	/* IO may go to backing devices */
@@ -158,12 +204,16 @@ struct mdr_ioctl_vol_info {
  * @volume_id:	in: the volume to attach
  * @target:	in: its metadata service
  * @info:	out: the new volume (index, size, extent size, name)
+ * @group:	in (minor 3): the replica group that serves @target, or all
+ *		zero for a node of its own. An attach of minor 2 ends at
+ *		@group (264 bytes) and names a node of its own
  */
 struct mdr_ioctl_attach {
 	struct mdr_ioctl_hdr hdr;
 	__u64 volume_id;
 	struct mdr_ioctl_target target;
 	struct mdr_ioctl_vol_info info;
+	struct mdr_ioctl_group group;
 };
 
 /**
@@ -290,8 +340,14 @@ MDR_STATIC_ASSERT(sizeof(struct mdr_ioctl_target) == 40,
 		  "mdr_ioctl_target size");
 MDR_STATIC_ASSERT(sizeof(struct mdr_ioctl_vol_info) == 184,
 		  "mdr_ioctl_vol_info size");
-MDR_STATIC_ASSERT(sizeof(struct mdr_ioctl_attach) == 264,
+MDR_STATIC_ASSERT(sizeof(struct mdr_ioctl_replica) == 24,
+		  "mdr_ioctl_replica size");
+MDR_STATIC_ASSERT(sizeof(struct mdr_ioctl_group) == 224,
+		  "mdr_ioctl_group size");
+MDR_STATIC_ASSERT(sizeof(struct mdr_ioctl_attach) == 488,
 		  "mdr_ioctl_attach size");
+MDR_STATIC_ASSERT(__builtin_offsetof(struct mdr_ioctl_attach, group) == 264,
+		  "mdr_ioctl_attach size of minor 2");
 MDR_STATIC_ASSERT(sizeof(struct mdr_ioctl_detach) == 64,
 		  "mdr_ioctl_detach size");
 MDR_STATIC_ASSERT(sizeof(struct mdr_ioctl_list) == 64, "mdr_ioctl_list size");

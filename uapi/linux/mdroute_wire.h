@@ -38,8 +38,14 @@
  * Version 6 adds online changes of a group's replica set
  * (MDR_OP_REPLICA_ADD, MDR_OP_REPLICA_REMOVE) and each replica's
  * membership in MDR_OP_GROUP_STATUS replies (struct mdr_wire_replica).
+ * Version 7 adds epochs a host checks (struct mdr_wire_serving ends every
+ * OK reply to OPEN, RENEW and ALLOC; struct mdr_wire_epoch_rec is READ
+ * with every window of a group's table) and each replica's address for
+ * hosts in MDR_OP_GROUP_STATUS replies (struct mdr_wire_replica_ext).
  */
 #define MDR_WIRE_VERSION	6
+/* The first version of struct mdr_wire_serving and the epoch record. */
+#define MDR_WIRE_VERSION_EPOCH	7
 /* Lowest version a peer built from this header still speaks. */
 #define MDR_WIRE_VERSION_MIN	1
 
@@ -405,6 +411,72 @@ struct mdr_wire_alloc_rep {
 	__le64 volume_id;
 	__le64 index;
 	struct mdr_wire_entry entry;
+};
+
+#define MDR_WIRE_EPOCH_MAGIC	0x4550524dU	/* "MRPE" as LE bytes */
+
+/**
+ * struct mdr_wire_serving - who answered: ends every MDR_ST_OK reply to
+ * OPEN, RENEW and ALLOC on version 7 and later
+ * @epoch:	the epoch of the leader that answered; 0 for a node of its
+ *		own (not a replica of a group)
+ * @record_addr: remote address of its epoch record (struct
+ *		mdr_wire_epoch_rec); 0 with @epoch 0
+ * @record_rkey: rkey of the record (remote READ only); 0 with @epoch 0
+ * @reserved:	zero
+ *
+ * One connection is served at one epoch: every such reply on it carries
+ * the same three values, and a host ends a connection whose values
+ * change. A host never uses a reply of an epoch below the highest it has
+ * seen from the group: that replica was replaced, and what it serves may
+ * be stale (Documentation/wire-protocol.md, "Epochs").
+ */
+struct mdr_wire_serving {
+	__le64 epoch;
+	__le64 record_addr;
+	__le32 record_rkey;
+	__le32 reserved;
+};
+
+/**
+ * struct mdr_wire_epoch_rec - a group leader's epoch record, READ by hosts
+ * @magic:	MDR_WIRE_EPOCH_MAGIC
+ * @replica:	the replica's id in its group
+ * @group:	the group
+ * @epoch:	the epoch it serves at; 0 once it stopped serving (it writes
+ *		0 before it answers anything as a replica that does not lead)
+ * @reserved:	zero
+ * @crc:	CRC-32C (as struct mdr_wire_entry's) of the 28 bytes before
+ *
+ * A host READs it in the same post as, and after, every window of a
+ * table: the responder executes the two in order, so a record that still
+ * shows the connection's epoch proves that the window was read while the
+ * replica served at that epoch. A record that does not verify was torn by
+ * a write, and is read again with the window.
+ */
+struct mdr_wire_epoch_rec {
+	__le32 magic;
+	__le32 replica;
+	__le64 group;
+	__le64 epoch;
+	__le32 reserved;
+	__le32 crc;
+};
+
+/* OK replies of version 7 and later: the version 6 reply, then this. */
+struct mdr_wire_open_rep_v7 {
+	struct mdr_wire_open_rep rep;
+	struct mdr_wire_serving serving;
+};
+
+struct mdr_wire_renew_rep_v7 {
+	struct mdr_wire_renew_rep rep;
+	struct mdr_wire_serving serving;
+};
+
+struct mdr_wire_alloc_rep_v7 {
+	struct mdr_wire_alloc_rep rep;
+	struct mdr_wire_serving serving;
 };
 
 /* ---------------------------------------------------------------------- */
@@ -1063,6 +1135,27 @@ struct mdr_wire_replica {
 };
 
 /**
+ * struct mdr_wire_replica_ext - one replica of the set, version 7
+ * @replica:	as before version 7 (its log listener)
+ * @host_port:	its rdma_cm port for hosts and admins; 0 when not known
+ * @host_family: enum mdr_wire_family of @host_addr; MDR_FAMILY_NONE when
+ *		not known
+ * @reserved:	zero
+ * @host_addr:	its address for hosts and admins: IPv4 in the first 4
+ *		bytes, the rest zero; or IPv6
+ *
+ * A host attaching a volume of the group learns from it where each
+ * replica serves, to follow the leader when it changes.
+ */
+struct mdr_wire_replica_ext {
+	struct mdr_wire_replica replica;
+	__le16 host_port;
+	__u8 host_family;
+	__u8 reserved[5];
+	__u8 host_addr[16];
+};
+
+/**
  * struct mdr_wire_group_status_rep - reply to MDR_OP_GROUP_STATUS
  * (request: a bare header; any replica answers, leader or not)
  * @group:	the group; 0 for a node of its own (then every other field
@@ -1075,7 +1168,10 @@ struct mdr_wire_replica {
  * @role:	enum mdr_replica_role
  * @count:	elements in @replicas
  * @reserved:	zero
- * @replicas:	the replica set, in id order, itself among them
+ * @replicas:	the replica set, in id order, itself among them; on
+ *		version 7 and later each element is struct
+ *		mdr_wire_replica_ext (64 bytes), before it struct
+ *		mdr_wire_replica (40 bytes)
  */
 struct mdr_wire_group_status_rep {
 	struct mdr_wire_hdr hdr;
@@ -1144,6 +1240,12 @@ MDR_WIRE_ASSERT(sizeof(struct mdr_wire_vol_req) == 32, "vol_req");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_renew_rep) == 32, "renew_rep");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_alloc_req) == 40, "alloc_req");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_alloc_rep) == 72, "alloc_rep");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_serving) == 24, "serving");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_epoch_rec) == 32, "epoch_rec");
+MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_epoch_rec, crc) == 28, "epoch_rec.crc");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_open_rep_v7) == 168, "open_rep_v7");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_renew_rep_v7) == 56, "renew_rep_v7");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_alloc_rep_v7) == 96, "alloc_rep_v7");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_inval) == 64, "inval");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_inval_ack) == 80, "inval_ack");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_auth_req) == 56, "auth_req");
@@ -1190,6 +1292,7 @@ MDR_WIRE_ASSERT(sizeof(struct mdr_wire_host) == 24, "host");
 MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_host_list_rep, hosts) == 40,
 		"host_list_rep");
 MDR_WIRE_ASSERT(sizeof(struct mdr_wire_replica) == 40, "replica");
+MDR_WIRE_ASSERT(sizeof(struct mdr_wire_replica_ext) == 64, "replica_ext");
 MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_group_status_rep, replicas) == 72,
 		"group_status_rep");
 MDR_WIRE_ASSERT(MDR_WIRE_OFF(mdr_wire_replica, membership) == 17,
