@@ -63,6 +63,7 @@
 #include "core/key.h"
 #include "core/params.h"
 #include "proto/proto.h"
+#include "transport/follow.h"
 #include "transport/rdma.h"
 #include "transport/transport.h"
 
@@ -83,6 +84,8 @@
 #define MDR_BACKOFF_BASE_MS	1000
 #define MDR_BACKOFF_MAX_MS	30000
 #define MDR_LEASE_TICK_MS	1000	/* lease work runs at least this often */
+#define MDR_AGAIN_MS		250	/* an OPEN answered AGAIN: ask again */
+#define MDR_FREE_HOPS		3	/* hops to a named leader without backoff */
 #define MDR_HIST_BUCKETS	12	/* lookup latency: <16 us ... >=16 ms */
 
 /* req_id: the queue's sequence number above the RPC slot's index */
@@ -206,6 +209,7 @@ struct mdr_rd_slot {
  * @next_seq:	next RPC sequence number (req_id >> MDR_SLOT_BITS)
  * @pushes:	pushes received and not yet acked
  * @error:	why it failed, for the RPCs it ends (0: -ENOTCONN)
+ * @addr:	the replica (or node) it connects to
  */
 struct mdr_queue {
 	struct mdr_conn *conn;
@@ -225,6 +229,7 @@ struct mdr_queue {
 	u64 next_seq;
 	unsigned int pushes;
 	int error;
+	struct sockaddr_storage addr;
 
 	struct mdr_recv recv[MDR_RECV_DEPTH];
 	void *recv_buf;
@@ -302,6 +307,8 @@ struct mdr_conn_stats {
  * @boot_id:	mdnode's boot id on the last queue (0: never connected)
  * @pending:	requests waiting for a slot, a queue or a reopen
  * @fail_at:	jiffies the fail work is queued for, while it is pending
+ * @follow:	(@lock) which replica of the group the next queue goes to,
+ *		and the highest epoch seen (transport/follow.h)
  */
 struct mdr_conn {
 	struct list_head node;
@@ -323,6 +330,7 @@ struct mdr_conn {
 	u64 node_id;
 	struct list_head pending;
 	unsigned long fail_at;
+	struct mdr_follow follow;
 	struct list_head free_reqs;
 	struct mdr_req *req_pool;
 	struct mdr_push push_pool[MDR_PUSH_POOL];
@@ -360,6 +368,7 @@ enum {
  * @lease_valid: (cb_lock) what the volume was last told
  * @opened_once: geometry below comes from an OPEN
  * @open_inc:	queue incarnation the volume is open on (conn->lock)
+ * @open_boot:	(conn->lock) boot id of the process that opened it last
  * @table_addr:	(conn->lock) remote address of entry 0
  * @rkey:	(conn->lock) rkey of the table
  * @nr_extents:	(conn->lock) entries in the table
@@ -385,6 +394,7 @@ struct mdr_tvol {
 	bool lease_valid;
 	bool opened_once;
 	u32 open_inc;
+	u64 open_boot;
 	u64 table_addr;
 	u32 rkey;
 	u64 nr_extents;
@@ -589,28 +599,40 @@ static void __mdr_park(struct mdr_conn *c, struct mdr_req *req, bool head)
 /* ---- Connection failure ---------------------------------------------- */
 
 /*
- * Context: any. Marks the live queue @q broken and lets err_work tear it
- * down; a no-op when @q is no longer the live queue.
+ * Marks the live queue @q broken and lets err_work tear it down; a no-op
+ * when @q is no longer the live queue. @lost: it failed (the replica is
+ * passed over for a while, transport/follow.h), rather than being left
+ * for the leader a replica named. conn->lock held.
+ * Return: true when @q was the live queue.
  */
+static bool __mdr_conn_break(struct mdr_conn *c, struct mdr_queue *q,
+			     bool lost)
+{
+	/* not live yet: the connect (or its proof) ends on it */
+	if (c->connecting == q)
+		WRITE_ONCE(q->failed, true);
+	if (c->q != q || c->state != MDR_CONN_LIVE)
+		return false;
+	c->state = MDR_CONN_BROKEN;
+	if (lost)
+		mdr_follow_lost(&c->follow);
+	queue_work(mdr_wq, &c->err_work);
+	return true;
+}
+
+/* Context: any. __mdr_conn_break() of a queue that failed, logged. */
 static void mdr_conn_error(struct mdr_conn *c, struct mdr_queue *q,
 			   const char *why)
 {
 	unsigned long flags;
-	bool first = false;
+	bool first;
 
 	spin_lock_irqsave(&c->lock, flags);
-	if (c->q == q && c->state == MDR_CONN_LIVE) {
-		c->state = MDR_CONN_BROKEN;
-		first = true;
-	}
-	/* not live yet: the connect (or its proof) ends on it */
-	if (c->connecting == q)
-		WRITE_ONCE(q->failed, true);
+	first = __mdr_conn_break(c, q, true);
 	spin_unlock_irqrestore(&c->lock, flags);
-	if (!first)
-		return;
-	mdr_conn_warn_rl(c, "connection lost: %s\n", why);
-	queue_work(mdr_wq, &c->err_work);
+	if (first)
+		mdr_conn_warn_rl(c, "connection to %pISpc lost: %s\n",
+				 &q->addr, why);
 }
 
 /* A message from mdnode broke a rule: count, log, end the connection. */
@@ -939,9 +961,11 @@ static int mdr_reply(struct mdr_queue *q, const struct mdr_msg *m,
 	struct mdr_conn *c = q->conn;
 	u32 idx = m->req_id & ((1 << MDR_SLOT_BITS) - 1);
 	u64 seq = m->req_id >> MDR_SLOT_BITS;
+	struct sockaddr_storage hint;
 	struct mdr_rpc_slot *s;
 	struct mdr_req *req;
 	unsigned long flags;
+	bool follow = false;
 
 	if (m->opcode == MDR_OP_PING) {
 		*why = "ping reply: no ping was sent";
@@ -990,6 +1014,16 @@ static int mdr_reply(struct mdr_queue *q, const struct mdr_msg *m,
 	s->req = NULL;
 	__mdr_rpc_slot_put(q, s);
 	atomic64_inc(&c->stats.rpcs);
+	/*
+	 * Before the waiter learns of it: a waiter that asks again must not
+	 * find this queue live and ask the same replica.
+	 */
+	if (m->status == MDR_ST_NOT_LEADER &&
+	    mdr_follow_refused(&c->follow, &m->leader) == MDR_FOLLOW_GO &&
+	    __mdr_conn_break(c, q, false)) {
+		hint = c->follow.hint;
+		follow = true;
+	}
 	trace_mdr_rpc(req->tv ? req->tv->volume_id : 0, m->opcode, req->first,
 		      mdr_status_to_errno(m->status),
 		      mdr_req_age(req));
@@ -1003,6 +1037,10 @@ static int mdr_reply(struct mdr_queue *q, const struct mdr_msg *m,
 		req = NULL;
 	}
 	spin_unlock_irqrestore(&c->lock, flags);
+	if (follow)
+		mdr_conn_info(c, "%pISpc does not lead: following replica %u at %pISpc (epoch %llu)\n",
+			      &q->addr, m->leader.replica, &hint,
+			      m->leader.epoch);
 	if (req)
 		mdr_alloc_answered(c, req, m);
 	mdr_kick(c);
@@ -1245,11 +1283,8 @@ static bool __mdr_dispatch(struct mdr_conn *c, struct mdr_queue *q,
 					   req->first);
 		ret = mdr_rpc_post(q, s);
 	}
-	if (ret) {
-		/* the slot keeps the request: teardown parks it again */
-		c->state = MDR_CONN_BROKEN;
-		queue_work(mdr_wq, &c->err_work);
-	}
+	if (ret)	/* the slot keeps the request: teardown parks it */
+		__mdr_conn_break(c, q, true);
 	return true;
 }
 
@@ -1869,6 +1904,7 @@ static int mdr_queue_connect(struct mdr_conn *c)
 	init_completion(&q->cm_done);
 	spin_lock_irqsave(&c->lock, flags);
 	c->connecting = q;
+	q->addr = c->follow.now;
 	spin_unlock_irqrestore(&c->lock, flags);
 	/*
 	 * A host with a key speaks only versions that authenticate: a node
@@ -1897,8 +1933,7 @@ static int mdr_queue_connect(struct mdr_conn *c)
 		q->cm_id = NULL;
 		goto out_free;
 	}
-	ret = rdma_resolve_addr(q->cm_id, NULL,
-				(struct sockaddr *)&c->target.addr,
+	ret = rdma_resolve_addr(q->cm_id, NULL, (struct sockaddr *)&q->addr,
 				MDR_CM_TIMEOUT_MS);
 	if (!ret)
 		ret = mdr_cm_wait(q);	/* address, then route */
@@ -1944,7 +1979,10 @@ static int mdr_queue_connect(struct mdr_conn *c)
 	c->q = q;
 	c->state = MDR_CONN_LIVE;
 	spin_unlock_irqrestore(&c->lock, flags);
-	if (c->boot_id && c->boot_id != q->acc.boot_id)
+	if (c->node_id && c->node_id != q->acc.node_id)
+		mdr_conn_info(c, "connected to %pISpc (node %016llx, was %016llx)\n",
+			      &q->addr, q->acc.node_id, c->node_id);
+	else if (c->boot_id && c->boot_id != q->acc.boot_id)
 		mdr_conn_info(c, "mdnode restarted (boot id %llx -> %llx)\n",
 			      c->boot_id, q->acc.boot_id);
 	c->boot_id = q->acc.boot_id;
@@ -2021,15 +2059,22 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 {
 	struct mdr_open_info *o = &reply->open;
 	u64 sent = ktime_get_ns();
-	bool moved = false, lapsed;
+	bool moved = false, lapsed, elsewhere;
 	u64 cached;	/* extents the cache may hold: the larger table */
 	unsigned long flags;
+	u64 boot;
 	u32 inc;
 	int ret;
 
 	ret = mdr_rpc(c, tv, MDR_OP_OPEN, reply, &inc);
 	if (ret)
 		return ret;
+	/* 0 when that queue failed since: it is opened again on the next */
+	spin_lock_irqsave(&c->lock, flags);
+	boot = c->q && c->q->inc == inc ? c->q->acc.boot_id : 0;
+	if (boot)
+		mdr_follow_served(&c->follow);
+	spin_unlock_irqrestore(&c->lock, flags);
 	/*
 	 * A reopen after the lease ran out, here or on mdnode (STALE). Judged
 	 * when the answer is in, not when the OPEN left: mdnode granted the
@@ -2063,6 +2108,16 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 				tv->nr_extents != o->table_len /
 				sizeof(struct mdr_wire_entry)))
 		moved = true;
+	/*
+	 * Opened by another process than last time: a restarted mdnode, or
+	 * another replica of the group (a new leader). The one before may
+	 * have changed an entry this host caches and died before its push
+	 * reached us; the new one serves the change but pushes nothing for
+	 * it, and waits only for leases of before it, which this OPEN just
+	 * replaced. So nothing cached is trusted (the floors stay).
+	 */
+	elsewhere = tv->opened_once && boot != tv->open_boot;
+	tv->open_boot = boot;
 	cached = max_t(u64, tv->nr_extents,
 		       o->table_len / sizeof(struct mdr_wire_entry));
 	tv->table_addr = o->table_addr;
@@ -2094,14 +2149,18 @@ static int mdr_tv_open(struct mdr_conn *c, struct mdr_tvol *tv,
 		mdr_conn_info(c, "volume %llu changed (generation %llu): dropping its cache\n",
 			      tv->volume_id, o->generation);
 		mdr_cb_drop(tv, cached, 0);
-	} else if (lapsed) {
+	} else if (lapsed || elsewhere) {
 		/*
 		 * mdnode may have waited this lease out and moved extents
-		 * this host still caches, and no push will say which: drop
-		 * every entry (each one's generation stays as its floor).
+		 * this host still caches, or (elsewhere) the process before
+		 * changed one and never told us: no push will say which.
+		 * Drop every entry (each one's generation stays as its
+		 * floor).
 		 */
-		mdr_conn_info(c, "volume %llu: reopened after its lease lapsed: dropping its cache\n",
-			      tv->volume_id);
+		mdr_conn_info(c, "volume %llu: reopened %s: dropping its cache\n",
+			      tv->volume_id, lapsed ?
+			      "after its lease lapsed" :
+			      "on another mdnode process (a restart or a new leader)");
 		mdr_cb_drop(tv, cached, 1);
 	}
 	mdr_lease_granted(tv, sent, o->lease_ms);
@@ -2237,8 +2296,10 @@ static bool mdr_lease_one(struct mdr_conn *c, struct mdr_tvol *tv,
 			  test_bit(MDR_TV_REOPEN, &tv->flags));
 	spin_unlock_irqrestore(&c->lock, flags);
 	if (!live || reopen) {
-		if (reopen)
-			mdr_tv_open(c, tv, reply);
+		/* a replica that is taking over, or knows no leader yet */
+		if (reopen && mdr_tv_open(c, tv, reply) == -EAGAIN)
+			*next = min(*next, ktime_get_ns() +
+				    MDR_AGAIN_MS * NSEC_PER_MSEC);
 		mutex_unlock(&tv->rpc_mutex);
 		return live;
 	}
@@ -2254,7 +2315,9 @@ static bool mdr_lease_one(struct mdr_conn *c, struct mdr_tvol *tv,
 		} else if (ret == -ESTALE) {
 			/* may already have let a move go ahead */
 			set_bit(MDR_TV_REOPEN, &tv->flags);
-			mdr_tv_open(c, tv, reply);
+			if (mdr_tv_open(c, tv, reply) == -EAGAIN)
+				*next = min(*next, ktime_get_ns() +
+					    MDR_AGAIN_MS * NSEC_PER_MSEC);
 		} else {
 			/* try again soon, before the deadline */
 			*next = min(*next, ktime_get_ns() +
@@ -2318,11 +2381,32 @@ out:
 
 /* ---- Reconnect ------------------------------------------------------- */
 
+/*
+ * After a failure the backoff of c->attempts (c->mutex); to a leader a
+ * replica named, at once for the first MDR_FREE_HOPS hops since a leader
+ * last served, then with the backoff of the hops beyond, so replicas
+ * that name each other cannot make the host spin.
+ */
 static void mdr_schedule_reconnect(struct mdr_conn *c)
 {
-	u32 ms = mdr_backoff_ms(c->attempts, MDR_BACKOFF_BASE_MS,
-				MDR_BACKOFF_MAX_MS, get_random_u32());
+	unsigned int hops, attempt = c->attempts;
+	unsigned long flags;
+	bool hinted;
+	u32 ms;
 
+	spin_lock_irqsave(&c->lock, flags);
+	hinted = c->follow.hinted;
+	hops = c->follow.hops;
+	spin_unlock_irqrestore(&c->lock, flags);
+	if (hinted) {
+		if (hops < MDR_FREE_HOPS) {
+			queue_delayed_work(mdr_wq, &c->reconnect_work, 0);
+			return;
+		}
+		attempt = hops - MDR_FREE_HOPS;
+	}
+	ms = mdr_backoff_ms(attempt, MDR_BACKOFF_BASE_MS, MDR_BACKOFF_MAX_MS,
+			    get_random_u32());
 	queue_delayed_work(mdr_wq, &c->reconnect_work, msecs_to_jiffies(ms));
 }
 
@@ -2352,6 +2436,7 @@ static void mdr_reconnect_work(struct work_struct *w)
 					  reconnect_work);
 	unsigned int noio = memalloc_noio_save();
 	unsigned long flags;
+	bool hinted;
 	int ret;
 
 	mutex_lock(&c->mutex);
@@ -2361,6 +2446,9 @@ static void mdr_reconnect_work(struct work_struct *w)
 		goto out_unlock;
 	}
 	c->state = MDR_CONN_CONNECTING;
+	/* the leader named, else the next replica of the set */
+	mdr_follow_pick(&c->follow);
+	hinted = c->follow.now_hinted;
 	spin_unlock_irqrestore(&c->lock, flags);
 
 	ret = mdr_queue_connect(c);
@@ -2369,18 +2457,21 @@ static void mdr_reconnect_work(struct work_struct *w)
 
 		atomic64_inc(&c->stats.connect_failures);
 		spin_lock_irqsave(&c->lock, flags);
+		mdr_follow_lost(&c->follow);
 		if (c->state == MDR_CONN_CONNECTING)
 			c->state = MDR_CONN_BROKEN;
 		again = c->state == MDR_CONN_BROKEN;
 		spin_unlock_irqrestore(&c->lock, flags);
-		c->attempts++;
+		/* a named leader that is gone: the next replica, as soon */
+		if (!hinted)
+			c->attempts++;
 		if (again)
 			mdr_schedule_reconnect(c);
 		goto out_unlock;
 	}
 	c->attempts = 0;
 	atomic64_inc(&c->stats.reconnects);
-	mdr_conn_info(c, "reconnected\n");
+	mdr_conn_info(c, "reconnected to %pISpc\n", &c->q->addr);
 	/* reopen every volume on the new queue, then release what waits */
 	mod_delayed_work(mdr_wq, &c->lease_work, 0);
 out_unlock:
@@ -2390,18 +2481,14 @@ out_unlock:
 
 /* ---- Connections: find, create, shut down ----------------------------- */
 
-static size_t mdr_addr_len(const struct sockaddr_storage *a)
-{
-	return a->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
-					  sizeof(struct sockaddr_in);
-}
-
+/* One connection per (group or node, tenant, host). */
 static bool mdr_same_target(const struct mdr_target *a,
 			    const struct mdr_target *b)
 {
-	return a->tenant == b->tenant && a->host_id == b->host_id &&
-	       a->addr.ss_family == b->addr.ss_family &&
-	       !memcmp(&a->addr, &b->addr, mdr_addr_len(&a->addr));
+	if (a->tenant != b->tenant || a->host_id != b->host_id ||
+	    a->group != b->group)
+		return false;
+	return a->group || mdr_addr_same(&a->addr, &b->addr);
 }
 
 static int mdr_conn_show(struct seq_file *m, void *unused)
@@ -2418,8 +2505,12 @@ static int mdr_conn_show(struct seq_file *m, void *unused)
 	unsigned int i, pending = 0, vols = 0;
 	struct mdr_req *req;
 	u16 qd = 0, credits = 0, version = 0;
+	struct sockaddr_storage now;
+	u64 epoch;
 
 	spin_lock_irqsave(&c->lock, flags);
+	now = c->follow.now;
+	epoch = c->follow.epoch;
 	q = c->q;
 	if (q) {
 		qd = q->acc.queue_depth;
@@ -2437,6 +2528,8 @@ static int mdr_conn_show(struct seq_file *m, void *unused)
 
 	seq_printf(m, "target: %pISpc tenant %u host %016llx\n",
 		   &c->target.addr, c->target.tenant, c->target.host_id);
+	seq_printf(m, "group: %llu\nreplicas: %u\nreplica: %pISpc\nepoch: %llu\n",
+		   c->target.group, c->follow.nr, &now, epoch);
 	seq_printf(m, "node_id: %016llx\nboot_id: %016llx\n", c->node_id,
 		   c->boot_id);
 	seq_printf(m, "version: %u\nqueue_depth: %u\npush_credits: %u\n",
@@ -2488,6 +2581,7 @@ static struct mdr_conn *mdr_conn_alloc(const struct mdr_target *t)
 	}
 	kref_init(&c->ref);
 	c->target = *t;
+	mdr_follow_init(&c->follow, &t->addr, t->replicas, t->nr_replicas);
 	if (t->key) {
 		c->auth_tfm = mdr_auth_tfm_alloc();
 		if (IS_ERR(c->auth_tfm)) {
@@ -2594,7 +2688,9 @@ static int mdr_conn_rekey(struct mdr_conn *c, struct key *key)
 /* A user of the connection to @t, connected; or ERR_PTR(). */
 static struct mdr_conn *mdr_conn_get(const struct mdr_target *t)
 {
+	unsigned long flags;
 	struct mdr_conn *c;
+	unsigned int i;
 	int ret;
 
 	mutex_lock(&mdr_conns_mutex);
@@ -2621,6 +2717,14 @@ static struct mdr_conn *mdr_conn_get(const struct mdr_target *t)
 	}
 	mutex_lock(&c->mutex);
 	ret = mdr_queue_connect(c);
+	/* a group: any replica will do to begin with (it names the leader) */
+	for (i = 1; ret && i < c->follow.nr; i++) {
+		spin_lock_irqsave(&c->lock, flags);
+		mdr_follow_lost(&c->follow);
+		mdr_follow_pick(&c->follow);
+		spin_unlock_irqrestore(&c->lock, flags);
+		ret = mdr_queue_connect(c);
+	}
 	mutex_unlock(&c->mutex);
 	if (ret) {
 		mdr_conn_warn_rl(c, "cannot connect: %d\n", ret);
@@ -2714,7 +2818,10 @@ static struct mdr_tvol *mdr_rdma_open(const struct mdr_target *t,
 		ret = mdr_conn_wait_live(c, end);
 		if (!ret)
 			ret = mdr_tv_open(c, tv, reply);
-	} while ((ret == -ENOTCONN || ret == -ETIMEDOUT) &&
+		/* a replica taking over, or that knows no leader yet */
+		if (ret == -EAGAIN)
+			msleep(MDR_AGAIN_MS);
+	} while ((ret == -ENOTCONN || ret == -ETIMEDOUT || ret == -EAGAIN) &&
 		 time_before(jiffies, end));
 	if (ret) {
 		mdr_conn_warn_rl(c, "volume %llu: open failed: %d\n",
@@ -2794,6 +2901,18 @@ static void mdr_rdma_close(struct mdr_tvol *tv)
 	}
 	mdr_conn_unuse(c);
 	mdr_tv_put(tv);
+}
+
+static void mdr_rdma_where(struct mdr_tvol *tv, struct sockaddr_storage *addr,
+			   u64 *epoch)
+{
+	struct mdr_conn *c = tv->conn;
+	unsigned long flags;
+
+	spin_lock_irqsave(&c->lock, flags);
+	*addr = c->follow.now;
+	*epoch = c->follow.epoch;
+	spin_unlock_irqrestore(&c->lock, flags);
 }
 
 /* Dispatches or parks @req; never calls back from here. Context: any. */
@@ -2902,6 +3021,7 @@ const struct mdr_transport_ops mdr_rdma_transport = {
 	.close = mdr_rdma_close,
 	.fetch = mdr_rdma_fetch,
 	.alloc = mdr_rdma_alloc,
+	.where = mdr_rdma_where,
 };
 
 /* ---- RDMA device removal ---------------------------------------------- */

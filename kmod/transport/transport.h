@@ -130,6 +130,9 @@ struct mdr_tvol;
  *		Return: 0 (queued) or -errno (nothing will be called back).
  * @alloc:	allocate extent @index (idempotent); the result comes like a
  *		fetch's. Context and return: as @fetch.
+ * @where:	the address the volume's metadata is asked at now (of a
+ *		group: the replica connected to, the leader once one served)
+ *		and the highest epoch of the group seen. Context: any.
  */
 struct mdr_transport_ops {
 	const char *name;
@@ -139,6 +142,8 @@ struct mdr_transport_ops {
 	void (*close)(struct mdr_tvol *tv);
 	int (*fetch)(struct mdr_tvol *tv, u64 first, unsigned int count);
 	int (*alloc)(struct mdr_tvol *tv, u64 index);
+	void (*where)(struct mdr_tvol *tv, struct sockaddr_storage *addr,
+		      u64 *epoch);
 };
 
 extern const struct mdr_transport_ops mdr_rdma_transport;

@@ -186,6 +186,27 @@ static int mdr_target_from_ioctl(const struct mdr_ioctl_target *in,
 	return ret;
 }
 
+/* A socket address into the control ABI's fields of struct mdr_ioctl_target. */
+static void mdr_addr_to_ioctl(const struct sockaddr_storage *ss,
+			      struct mdr_ioctl_target *out)
+{
+	out->family = ss->ss_family;
+	memset(out->addr, 0, sizeof(out->addr));
+	out->scope_id = 0;
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const void *)ss;
+
+		out->port = ntohs(sin->sin_port);
+		memcpy(out->addr, &sin->sin_addr, 4);
+	} else {
+		const struct sockaddr_in6 *sin6 = (const void *)ss;
+
+		out->port = ntohs(sin6->sin6_port);
+		memcpy(out->addr, &sin6->sin6_addr, 16);
+		out->scope_id = sin6->sin6_scope_id;
+	}
+}
+
 static void mdr_target_to_ioctl(const struct mdr_target *t,
 				struct mdr_ioctl_target *out)
 {
@@ -193,19 +214,7 @@ static void mdr_target_to_ioctl(const struct mdr_target *t,
 	out->tenant = t->tenant;
 	out->host_id = t->host_id;
 	out->key = t->key ? t->key->serial : 0;
-	out->family = t->addr.ss_family;
-	if (t->addr.ss_family == AF_INET) {
-		const struct sockaddr_in *sin = (const void *)&t->addr;
-
-		out->port = ntohs(sin->sin_port);
-		memcpy(out->addr, &sin->sin_addr, 4);
-	} else {
-		const struct sockaddr_in6 *sin6 = (const void *)&t->addr;
-
-		out->port = ntohs(sin6->sin6_port);
-		memcpy(out->addr, &sin6->sin6_addr, 16);
-		out->scope_id = sin6->sin6_scope_id;
-	}
+	mdr_addr_to_ioctl(&t->addr, out);
 }
 
 /* The same metadata service: the same group, or the same node. */
@@ -242,6 +251,13 @@ static void mdr_vol_info(struct mdr_vol *vol, struct mdr_ioctl_vol_info *info)
 	info->size = vol->geom.size;
 	mdr_target_to_ioctl(&vol->target, &info->target);
 	info->group = vol->target.group;
+	if (vol->tvol) {
+		struct sockaddr_storage now;
+
+		/* of a group: where it is served now, not where it began */
+		vol->tops->where(vol->tvol, &now, &info->epoch);
+		mdr_addr_to_ioctl(&now, &info->target);
+	}
 	if (test_bit(MDR_VOL_F_LEASE, &vol->flags))
 		info->flags |= MDR_VOL_LEASE_VALID;
 	if (test_bit(MDR_VOL_F_READONLY, &vol->flags))

@@ -79,6 +79,44 @@ static ssize_t tenant_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(tenant);
 
+/* The replica group; 0 for a node of its own. */
+static ssize_t group_show(struct device *dev, struct device_attribute *attr,
+			  char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", mdr_dev_vol(dev)->target.group);
+}
+static DEVICE_ATTR_RO(group);
+
+/*
+ * Where the metadata is asked now: of a group, the replica connected to
+ * (the leader, once one served). The disk's attributes go before the
+ * transport handle closes (del_gendisk() first), and come after it opened.
+ */
+static ssize_t replica_show(struct device *dev, struct device_attribute *attr,
+			    char *buf)
+{
+	struct mdr_vol *vol = mdr_dev_vol(dev);
+	struct sockaddr_storage now;
+	u64 epoch;
+
+	vol->tops->where(vol->tvol, &now, &epoch);
+	return sysfs_emit(buf, "%pISpc\n", &now);
+}
+static DEVICE_ATTR_RO(replica);
+
+/* The highest epoch of the group's leaders seen; 0 when none yet. */
+static ssize_t epoch_show(struct device *dev, struct device_attribute *attr,
+			  char *buf)
+{
+	struct mdr_vol *vol = mdr_dev_vol(dev);
+	struct sockaddr_storage now;
+	u64 epoch;
+
+	vol->tops->where(vol->tvol, &now, &epoch);
+	return sysfs_emit(buf, "%llu\n", epoch);
+}
+static DEVICE_ATTR_RO(epoch);
+
 static ssize_t lease_show(struct device *dev, struct device_attribute *attr,
 			  char *buf)
 {
@@ -174,6 +212,9 @@ static struct attribute *mdr_vol_attrs[] = {
 	&dev_attr_name.attr,
 	&dev_attr_extent_size.attr,
 	&dev_attr_tenant.attr,
+	&dev_attr_group.attr,
+	&dev_attr_replica.attr,
+	&dev_attr_epoch.attr,
 	&dev_attr_lease.attr,
 	&dev_attr_cached.attr,
 	&dev_attr_cache_hits.attr,

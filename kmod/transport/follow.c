@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * follow.c - which replica of a group a host's connection goes to next;
+ * the policy is in follow.h.
+ */
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/string.h>
+
+#include "proto/proto.h"
+#include "transport/follow.h"
+
+static size_t mdr_addr_len(const struct sockaddr_storage *a)
+{
+	return a->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+					  sizeof(struct sockaddr_in);
+}
+
+/* The same family, address, port (and IPv6 scope). */
+bool mdr_addr_same(const struct sockaddr_storage *a,
+		   const struct sockaddr_storage *b)
+{
+	return a->ss_family == b->ss_family &&
+	       !memcmp(a, b, mdr_addr_len(a));
+}
+
+/**
+ * mdr_follow_init() - a connection's replicas
+ * @f:		state to set up
+ * @first:	the address to connect to first
+ * @set:	the group's replicas (@first among them), or NULL
+ * @nr:		addresses in @set; 0 for a node of its own, which is @first
+ */
+void mdr_follow_init(struct mdr_follow *f, const struct sockaddr_storage *first,
+		     const struct sockaddr_storage *set, unsigned int nr)
+{
+	unsigned int i;
+
+	memset(f, 0, sizeof(*f));
+	if (!nr || nr > MDR_REPLICAS_MAX) {
+		f->set[0] = *first;
+		f->nr = 1;
+	} else {
+		memcpy(f->set, set, nr * sizeof(*set));
+		f->nr = nr;
+	}
+	f->now = *first;
+	for (i = 0; i < f->nr; i++)
+		if (mdr_addr_same(&f->set[i], first))
+			f->next = (i + 1) % f->nr;
+}
+
+/**
+ * mdr_follow_pick() - where the next connection goes
+ * @f:		the state
+ *
+ * The hint, once; else the next replica of the set, round robin. Counts
+ * a hop (mdr_follow_served() clears them).
+ *
+ * Return: the address, which stays valid in @f until the next call.
+ */
+const struct sockaddr_storage *mdr_follow_pick(struct mdr_follow *f)
+{
+	f->now_hinted = f->hinted;
+	if (f->hinted) {
+		f->hinted = false;
+		f->now = f->hint;
+	} else {
+		f->now = f->set[f->next];
+		f->next = (f->next + 1) % f->nr;
+	}
+	f->hops++;
+	return &f->now;
+}
+
+/* The connection to @f->now failed, or never came up. */
+void mdr_follow_lost(struct mdr_follow *f)
+{
+	f->lost = true;
+	f->lost_addr = f->now;
+	f->lost_epoch = f->epoch;
+	f->waits = 0;
+}
+
+/**
+ * mdr_leader_addr() - the socket address of a named leader
+ * @l:		a checked leader (proto/proto.h)
+ * @ss:		the address, port set
+ *
+ * Return: 0, or -ENOENT when @l names none.
+ */
+int mdr_leader_addr(const struct mdr_leader_info *l,
+		    struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (!l->replica)
+		return -ENOENT;
+	if (l->family == MDR_FAMILY_IPV4) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(l->port);
+		memcpy(&sin->sin_addr, l->addr, 4);
+		return 0;
+	}
+	if (l->family == MDR_FAMILY_IPV6) {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(l->port);
+		memcpy(&sin6->sin6_addr, l->addr, 16);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/**
+ * mdr_follow_refused() - the replica at @f->now does not lead
+ * @f:		the state
+ * @l:		the leader it named (a checked struct mdr_wire_leader)
+ *
+ * Return: MDR_FOLLOW_GO when the next connection should go to the leader
+ * named (set as the hint), MDR_FOLLOW_WAIT when the host should ask this
+ * replica again: it names none, itself (it is taking over), or the
+ * replica just lost at an epoch the host had seen already (up to
+ * MDR_FOLLOW_WAITS times).
+ */
+enum mdr_follow_verdict mdr_follow_refused(struct mdr_follow *f,
+					   const struct mdr_leader_info *l)
+{
+	struct sockaddr_storage named;
+
+	if (mdr_leader_addr(l, &named))
+		return MDR_FOLLOW_WAIT;
+	if (l->epoch > f->epoch)
+		f->epoch = l->epoch;
+	if (mdr_addr_same(&named, &f->now))
+		return MDR_FOLLOW_WAIT;
+	if (f->lost && mdr_addr_same(&named, &f->lost_addr) &&
+	    l->epoch <= f->lost_epoch && ++f->waits < MDR_FOLLOW_WAITS)
+		return MDR_FOLLOW_WAIT;
+	f->hint = named;
+	f->hinted = true;
+	return MDR_FOLLOW_GO;
+}
+
+/* A leader served on the connection: the hops are over. */
+void mdr_follow_served(struct mdr_follow *f)
+{
+	f->hops = 0;
+	f->lost = false;
+}
+
+/**
+ * mdr_follow_epoch_ok() - may a reply served at @epoch be used?
+ * @f:		the state
+ * @epoch:	the epoch the reply was served at (0: a node of its own)
+ *
+ * Epochs never go back: one below the highest seen comes from a replica
+ * that was replaced. A higher one becomes the highest.
+ *
+ * Return: true to use it.
+ */
+bool mdr_follow_epoch_ok(struct mdr_follow *f, u64 epoch)
+{
+	if (epoch < f->epoch)
+		return false;
+	f->epoch = epoch;
+	return true;
+}

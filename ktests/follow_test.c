@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * follow_test.c - KUnit: which replica of a group a connection goes to.
+ */
+#include <kunit/test.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/slab.h>
+
+#include "proto/proto.h"
+#include "transport/follow.h"
+
+static struct sockaddr_storage mdr_v4(u8 last, u16 port)
+{
+	struct sockaddr_storage ss = {};
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons(port);
+	sin->sin_addr.s_addr = htonl(0xc0000200 | last);	/* 192.0.2.x */
+	return ss;
+}
+
+static struct mdr_leader_info mdr_leader(u32 replica, u64 epoch, u8 last)
+{
+	struct mdr_leader_info l = {
+		.epoch = epoch, .replica = replica, .port = 4791,
+		.family = MDR_FAMILY_IPV4, .addr = { 192, 0, 2, last },
+	};
+
+	return l;
+}
+
+/* Three replicas, the second attached first. */
+static struct mdr_follow *mdr_follow_new(struct kunit *test)
+{
+	struct mdr_follow *f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
+	struct sockaddr_storage set[3] = {
+		mdr_v4(1, 4791), mdr_v4(2, 4791), mdr_v4(3, 4791),
+	};
+
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	mdr_follow_init(f, &set[1], set, 3);
+	return f;
+}
+
+static bool mdr_is(const struct sockaddr_storage *a, u8 last)
+{
+	struct sockaddr_storage want = mdr_v4(last, 4791);
+
+	return mdr_addr_same(a, &want);
+}
+
+/* Without hints: the replicas after the first, round robin. */
+static void mdr_follow_test_round_robin(struct kunit *test)
+{
+	struct mdr_follow *f = mdr_follow_new(test);
+
+	KUNIT_EXPECT_TRUE(test, mdr_is(&f->now, 2));
+	KUNIT_EXPECT_TRUE(test, mdr_is(mdr_follow_pick(f), 3));
+	KUNIT_EXPECT_TRUE(test, mdr_is(mdr_follow_pick(f), 1));
+	KUNIT_EXPECT_TRUE(test, mdr_is(mdr_follow_pick(f), 2));
+	KUNIT_EXPECT_TRUE(test, mdr_is(mdr_follow_pick(f), 3));
+	KUNIT_EXPECT_EQ(test, f->hops, 4U);
+	mdr_follow_served(f);
+	KUNIT_EXPECT_EQ(test, f->hops, 0U);
+}
+
+/* A node of its own: always the same address, whatever is named. */
+static void mdr_follow_test_single_node(struct kunit *test)
+{
+	struct mdr_follow *f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
+	struct sockaddr_storage only = mdr_v4(9, 4000);
+
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	mdr_follow_init(f, &only, NULL, 0);
+	KUNIT_EXPECT_EQ(test, f->nr, 1U);
+	KUNIT_EXPECT_TRUE(test, mdr_addr_same(mdr_follow_pick(f), &only));
+	KUNIT_EXPECT_TRUE(test, mdr_addr_same(mdr_follow_pick(f), &only));
+}
+
+/* A named leader is where the next connection goes, once. */
+static void mdr_follow_test_hint_once(struct kunit *test)
+{
+	struct mdr_follow *f = mdr_follow_new(test);
+	struct mdr_leader_info l = mdr_leader(1, 7, 1);
+
+	KUNIT_EXPECT_EQ(test, mdr_follow_refused(f, &l), MDR_FOLLOW_GO);
+	KUNIT_EXPECT_EQ(test, f->epoch, 7ULL);
+	KUNIT_EXPECT_TRUE(test, mdr_is(mdr_follow_pick(f), 1));
+	/* the leader failed: the round robin goes on where it was */
+	mdr_follow_lost(f);
+	KUNIT_EXPECT_TRUE(test, mdr_is(mdr_follow_pick(f), 3));
+}
+
+/* A leader outside the attached set (added since) is followed too. */
+static void mdr_follow_test_hint_outside_set(struct kunit *test)
+{
+	struct mdr_follow *f = mdr_follow_new(test);
+	struct mdr_leader_info l = mdr_leader(4, 3, 44);
+
+	KUNIT_EXPECT_EQ(test, mdr_follow_refused(f, &l), MDR_FOLLOW_GO);
+	KUNIT_EXPECT_TRUE(test, mdr_is(mdr_follow_pick(f), 44));
+	KUNIT_EXPECT_TRUE(test, mdr_is(mdr_follow_pick(f), 3));
+}
+
+/* No leader known, or the replica names itself (it is taking over). */
+static void mdr_follow_test_wait(struct kunit *test)
+{
+	struct mdr_follow *f = mdr_follow_new(test);
+	struct mdr_leader_info none = {};
+	struct mdr_leader_info self = mdr_leader(2, 5, 2);
+
+	KUNIT_EXPECT_EQ(test, mdr_follow_refused(f, &none), MDR_FOLLOW_WAIT);
+	KUNIT_EXPECT_EQ(test, f->epoch, 0ULL);
+	KUNIT_EXPECT_EQ(test, mdr_follow_refused(f, &self), MDR_FOLLOW_WAIT);
+	KUNIT_EXPECT_EQ(test, f->epoch, 5ULL);
+	KUNIT_EXPECT_FALSE(test, f->hinted);
+}
+
+/*
+ * The leader died: a replica that names it at the epoch already seen has
+ * not seen the election; one that names it at a newer epoch has. After
+ * MDR_FOLLOW_WAITS answers the host goes back anyway.
+ */
+static void mdr_follow_test_lost_leader(struct kunit *test)
+{
+	struct mdr_follow *f = mdr_follow_new(test);
+	struct mdr_leader_info old = mdr_leader(2, 5, 2);
+	struct mdr_leader_info newer = mdr_leader(2, 6, 2);
+	unsigned int i;
+
+	KUNIT_EXPECT_TRUE(test, mdr_follow_epoch_ok(f, 5));
+	mdr_follow_lost(f);				/* replica 2 */
+	KUNIT_EXPECT_TRUE(test, mdr_is(mdr_follow_pick(f), 3));
+	for (i = 1; i < MDR_FOLLOW_WAITS; i++)
+		KUNIT_EXPECT_EQ(test, mdr_follow_refused(f, &old),
+				MDR_FOLLOW_WAIT);
+	KUNIT_EXPECT_EQ(test, mdr_follow_refused(f, &old), MDR_FOLLOW_GO);
+	KUNIT_EXPECT_TRUE(test, mdr_is(mdr_follow_pick(f), 2));
+
+	mdr_follow_lost(f);
+	KUNIT_EXPECT_TRUE(test, mdr_is(mdr_follow_pick(f), 1));
+	KUNIT_EXPECT_EQ(test, mdr_follow_refused(f, &newer), MDR_FOLLOW_GO);
+	KUNIT_EXPECT_EQ(test, f->epoch, 6ULL);
+
+	/* served: nothing is lost any more */
+	mdr_follow_served(f);
+	KUNIT_EXPECT_FALSE(test, f->lost);
+}
+
+/* Epochs only grow, whether served or named. */
+static void mdr_follow_test_epochs(struct kunit *test)
+{
+	struct mdr_follow *f = mdr_follow_new(test);
+	struct mdr_leader_info l = mdr_leader(1, 12, 1);
+
+	KUNIT_EXPECT_TRUE(test, mdr_follow_epoch_ok(f, 0));
+	KUNIT_EXPECT_TRUE(test, mdr_follow_epoch_ok(f, 10));
+	KUNIT_EXPECT_TRUE(test, mdr_follow_epoch_ok(f, 10));
+	KUNIT_EXPECT_FALSE(test, mdr_follow_epoch_ok(f, 9));
+	KUNIT_EXPECT_FALSE(test, mdr_follow_epoch_ok(f, 0));
+	mdr_follow_refused(f, &l);
+	KUNIT_EXPECT_FALSE(test, mdr_follow_epoch_ok(f, 11));
+	KUNIT_EXPECT_TRUE(test, mdr_follow_epoch_ok(f, 12));
+	KUNIT_EXPECT_EQ(test, f->epoch, 12ULL);
+}
+
+static void mdr_follow_test_leader_addr(struct kunit *test)
+{
+	struct mdr_leader_info l6 = {
+		.epoch = 1, .replica = 3, .port = 4800,
+		.family = MDR_FAMILY_IPV6,
+		.addr = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 },
+	};
+	struct mdr_leader_info none = {};
+	struct mdr_leader_info l4 = mdr_leader(1, 1, 7);
+	struct sockaddr_storage ss, want = mdr_v4(7, 4791);
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+	KUNIT_EXPECT_EQ(test, mdr_leader_addr(&l4, &ss), 0);
+	KUNIT_EXPECT_TRUE(test, mdr_addr_same(&ss, &want));
+	KUNIT_EXPECT_EQ(test, mdr_leader_addr(&l6, &ss), 0);
+	KUNIT_EXPECT_EQ(test, ss.ss_family, AF_INET6);
+	KUNIT_EXPECT_EQ(test, ntohs(sin6->sin6_port), 4800);
+	KUNIT_EXPECT_EQ(test, sin6->sin6_addr.s6_addr[0], 0x20);
+	KUNIT_EXPECT_EQ(test, sin6->sin6_addr.s6_addr[15], 1);
+	KUNIT_EXPECT_EQ(test, mdr_leader_addr(&none, &ss), -ENOENT);
+}
+
+static struct kunit_case mdr_follow_test_cases[] = {
+	KUNIT_CASE(mdr_follow_test_round_robin),
+	KUNIT_CASE(mdr_follow_test_single_node),
+	KUNIT_CASE(mdr_follow_test_hint_once),
+	KUNIT_CASE(mdr_follow_test_hint_outside_set),
+	KUNIT_CASE(mdr_follow_test_wait),
+	KUNIT_CASE(mdr_follow_test_lost_leader),
+	KUNIT_CASE(mdr_follow_test_epochs),
+	KUNIT_CASE(mdr_follow_test_leader_addr),
+	{}
+};
+
+static struct kunit_suite mdr_follow_test_suite = {
+	.name = "mdroute_follow",
+	.test_cases = mdr_follow_test_cases,
+};
+kunit_test_suite(mdr_follow_test_suite);
