@@ -5,6 +5,7 @@
  */
 #include <crypto/hash.h>
 #include <kunit/test.h>
+#include <linux/crc32c.h>
 #include <linux/string.h>
 
 #include "proto/proto.h"
@@ -398,6 +399,43 @@ static size_t good_renew_rep(void *buf)
 	return sizeof(r);
 }
 
+/* Version 7: who answered, appended to an OK reply of @len bytes. */
+static size_t add_serving(void *buf, size_t len, u64 epoch)
+{
+	struct mdr_wire_serving sv = {
+		.epoch = cpu_to_le64(epoch),
+		.record_addr = cpu_to_le64(epoch ? 0x7f0000200000ULL : 0),
+		.record_rkey = cpu_to_le32(epoch ? 0x77 : 0),
+	};
+	__le32 total = cpu_to_le32(len + sizeof(sv));
+
+	memcpy(buf + len, &sv, sizeof(sv));
+	memcpy(buf + offsetof(struct mdr_wire_hdr, length), &total,
+	       sizeof(total));
+	return len + sizeof(sv);
+}
+
+static size_t good_open_rep_v7(void *buf)
+{
+	return add_serving(buf, good_open_rep(buf), 9);
+}
+
+static size_t good_renew_rep_v7(void *buf)
+{
+	return add_serving(buf, good_renew_rep(buf), 9);
+}
+
+static size_t good_alloc_rep_v7(void *buf)
+{
+	return add_serving(buf, good_alloc_rep(buf), 9);
+}
+
+/* A node of its own on version 7: epoch 0, no record. */
+static size_t own_renew_rep_v7(void *buf)
+{
+	return add_serving(buf, good_renew_rep(buf), 0);
+}
+
 /* A bare header: how mdnode says no. */
 static size_t error_rep(void *buf)
 {
@@ -424,8 +462,13 @@ static size_t not_leader_rep(void *buf)
 	return 24 + sizeof(l);
 }
 
+/* the version the cases speak unless they say */
+#define VNOW			MDR_WIRE_VERSION
 #define OFF(type, field)	offsetof(struct type, field)
 #define LOFF(field)		(24 + offsetof(struct mdr_wire_leader, field))
+/* a field of the serving trailer of a version 7 renew_rep */
+#define SOFF(field)		(OFF(mdr_wire_renew_rep_v7, serving) + \
+				 OFF(mdr_wire_serving, field))
 
 /*
  * A good message of @base, with @size bytes at @off overwritten by @val
@@ -438,6 +481,7 @@ struct msg_case {
 	u64 val;
 	int received;
 	int want;
+	u16 version;	/* 0: MDR_WIRE_VERSION */
 };
 
 static const struct msg_case msg_cases[] = {
@@ -505,6 +549,27 @@ static const struct msg_case msg_cases[] = {
 	{ "leader epoch zero", not_leader_rep, LOFF(epoch), 8, 0, 0, -EINVAL },
 	{ "address without a leader", not_leader_rep, LOFF(replica), 4, 0, 0,
 	  -EINVAL },
+	/* version 7: every OK reply to OPEN, RENEW and ALLOC says who served */
+	{ "open_rep v7", good_open_rep_v7, 0, 0, 0, 0, 0, 7 },
+	{ "renew_rep v7", good_renew_rep_v7, 0, 0, 0, 0, 0, 7 },
+	{ "alloc_rep v7", good_alloc_rep_v7, 0, 0, 0, 0, 0, 7 },
+	{ "renew_rep v7 of a node of its own", own_renew_rep_v7, 0, 0, 0, 0,
+	  0, 7 },
+	{ "open_rep v6 on v7", good_open_rep, 0, 0, 0, 0, -EPROTO, 7 },
+	{ "alloc_rep v6 on v7", good_alloc_rep, 0, 0, 0, 0, -EPROTO, 7 },
+	{ "open_rep v7 on v6", good_open_rep_v7, 0, 0, 0, 0, -EPROTO, 6 },
+	{ "close_rep on v7", error_rep, OFF(mdr_wire_hdr, opcode) + 2, 4,
+	  MDR_WIRE_F_REPLY, 0, 0, 7 },
+	{ "error reply on v7", error_rep, 0, 0, 0, 0, 0, 7 },
+	{ "not-leader on v7", not_leader_rep, 0, 0, 0, 0, 0, 7 },
+	{ "serving reserved", good_renew_rep_v7, SOFF(reserved), 4, 1, 0,
+	  -EINVAL, 7 },
+	{ "serving record without an epoch", good_renew_rep_v7, SOFF(epoch), 8,
+	  0, 0, -EINVAL, 7 },
+	{ "serving rkey without an epoch", own_renew_rep_v7, SOFF(record_rkey),
+	  4, 5, 0, -EINVAL, 7 },
+	{ "serving epoch without its record", good_renew_rep_v7,
+	  SOFF(record_rkey), 4, 0, 0, -EINVAL, 7 },
 	/* bodies */
 	{ "open_rep flags", good_open_rep, OFF(mdr_wire_open_rep, flags), 4,
 	  1, 0, -EINVAL },
@@ -593,7 +658,8 @@ static void proto_test_msg_parse(struct kunit *test)
 	len = c->base(buf);
 	if (c->size)
 		memcpy(buf + c->off, &v, c->size);
-	ret = mdr_msg_parse(buf, c->received ? c->received : len, &m, &why);
+	ret = mdr_msg_parse(buf, c->received ? c->received : len,
+			    c->version ?: MDR_WIRE_VERSION, &m, &why);
 	KUNIT_EXPECT_EQ_MSG(test, ret, c->want, "why: %s", why ?: "-");
 	if (ret)
 		KUNIT_EXPECT_NOT_NULL(test, why);
@@ -605,7 +671,7 @@ static void proto_test_msg_fields(struct kunit *test)
 	const char *why;
 	struct mdr_msg m;
 
-	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, good_open_rep(buf), &m, &why),
+	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, good_open_rep(buf), VNOW, &m, &why),
 			0);
 	KUNIT_EXPECT_TRUE(test, mdr_msg_is_reply(&m));
 	KUNIT_EXPECT_EQ(test, m.req_id, 9ULL);
@@ -614,14 +680,14 @@ static void proto_test_msg_fields(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, m.open.lease_ms, 5000U);
 	KUNIT_EXPECT_STREQ(test, m.open.name, "vol-1");
 
-	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, good_inval(buf), &m, &why),
+	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, good_inval(buf), VNOW, &m, &why),
 			0);
 	KUNIT_EXPECT_FALSE(test, mdr_msg_is_reply(&m));
 	KUNIT_EXPECT_EQ(test, m.inval.first, 4ULL);
 	KUNIT_EXPECT_EQ(test, m.inval.count, 2ULL);
 	KUNIT_EXPECT_EQ(test, m.inval.generation, 12ULL);
 
-	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, good_alloc_rep(buf), &m,
+	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, good_alloc_rep(buf), VNOW, &m,
 					    &why), 0);
 	KUNIT_EXPECT_EQ(test, m.alloc.index, 42ULL);
 	KUNIT_EXPECT_EQ(test, le32_to_cpu(m.alloc.entry.crc), 0x1389d35dU);
@@ -664,7 +730,7 @@ static void proto_test_msg_encode(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, le16_to_cpu(h.flags), MDR_WIRE_F_REPLY);
 	h.flags = 0;
 	memcpy(buf, &h, sizeof(h));
-	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, 64, &m, &why), 0);
+	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, 64, VNOW, &m, &why), 0);
 	KUNIT_EXPECT_EQ(test, m.req_id, 77ULL);
 	KUNIT_EXPECT_EQ(test, m.inval.count, 3ULL);
 
@@ -711,7 +777,7 @@ static void proto_test_track_push(struct kunit *test)
 	r.count = cpu_to_le64(1);
 	r.reason = cpu_to_le32(MDR_INVAL_TRACK);
 	memcpy(buf, &r, sizeof(r));
-	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, sizeof(r), &m, &why), 0);
+	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, sizeof(r), VNOW, &m, &why), 0);
 	KUNIT_EXPECT_EQ(test, m.inval.reason, (u32)MDR_INVAL_TRACK);
 	KUNIT_EXPECT_EQ(test, m.inval.first, 4ULL);
 	KUNIT_EXPECT_EQ(test, m.inval.count, 1ULL);
@@ -725,7 +791,7 @@ static void proto_test_not_leader(struct kunit *test)
 	const char *why = NULL;
 	size_t len = not_leader_rep(buf);
 
-	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, len, &m, &why), 0);
+	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, len, VNOW, &m, &why), 0);
 	KUNIT_EXPECT_EQ(test, m.status, (u16)MDR_ST_NOT_LEADER);
 	KUNIT_EXPECT_EQ(test, m.leader.epoch, 0x1234ULL);
 	KUNIT_EXPECT_EQ(test, m.leader.replica, 2U);
@@ -953,12 +1019,12 @@ static void proto_test_auth_messages(struct kunit *test)
 	memset(buf, 0, sizeof(buf));
 	put_hdr(buf, MDR_OP_HOST_AUTH, MDR_WIRE_F_REPLY, 0, 56, 77);
 	memset(buf + 24, 0x42, 32);
-	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, 56, &m, &why), 0);
+	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, 56, VNOW, &m, &why), 0);
 	KUNIT_EXPECT_EQ(test, m.auth_mac[0], 0x42);
 	KUNIT_EXPECT_EQ(test, m.auth_mac[31], 0x42);
 	/* a refusal is a bare header */
 	put_hdr(buf, MDR_OP_HOST_AUTH, MDR_WIRE_F_REPLY, MDR_ST_PERM, 24, 77);
-	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, 24, &m, &why), 0);
+	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, 24, VNOW, &m, &why), 0);
 	KUNIT_EXPECT_EQ(test, mdr_status_to_errno(m.status), -EPERM);
 	/* a keyed host asks for [3, 3]: an accept of version 2 is refused */
 	{
@@ -984,9 +1050,66 @@ static void proto_test_auth_messages(struct kunit *test)
 	}
 	/* an OK reply without the MAC, or a push of it, is malformed */
 	put_hdr(buf, MDR_OP_HOST_AUTH, MDR_WIRE_F_REPLY, 0, 24, 77);
-	KUNIT_EXPECT_EQ(test, mdr_msg_parse(buf, 24, &m, &why), -EPROTO);
+	KUNIT_EXPECT_EQ(test, mdr_msg_parse(buf, 24, VNOW, &m, &why), -EPROTO);
 	put_hdr(buf, MDR_OP_HOST_AUTH, 0, 0, 56, 77);
-	KUNIT_EXPECT_EQ(test, mdr_msg_parse(buf, 56, &m, &why), -EPROTO);
+	KUNIT_EXPECT_EQ(test, mdr_msg_parse(buf, 56, VNOW, &m, &why), -EPROTO);
+}
+
+/* What OK replies of version 7 carry, and the epoch record's checks. */
+static void proto_test_serving_and_epoch_record(struct kunit *test)
+{
+	struct mdr_wire_epoch_rec r = {
+		.magic = cpu_to_le32(MDR_WIRE_EPOCH_MAGIC),
+		.replica = cpu_to_le32(2),
+		.group = cpu_to_le64(7),
+		.epoch = cpu_to_le64(9),
+	};
+	u8 buf[256] = {};
+	const char *why;
+	struct mdr_msg m;
+	u64 seen;
+
+	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, good_alloc_rep_v7(buf), 7, &m,
+					    &why), 0);
+	KUNIT_EXPECT_EQ(test, m.serving.epoch, 9ULL);
+	KUNIT_EXPECT_EQ(test, m.serving.record_addr, 0x7f0000200000ULL);
+	KUNIT_EXPECT_EQ(test, m.serving.record_rkey, 0x77U);
+	KUNIT_EXPECT_EQ(test, m.alloc.index, 42ULL);
+	/* earlier versions: nothing served, however it was filled before */
+	KUNIT_ASSERT_EQ(test, mdr_msg_parse(buf, good_renew_rep(buf), 6, &m,
+					    &why), 0);
+	KUNIT_EXPECT_EQ(test, m.serving.epoch, 0ULL);
+	KUNIT_EXPECT_EQ(test, m.serving.record_rkey, 0U);
+
+	mdr_epoch_rec_seal(&r);
+	KUNIT_EXPECT_EQ(test, mdr_epoch_rec_check(&r, 9, &seen), MDR_EPOCH_OK);
+	KUNIT_EXPECT_EQ(test, seen, 9ULL);
+	KUNIT_EXPECT_EQ(test, mdr_epoch_rec_check(&r, 8, &seen),
+			MDR_EPOCH_OTHER);
+	KUNIT_EXPECT_EQ(test, seen, 9ULL);
+	/* torn: a write of the record raced the READ */
+	r.epoch = cpu_to_le64(10);
+	KUNIT_EXPECT_EQ(test, mdr_epoch_rec_check(&r, 9, &seen),
+			MDR_EPOCH_TORN);
+	/* it stopped serving: epoch 0, sealed */
+	r.epoch = 0;
+	mdr_epoch_rec_seal(&r);
+	KUNIT_EXPECT_EQ(test, mdr_epoch_rec_check(&r, 9, &seen),
+			MDR_EPOCH_OTHER);
+	KUNIT_EXPECT_EQ(test, seen, 0ULL);
+	/* what is not a record, even with a good crc */
+	r.epoch = cpu_to_le64(9);
+	r.magic = cpu_to_le32(MDR_WIRE_EPOCH_MAGIC + 1);
+	mdr_epoch_rec_seal(&r);
+	KUNIT_EXPECT_EQ(test, mdr_epoch_rec_check(&r, 9, &seen), MDR_EPOCH_BAD);
+	r.magic = cpu_to_le32(MDR_WIRE_EPOCH_MAGIC);
+	r.reserved = cpu_to_le32(1);
+	mdr_epoch_rec_seal(&r);
+	KUNIT_EXPECT_EQ(test, mdr_epoch_rec_check(&r, 9, &seen), MDR_EPOCH_BAD);
+	/* the CRC is CRC-32C over the 28 bytes before it: a known answer */
+	memset(&r, 0, sizeof(r));
+	mdr_epoch_rec_seal(&r);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(r.crc), ~crc32c(~0U, &r, 28));
 }
 
 static struct kunit_case proto_test_cases[] = {
@@ -1002,6 +1125,7 @@ static struct kunit_case proto_test_cases[] = {
 	KUNIT_CASE(proto_test_msg_encode),
 	KUNIT_CASE(proto_test_track_push),
 	KUNIT_CASE(proto_test_not_leader),
+	KUNIT_CASE(proto_test_serving_and_epoch_record),
 	KUNIT_CASE(proto_test_status_to_errno),
 	KUNIT_CASE(proto_test_backoff_bounds),
 	KUNIT_CASE(proto_test_backoff_jitter_spreads),

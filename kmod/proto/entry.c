@@ -52,6 +52,42 @@ static bool mdr_all_zero(const void *p, size_t n)
 	return !memchr_inv(p, 0, n);
 }
 
+/* ---- A leader's epoch record (version 7) ---------------------------- */
+
+static u32 mdr_epoch_rec_crc(const struct mdr_wire_epoch_rec *r)
+{
+	return ~crc32c(~0U, r, offsetof(struct mdr_wire_epoch_rec, crc));
+}
+
+void mdr_epoch_rec_seal(struct mdr_wire_epoch_rec *r)
+{
+	r->crc = cpu_to_le32(mdr_epoch_rec_crc(r));
+}
+
+/**
+ * mdr_epoch_rec_check() - does a leader still serve at @epoch?
+ * @r:		the record as READ after a window (any alignment: copied)
+ * @epoch:	the epoch the connection is served at
+ * @seen:	the epoch the record shows (0: it no longer serves)
+ *
+ * Return: MDR_EPOCH_OK when it shows @epoch: the window READ before it
+ * was read while the replica served at it; otherwise why not.
+ */
+enum mdr_epoch_verdict mdr_epoch_rec_check(const struct mdr_wire_epoch_rec *r,
+					   u64 epoch, u64 *seen)
+{
+	struct mdr_wire_epoch_rec c;
+
+	memcpy(&c, r, sizeof(c));
+	*seen = 0;
+	if (le32_to_cpu(c.crc) != mdr_epoch_rec_crc(&c))
+		return MDR_EPOCH_TORN;
+	if (le32_to_cpu(c.magic) != MDR_WIRE_EPOCH_MAGIC || c.reserved)
+		return MDR_EPOCH_BAD;
+	*seen = le64_to_cpu(c.epoch);
+	return *seen == epoch ? MDR_EPOCH_OK : MDR_EPOCH_OTHER;
+}
+
 /**
  * mdr_entry_check() - may this entry be used as entry @index of a volume?
  * @e:		the entry as read (any alignment is fine: it is copied)
@@ -302,18 +338,20 @@ int mdr_status_to_errno(u16 status)
 struct mdr_rx_shape {
 	u16 opcode;
 	bool push;	/* arrives as a request (no MDR_WIRE_F_REPLY) */
-	u32 size;	/* exact length of an MDR_ST_OK message */
+	bool serving;	/* version 7: struct mdr_wire_serving follows */
+	u32 size;	/* exact length of an MDR_ST_OK message before it */
 };
 
 static const struct mdr_rx_shape mdr_rx_shapes[] = {
-	{ MDR_OP_OPEN, false, sizeof(struct mdr_wire_open_rep) },
-	{ MDR_OP_CLOSE, false, MDR_HDR_SIZE },
-	{ MDR_OP_RENEW, false, sizeof(struct mdr_wire_renew_rep) },
-	{ MDR_OP_ALLOC, false, sizeof(struct mdr_wire_alloc_rep) },
-	{ MDR_OP_HOST_AUTH, false, sizeof(struct mdr_wire_host_auth_rep) },
-	{ MDR_OP_INVALIDATE, true, sizeof(struct mdr_wire_inval) },
-	{ MDR_OP_PING, true, MDR_HDR_SIZE },
-	{ MDR_OP_PING, false, MDR_HDR_SIZE },
+	{ MDR_OP_OPEN, false, true, sizeof(struct mdr_wire_open_rep) },
+	{ MDR_OP_CLOSE, false, false, MDR_HDR_SIZE },
+	{ MDR_OP_RENEW, false, true, sizeof(struct mdr_wire_renew_rep) },
+	{ MDR_OP_ALLOC, false, true, sizeof(struct mdr_wire_alloc_rep) },
+	{ MDR_OP_HOST_AUTH, false, false,
+	  sizeof(struct mdr_wire_host_auth_rep) },
+	{ MDR_OP_INVALIDATE, true, false, sizeof(struct mdr_wire_inval) },
+	{ MDR_OP_PING, true, false, MDR_HDR_SIZE },
+	{ MDR_OP_PING, false, false, MDR_HDR_SIZE },
 };
 
 static const struct mdr_rx_shape *mdr_rx_shape(u16 opcode, bool push)
@@ -511,6 +549,31 @@ static int mdr_parse_alloc_rep(const void *buf, struct mdr_msg *m,
 	return 0;
 }
 
+/* Who answered (version 7): a node of its own, or a leader and its record. */
+static int mdr_parse_serving(const void *buf, struct mdr_serving_info *o,
+			     const char **why)
+{
+	struct mdr_wire_serving r;
+
+	memcpy(&r, buf, sizeof(r));
+	o->epoch = le64_to_cpu(r.epoch);
+	o->record_addr = le64_to_cpu(r.record_addr);
+	o->record_rkey = le32_to_cpu(r.record_rkey);
+	if (r.reserved) {
+		*why = "serving: reserved not zero";
+		return -EINVAL;
+	}
+	if (!o->epoch && (o->record_addr || o->record_rkey)) {
+		*why = "serving: an epoch record without an epoch";
+		return -EINVAL;
+	}
+	if (o->epoch && !o->record_rkey) {
+		*why = "serving: an epoch without its record";
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int mdr_parse_inval(const void *buf, struct mdr_inval_info *o,
 			   const char **why)
 {
@@ -558,6 +621,7 @@ static int mdr_parse_inval(const void *buf, struct mdr_inval_info *o,
  * order: framing, header fields, direction and size for the opcode, body
  * @buf:	the receive buffer
  * @received:	bytes the completion reported
+ * @version:	the connection's negotiated version
  * @m:		filled in on success (host-endian)
  * @why:	set to a static reason on failure
  *
@@ -567,12 +631,14 @@ static int mdr_parse_inval(const void *buf, struct mdr_inval_info *o,
  * Return: 0, -EPROTO (framing, header, size, direction) or -EINVAL (a
  * field of the body).
  */
-int mdr_msg_parse(const void *buf, size_t received, struct mdr_msg *m,
-		  const char **why)
+int mdr_msg_parse(const void *buf, size_t received, u16 version,
+		  struct mdr_msg *m, const char **why)
 {
 	const struct mdr_rx_shape *shape;
 	struct mdr_wire_hdr h;
-	bool reply;
+	bool reply, serving;
+	u32 size;
+	int ret;
 
 	if (received < MDR_HDR_SIZE) {
 		*why = "shorter than a header";
@@ -584,6 +650,7 @@ int mdr_msg_parse(const void *buf, size_t received, struct mdr_msg *m,
 	m->status = le16_to_cpu(h.status);
 	m->length = le32_to_cpu(h.length);
 	m->req_id = le64_to_cpu(h.req_id);
+	m->serving = (struct mdr_serving_info){};
 	reply = m->flags & MDR_WIRE_F_REPLY;
 
 	if (le16_to_cpu(h.magic) != MDR_WIRE_MSG_MAGIC) {
@@ -641,9 +708,16 @@ int mdr_msg_parse(const void *buf, size_t received, struct mdr_msg *m,
 		}
 		return 0;
 	}
-	if (m->length != shape->size) {
+	serving = shape->serving && version >= MDR_WIRE_VERSION_EPOCH;
+	size = shape->size + (serving ? sizeof(struct mdr_wire_serving) : 0);
+	if (m->length != size) {
 		*why = "length wrong for the opcode";
 		return -EPROTO;
+	}
+	if (serving) {
+		ret = mdr_parse_serving(buf + shape->size, &m->serving, why);
+		if (ret)
+			return ret;
 	}
 
 	switch (m->opcode) {

@@ -170,6 +170,18 @@ struct mdr_leader_info {
 };
 
 /**
+ * struct mdr_serving_info - who answered (struct mdr_wire_serving, v7)
+ * @epoch:	the epoch of the leader that answered; 0: a node of its own
+ * @record_addr: its epoch record's remote address (0 with @epoch 0)
+ * @record_rkey: the record's rkey (0 with @epoch 0, else not 0)
+ */
+struct mdr_serving_info {
+	u64 epoch;
+	u64 record_addr;
+	u32 record_rkey;
+};
+
+/**
  * struct mdr_msg - a received message, checked and host-endian
  * @opcode:	enum mdr_wire_opcode
  * @flags:	MDR_WIRE_F_*
@@ -182,6 +194,8 @@ struct mdr_leader_info {
  *		against (volume_id, index) and is mapped
  * @inval:	MDR_OP_INVALIDATE push
  * @leader:	any reply with MDR_ST_NOT_LEADER (version 5)
+ * @serving:	OK replies to OPEN, RENEW and ALLOC of version 7; zero on
+ *		earlier versions and other messages
  */
 struct mdr_msg {
 	u16 opcode;
@@ -201,6 +215,7 @@ struct mdr_msg {
 		u8 auth_mac[32];	/* MDR_OP_HOST_AUTH: mdnode's proof */
 		struct mdr_leader_info leader;
 	};
+	struct mdr_serving_info serving;
 };
 
 static inline bool mdr_msg_is_reply(const struct mdr_msg *m)
@@ -208,8 +223,20 @@ static inline bool mdr_msg_is_reply(const struct mdr_msg *m)
 	return m->flags & MDR_WIRE_F_REPLY;
 }
 
-int mdr_msg_parse(const void *buf, size_t received, struct mdr_msg *m,
-		  const char **why);
+int mdr_msg_parse(const void *buf, size_t received, u16 version,
+		  struct mdr_msg *m, const char **why);
+
+/* What a READ of a leader's epoch record (version 7) shows. */
+enum mdr_epoch_verdict {
+	MDR_EPOCH_OK,		/* it serves at the epoch expected */
+	MDR_EPOCH_TORN,		/* bad crc: read again with the window */
+	MDR_EPOCH_BAD,		/* bad magic or reserved bytes */
+	MDR_EPOCH_OTHER,	/* it serves at another epoch, or no more */
+};
+
+void mdr_epoch_rec_seal(struct mdr_wire_epoch_rec *r);
+enum mdr_epoch_verdict mdr_epoch_rec_check(const struct mdr_wire_epoch_rec *r,
+					   u64 epoch, u64 *seen);
 
 /* Encoders of what a host sends; each returns the message's length. */
 size_t mdr_msg_open_req(void *buf, u64 req_id, u64 volume_id);

@@ -176,7 +176,10 @@ struct mdr_rpc_slot {
 	struct timer_list timer;
 };
 
-/* A READ in flight into its own mapped buffer. */
+/*
+ * A READ in flight into its own mapped buffer; of a group's leader, with
+ * a READ of its epoch record after it (version 7).
+ */
 struct mdr_rd_slot {
 	struct ib_cqe cqe;
 	struct mdr_queue *q;
@@ -184,6 +187,9 @@ struct mdr_rd_slot {
 	struct mdr_req *req;
 	void *buf;
 	u64 dma;
+	struct mdr_wire_epoch_rec *rec;
+	u64 rec_dma;
+	bool with_rec;		/* the last post read the record too */
 	u32 window;		/* entries read: asked plus prefetch */
 	unsigned int tries;
 	unsigned long posted;	/* jiffies of the last post: the watchdog */
@@ -210,6 +216,9 @@ struct mdr_rd_slot {
  * @pushes:	pushes received and not yet acked
  * @error:	why it failed, for the RPCs it ends (0: -ENOTCONN)
  * @addr:	the replica (or node) it connects to
+ * @served:	(conn->lock) an OK reply of version 7 said who serves on it
+ * @serving:	(conn->lock) that: every such reply on the queue says the
+ *		same, and READs of a group's tables read its epoch record
  */
 struct mdr_queue {
 	struct mdr_conn *conn;
@@ -230,6 +239,8 @@ struct mdr_queue {
 	unsigned int pushes;
 	int error;
 	struct sockaddr_storage addr;
+	bool served;
+	struct mdr_serving_info serving;
 
 	struct mdr_recv recv[MDR_RECV_DEPTH];
 	void *recv_buf;
@@ -245,6 +256,8 @@ struct mdr_queue {
 	DECLARE_BITMAP(rd_busy, MDR_READ_SLOTS);
 	void *rd_buf;
 	u64 rd_dma;
+	void *rec_buf;
+	u64 rec_dma;
 };
 
 /* An invalidation push, from its receipt to its ack's completion. */
@@ -282,6 +295,7 @@ struct mdr_conn_stats {
 	atomic64_t lease_expiries;
 	atomic64_t batch_renewals;	/* RENEWs of every lease at once */
 	atomic64_t auth_failures;	/* proofs refused, either way */
+	atomic64_t stale_epochs;	/* replies or windows of a replaced leader */
 	atomic64_t hist[MDR_HIST_BUCKETS];
 };
 
@@ -660,27 +674,53 @@ static void mdr_wc_error(struct mdr_queue *q, struct ib_wc *wc,
 
 /* ---- Lookups: RDMA READ --------------------------------------------- */
 
+/*
+ * Posts the window's READ and, on a queue a group's leader serves, the
+ * READ of its epoch record after it, unsignaled then signaled: one
+ * completion for both (an error in the first completes it with an error,
+ * and flushes the second to the same handler). The responder executes
+ * the two in order, so a record that shows the queue's epoch proves the
+ * window was read while the leader served at it (mdr_read_done()).
+ * conn->lock held (q->serving).
+ */
 static int mdr_post_read(struct mdr_queue *q, struct mdr_rd_slot *s)
 {
 	struct mdr_tvol *tv = s->req->tv;
-	struct ib_rdma_wr wr = {};
-	struct ib_sge sge;
+	struct ib_rdma_wr wr[2] = {};
+	struct ib_sge sge[2];
 
 	s->posted = jiffies;
-	sge.addr = s->dma;
-	sge.length = s->window * sizeof(struct mdr_wire_entry);
-	sge.lkey = q->pd->local_dma_lkey;
-	ib_dma_sync_single_for_device(q->dev, s->dma, sge.length,
+	s->with_rec = q->served && q->serving.epoch;
+	sge[0].addr = s->dma;
+	sge[0].length = s->window * sizeof(struct mdr_wire_entry);
+	sge[0].lkey = q->pd->local_dma_lkey;
+	ib_dma_sync_single_for_device(q->dev, s->dma, sge[0].length,
 				      DMA_FROM_DEVICE);
-	wr.wr.wr_cqe = &s->cqe;
-	wr.wr.sg_list = &sge;
-	wr.wr.num_sge = 1;
-	wr.wr.opcode = IB_WR_RDMA_READ;
-	wr.wr.send_flags = IB_SEND_SIGNALED;
-	wr.remote_addr = tv->table_addr +
-			 s->req->first * sizeof(struct mdr_wire_entry);
-	wr.rkey = tv->rkey;
-	return ib_post_send(q->qp, &wr.wr, NULL);
+	wr[0].wr.wr_cqe = &s->cqe;
+	wr[0].wr.sg_list = &sge[0];
+	wr[0].wr.num_sge = 1;
+	wr[0].wr.opcode = IB_WR_RDMA_READ;
+	wr[0].wr.send_flags = IB_SEND_SIGNALED;
+	wr[0].remote_addr = tv->table_addr +
+			    s->req->first * sizeof(struct mdr_wire_entry);
+	wr[0].rkey = tv->rkey;
+	if (s->with_rec) {
+		sge[1].addr = s->rec_dma;
+		sge[1].length = sizeof(*s->rec);
+		sge[1].lkey = q->pd->local_dma_lkey;
+		ib_dma_sync_single_for_device(q->dev, s->rec_dma,
+					      sizeof(*s->rec), DMA_FROM_DEVICE);
+		wr[1].wr.wr_cqe = &s->cqe;
+		wr[1].wr.sg_list = &sge[1];
+		wr[1].wr.num_sge = 1;
+		wr[1].wr.opcode = IB_WR_RDMA_READ;
+		wr[1].wr.send_flags = IB_SEND_SIGNALED;
+		wr[1].remote_addr = q->serving.record_addr;
+		wr[1].rkey = q->serving.record_rkey;
+		wr[0].wr.send_flags = 0;
+		wr[0].wr.next = &wr[1].wr;
+	}
+	return ib_post_send(q->qp, &wr[0].wr, NULL);
 }
 
 /*
@@ -770,6 +810,31 @@ static void mdr_read_done(struct ib_cq *cq, struct ib_wc *wc)
 	ib_dma_sync_single_for_cpu(q->dev, s->dma,
 				   s->window * sizeof(*e), DMA_FROM_DEVICE);
 	atomic64_inc(&c->stats.reads);
+	if (s->with_rec) {
+		enum mdr_epoch_verdict ev;
+		u64 seen;
+
+		ib_dma_sync_single_for_cpu(q->dev, s->rec_dma, sizeof(*s->rec),
+					   DMA_FROM_DEVICE);
+		ev = mdr_epoch_rec_check(s->rec, q->serving.epoch, &seen);
+		torn = ev == MDR_EPOCH_TORN;
+		if (ev == MDR_EPOCH_OTHER || ev == MDR_EPOCH_BAD ||
+		    (torn && s->tries >= MDR_TORN_RETRIES)) {
+			/*
+			 * Not read while it served at the queue's epoch: none
+			 * of the window is used. The slot keeps its request,
+			 * which the teardown parks for the next leader.
+			 */
+			atomic64_inc(&c->stats.stale_epochs);
+			mdr_conn_warn_rl(c, "%pISpc no longer serves at epoch %llu (its record %s %llu): its tables are not used\n",
+					 &q->addr, q->serving.epoch,
+					 ev == MDR_EPOCH_OTHER ? "shows" :
+					 "does not verify, epoch",
+					 seen);
+			mdr_conn_error(c, q, "a replaced leader's table");
+			return;
+		}
+	}
 
 	/*
 	 * Each entry is checked once, here, every one of the window: what
@@ -781,6 +846,7 @@ static void mdr_read_done(struct ib_cq *cq, struct ib_wc *wc)
 					     req->first + i, 0);
 		torn |= verdict[i] == MDR_ENTRY_BAD_CRC;
 	}
+	/* a torn record: the window is read again with it */
 	if (torn && s->tries < MDR_TORN_RETRIES) {
 		int ret = -ENOTCONN;
 
@@ -954,6 +1020,32 @@ static void mdr_alloc_answered(struct mdr_conn *c, struct mdr_req *req,
 	mdr_req_fail(c, req, err);
 }
 
+/*
+ * Who served an OK reply of version 7 (m->serving): the first such reply
+ * on a queue sets it, the others must say the same, and an epoch below
+ * the highest the connection has seen (from any replica) is a replaced
+ * leader's: its answer is not used. conn->lock held.
+ * Return: NULL, or why the reply is refused.
+ */
+static const char *__mdr_check_serving(struct mdr_conn *c,
+				       struct mdr_queue *q,
+				       const struct mdr_msg *m)
+{
+	const struct mdr_serving_info *sv = &m->serving;
+
+	if (m->status || q->acc.version < MDR_WIRE_VERSION_EPOCH ||
+	    (m->opcode != MDR_OP_OPEN && m->opcode != MDR_OP_RENEW &&
+	     m->opcode != MDR_OP_ALLOC))
+		return NULL;
+	if (q->served && memcmp(sv, &q->serving, sizeof(*sv)))
+		return "the epoch it serves at changed on the connection";
+	if (!mdr_follow_epoch_ok(&c->follow, sv->epoch))
+		return "it serves at an epoch below one seen";
+	q->served = true;
+	q->serving = *sv;
+	return NULL;
+}
+
 /* A reply arrived: match it to its RPC. Context: softirq. */
 static int mdr_reply(struct mdr_queue *q, const struct mdr_msg *m,
 		     const char **why)
@@ -962,10 +1054,12 @@ static int mdr_reply(struct mdr_queue *q, const struct mdr_msg *m,
 	u32 idx = m->req_id & ((1 << MDR_SLOT_BITS) - 1);
 	u64 seq = m->req_id >> MDR_SLOT_BITS;
 	struct sockaddr_storage hint;
+	const char *stale = NULL;
 	struct mdr_rpc_slot *s;
 	struct mdr_req *req;
 	unsigned long flags;
 	bool follow = false;
+	int err;
 
 	if (m->opcode == MDR_OP_PING) {
 		*why = "ping reply: no ping was sent";
@@ -1024,15 +1118,20 @@ static int mdr_reply(struct mdr_queue *q, const struct mdr_msg *m,
 		hint = c->follow.hint;
 		follow = true;
 	}
+	/* an answer of a replaced leader: asked again at the next replica */
+	stale = __mdr_check_serving(c, q, m);
+	if (stale)
+		__mdr_conn_break(c, q, true);
+	err = stale ? -EAGAIN : mdr_status_to_errno(m->status);
 	trace_mdr_rpc(req->tv ? req->tv->volume_id : 0, m->opcode, req->first,
-		      mdr_status_to_errno(m->status),
-		      mdr_req_age(req));
+		      err, mdr_req_age(req));
 	if (req->op == MDR_REQ_RPC) {
 		/* the waiter owns req: finish it under the lock it checks */
-		req->result = mdr_status_to_errno(m->status);
+		req->result = err;
 		if (req->result)
 			atomic64_inc(&c->stats.rpc_errors);
-		*req->reply = *m;
+		if (!stale)
+			*req->reply = *m;
 		complete(req->done);
 		req = NULL;
 	}
@@ -1041,8 +1140,15 @@ static int mdr_reply(struct mdr_queue *q, const struct mdr_msg *m,
 		mdr_conn_info(c, "%pISpc does not lead: following replica %u at %pISpc (epoch %llu)\n",
 			      &q->addr, m->leader.replica, &hint,
 			      m->leader.epoch);
-	if (req)
+	if (stale) {
+		atomic64_inc(&c->stats.stale_epochs);
+		mdr_conn_warn_rl(c, "%pISpc answered at epoch %llu: %s; not used\n",
+				 &q->addr, m->serving.epoch, stale);
+		if (req)
+			mdr_req_fail(c, req, -EAGAIN);
+	} else if (req) {
 		mdr_alloc_answered(c, req, m);
+	}
 	mdr_kick(c);
 	return 0;
 bad:
@@ -1540,7 +1646,7 @@ static void mdr_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	ib_dma_sync_single_for_cpu(q->dev, r->dma, MDR_RECV_MSG,
 				   DMA_FROM_DEVICE);
 	ret = mdr_msg_parse(r->buf, min_t(u32, wc->byte_len, MDR_RECV_MSG),
-			    &m, &why);
+			    q->acc.version, &m, &why);
 	if (!ret)
 		ret = mdr_msg_is_reply(&m) ? mdr_reply(q, &m, &why) :
 					     mdr_push_recv(q, &m, &why);
@@ -1716,6 +1822,14 @@ static void mdr_queue_free_bufs(struct mdr_queue *q)
 					    DMA_FROM_DEVICE);
 		kfree(q->rd_buf);
 	}
+	if (q->rec_buf) {
+		if (q->rec_dma)
+			ib_dma_unmap_single(q->dev, q->rec_dma,
+					    MDR_READ_SLOTS *
+					    sizeof(struct mdr_wire_epoch_rec),
+					    DMA_FROM_DEVICE);
+		kfree(q->rec_buf);
+	}
 }
 
 static int mdr_map(struct mdr_queue *q, void **buf, u64 *dma, size_t len,
@@ -1747,6 +1861,11 @@ static int mdr_queue_alloc_bufs(struct mdr_queue *q)
 		ret = mdr_map(q, &q->rd_buf, &q->rd_dma,
 			      MDR_READ_SLOTS * MDR_WIRE_READ_MAX,
 			      DMA_FROM_DEVICE);
+	if (!ret)
+		ret = mdr_map(q, &q->rec_buf, &q->rec_dma,
+			      MDR_READ_SLOTS *
+			      sizeof(struct mdr_wire_epoch_rec),
+			      DMA_FROM_DEVICE);
 	if (ret)
 		return ret;
 	for (i = 0; i < MDR_RECV_DEPTH; i++) {
@@ -1769,6 +1888,9 @@ static int mdr_queue_alloc_bufs(struct mdr_queue *q)
 		q->rd[i].cqe.done = mdr_read_done;
 		q->rd[i].buf = q->rd_buf + i * MDR_WIRE_READ_MAX;
 		q->rd[i].dma = q->rd_dma + i * MDR_WIRE_READ_MAX;
+		q->rd[i].rec = (struct mdr_wire_epoch_rec *)q->rec_buf + i;
+		q->rd[i].rec_dma = q->rec_dma +
+				   i * sizeof(struct mdr_wire_epoch_rec);
 	}
 	return 0;
 }
@@ -1786,7 +1908,8 @@ static int mdr_queue_create_ib(struct mdr_queue *q)
 		q->pd = NULL;
 		return ret;
 	}
-	send_wr = MDR_RPC_DEPTH + MDR_READ_SLOTS + MDR_PUSH_POOL +
+	/* a READ slot posts two: the window, then the epoch record */
+	send_wr = MDR_RPC_DEPTH + 2 * MDR_READ_SLOTS + MDR_PUSH_POOL +
 		  1; /* +1 for drain */
 	recv_wr = MDR_RECV_DEPTH + 1; /* +1 for drain */
 	q->cq = ib_alloc_cq(q->dev, q, send_wr + recv_wr, 0, IB_POLL_SOFTIRQ);
@@ -2555,6 +2678,7 @@ static int mdr_conn_show(struct seq_file *m, void *unused)
 	MDR_SHOW(lease_expiries);
 	MDR_SHOW(batch_renewals);
 	MDR_SHOW(auth_failures);
+	MDR_SHOW(stale_epochs);
 #undef MDR_SHOW
 	seq_puts(m, "lookup_us:");
 	for (i = 0; i < MDR_HIST_BUCKETS; i++)
