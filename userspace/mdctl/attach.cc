@@ -111,6 +111,16 @@ std::string attach_hint(int err, const mdr::Target &target)
 	}
 }
 
+std::string attach_failure_hint(const mdr::Result<mdr::VolumeInfo> &r, const mdr::Target &target)
+{
+	// Control's only message for EINVAL: the module's version is not ours
+	if (r.error() == -EINVAL && !r.message().empty())
+		return "install mdctl and the module from the same release (replica groups "
+		       "need ioctl ABI " + std::to_string(MDR_IOCTL_VERSION_MAJOR) + '.' +
+		       std::to_string(MDR_IOCTL_VERSION_MINOR) + ')';
+	return attach_hint(r.error(), target);
+}
+
 // Undoes the bindings an attach made, newest first; says what it cannot undo.
 void unbind_all(const Env &env, mdr::Control &control, const std::vector<uint32_t> &ids)
 {
@@ -237,17 +247,19 @@ namespace {
 
 enum AttachOption {
 	kOptVolumeId = kOptOwn, kOptAllOf, kOptTenant, kOptHostId, kOptBind, kOptReadOnly,
-	kOptTiming, kOptJobs, kOptHostKeyFile, kOptKeySerial,
+	kOptTiming, kOptJobs, kOptHostKeyFile, kOptKeySerial, kOptGroup, kOptReplica,
 };
 
 constexpr std::string_view kAttachUsage =
 	"Usage: mdctl attach NAME [--node ADDR[:PORT]] [--key-file FILE]\n"
 	"                    [--host-id ID] [--bind ID=/dev/X]... [--read-only]\n"
 	"                    [--host-key-file FILE | --key-serial N]\n"
+	"                    [--group ID] [--replica ADDR[:PORT]]...\n"
 	"       mdctl attach --all-of FILE [--timing] [same options]\n"
 	"       mdctl attach --volume-id ID [--node ADDR[:PORT]] [--tenant T]\n"
 	"                    [--host-id ID] [--bind ID=/dev/X]... [--read-only]\n"
 	"                    [--host-key-file FILE | --key-serial N]\n"
+	"                    [--group ID --replica ADDR[:PORT]...]\n"
 	"\n"
 	"Attach a volume of a storage node as a new block device and print its\n"
 	"path (/dev/mdrN). Loads the mdroute module (modprobe) if it is not.\n"
@@ -281,6 +293,17 @@ constexpr std::string_view kAttachUsage =
 	"module gets its serial; --key-serial names a logon key this process\n"
 	"possesses instead.\n"
 	"\n"
+	"A volume of a replica group is attached with the group: the module then\n"
+	"follows the group's leader, and goes to another replica when the one it\n"
+	"uses fails. By NAME (and --all-of) the node says whether it is a replica\n"
+	"of a group, and which; where the replicas serve hosts (each one's\n"
+	"--listen, not its log listener) comes from --replica, else from the node\n"
+	"(wire version 7), else from 'replicas' in mdctl.conf when its 'group' is\n"
+	"that group. By --volume-id: --group and --replica, else 'group' and\n"
+	"'replicas' in mdctl.conf. --group and --replica win over what the node\n"
+	"says; the --node address is one of the replicas, added when missing. A\n"
+	"group needs the host's key.\n"
+	"\n"
 	"Options:\n"
 	"  -a, --all-of FILE    attach (and create) the volumes listed in FILE\n"
 	"  -i, --volume-id ID   the volume by id (non-zero)\n"
@@ -299,6 +322,10 @@ constexpr std::string_view kAttachUsage =
 	"                       maybe a newline ('mdctl host gen-key' writes one).\n"
 	"                       Default: 'host-key' in mdctl.conf, else none\n"
 	"  -S, --key-serial N   the serial of a logon key holding it instead\n"
+	"  -g, --group ID       the volume's replica group (0: a node of its own)\n"
+	"  -R, --replica ADDR[:PORT]\n"
+	"                       a replica of the group, where it serves hosts\n"
+	"                       (repeatable, 8 at the most)\n"
 	"  -b, --bind ID=/dev/X bind backing device ID to /dev/X (repeatable)\n"
 	"  -r, --read-only      attach read-only\n"
 	"  -T, --timing         print where the time went to stderr (--all-of)\n"
@@ -353,6 +380,15 @@ std::optional<int> parse_attach(const Env &env, const Common &c, AttachArgs &a)
 				return usage_error(env, "bad key serial '" + value +
 							"': expected a positive number");
 			break;
+		case kOptGroup:
+			a.group = parse_number<uint64_t>(value);
+			if (!a.group)
+				return usage_error(env, "bad group '" + value + "'");
+			break;
+		case kOptReplica:
+			if (auto e = add_replica(a.replicas, value); !e.empty())
+				return usage_error(env, "--replica: " + e);
+			break;
 		case kOptReadOnly:
 			a.readonly = true;
 			break;
@@ -384,6 +420,9 @@ std::optional<int> parse_attach(const Env &env, const Common &c, AttachArgs &a)
 					"--volume-id ID");
 	if (a.key.file && a.key.serial)
 		return usage_error(env, "attach takes one of --host-key-file and --key-serial");
+	if (a.group == 0u && !a.replicas.empty())
+		return usage_error(env, "--group 0 names no replica group: --replica goes with "
+					"a group's id");
 	if ((a.timing || a.jobs) && !a.all_of)
 		return usage_error(env, std::string(a.timing ? "--timing" : "--jobs") +
 					" goes with --all-of");
@@ -391,7 +430,7 @@ std::optional<int> parse_attach(const Env &env, const Common &c, AttachArgs &a)
 }
 
 void print_attached(const Env &env, Format format, const mdr::VolumeInfo &v,
-		    const std::vector<uint32_t> &bound)
+		    const std::vector<uint32_t> &bound, const mdr::Group &group)
 {
 	if (format == Format::table) {
 		env.out << device_path(v.index) << '\n';
@@ -406,13 +445,17 @@ void print_attached(const Env &env, Format format, const mdr::VolumeInfo &v,
 		.key("bound").begin_array();
 	for (uint32_t id : bound)
 		json.value(id);
+	json.end_array().key("group").value(v.group).key("replicas").begin_array();
+	for (const mdr::Endpoint &r : group.replicas)
+		json.value(endpoint_text(r));
 	json.end_array().end_object();
 	env.out << json.str() << '\n';
 }
 
 // The last step of every attach: bind, attach, or undo the bindings.
 int bind_and_attach(const Env &env, const std::vector<Binding> &binds, uint64_t volume_id,
-		    const mdr::Target &target, bool readonly, Format format)
+		    const mdr::Target &target, const mdr::Group &group, bool readonly,
+		    Format format)
 {
 	auto control = open_control_loading(env, "attach");
 	if (!control)
@@ -422,13 +465,13 @@ int bind_and_attach(const Env &env, const std::vector<Binding> &binds, uint64_t 
 		unbind_all(env, *control, bound);
 		return kExitFailure;
 	}
-	auto attached = control->attach(volume_id, target, readonly);
+	auto attached = control->attach(volume_id, target, readonly, group);
 	if (!attached.ok()) {
-		failure(env, "attach", attached, attach_hint(attached.error(), target));
+		failure(env, "attach", attached, attach_failure_hint(attached, target));
 		unbind_all(env, *control, bound);
 		return kExitFailure;
 	}
-	print_attached(env, format, attached.value(), bound);
+	print_attached(env, format, attached.value(), bound, group);
 	return kExitOk;
 }
 
@@ -443,6 +486,8 @@ int cmd_attach(Args args, const Env &env)
 		{kOptHostId, "host-id", 'H', true},
 		{kOptHostKeyFile, "host-key-file", 'K', true},
 		{kOptKeySerial, "key-serial", 'S', true},
+		{kOptGroup, "group", 'g', true},
+		{kOptReplica, "replica", 'R', true},
 		{kOptBind, "bind", 'b', true},
 		{kOptReadOnly, "read-only", 'r', false},
 		{kOptTiming, "timing", 'T', false},
@@ -485,7 +530,11 @@ int cmd_attach(Args args, const Env &env)
 			binds.push_back({b.dev_id, b.path, *dev});
 		}
 		target.tenant = a.tenant.value_or(ns.config.tenant.value_or(0));
-		return bind_and_attach(env, binds, *a.volume_id, target, a.readonly, c.format);
+		mdr::Group group;
+		if (auto done = resolve_group(env, a, ns, nullptr, target, group))
+			return *done;
+		return bind_and_attach(env, binds, *a.volume_id, target, group, a.readonly,
+				       c.format);
 	}
 
 	// By name: what the node says first, nothing changed until it is known.
@@ -506,10 +555,14 @@ int cmd_attach(Args args, const Env &env)
 		return *done;
 	if (auto done = check_reachable(env, "attach", info.value(), plan))
 		return *done;
+	mdr::Group group;
+	if (auto done = resolve_group(env, a, ns, node.get(), target, group))
+		return *done;
 	node.reset();	// the admin connection is not needed any more
 	note_missing(env, "attach", plan);
 	target.tenant = vol.tenant;
-	return bind_and_attach(env, plan.binds, vol.volume_id, target, a.readonly, c.format);
+	return bind_and_attach(env, plan.binds, vol.volume_id, target, group, a.readonly,
+			       c.format);
 }
 
 const Registration kRegistered[] = {

@@ -30,6 +30,8 @@ struct AttachArgs {
 	std::optional<uint64_t> host_id;
 	HostKeyArgs key;
 	std::vector<BindSpec> binds;
+	std::optional<uint64_t> group;		// --group; 0: a node of its own
+	std::vector<mdr::Endpoint> replicas;	// --replica, in their order
 	bool readonly = false;
 	bool timing = false;
 	std::optional<unsigned> jobs;
@@ -72,6 +74,23 @@ std::optional<int> check_reachable(const Env &env, std::string_view command,
 
 // Notes the devices of the node that are on no local disk.
 void note_missing(const Env &env, std::string_view command, const BindPlan &plan);
+
+// The replica group the module is to follow for volumes of @target's
+// node (attach_group.cc): --group and --replica; else, when @node is
+// given, what the node says of itself, and mdctl.conf's replicas of that
+// group; else mdctl.conf's group and replicas. The node's address is
+// added to the set when it lacks it. An exit status once the failure is
+// told: replicas without a group, a group without replicas, too many, or
+// no host key (a group needs one).
+std::optional<int> resolve_group(const Env &env, const AttachArgs &a, const NodeSettings &ns,
+				 NodeSession *node, const mdr::Target &target, mdr::Group &group);
+
+// "192.0.2.2:4791", "[2001:db8::2]:4791".
+std::string endpoint_text(const mdr::Endpoint &e);
+
+// The hint for a failed attach ioctl: attach_hint(), or for a module that
+// refused this build's version, which one to load.
+std::string attach_failure_hint(const mdr::Result<mdr::VolumeInfo> &r, const mdr::Target &target);
 
 // attach --all-of FILE, once the command line and the node's settings are
 // read; @target is the node with this host's id and key.

@@ -70,6 +70,9 @@ int attach_all_of(const Env &env, const Common &c, const AttachArgs &a, const No
 	if (auto done = plan_bindings(env, *node, a, ns, plan))
 		return *done;
 	const double plan_s = since(t0);
+	mdr::Group group;
+	if (auto done = resolve_group(env, a, ns, node.get(), node_target, group))
+		return *done;
 
 	// On the node: create what is missing, look up the rest.
 	BatchUndo undo;
@@ -186,7 +189,7 @@ int attach_all_of(const Env &env, const Common &c, const AttachArgs &a, const No
 		mdr::Target t = target;
 		t.tenant = vols[i].tenant;
 		auto start = clock::now();
-		results[i] = control->attach(vols[i].volume_id, t, a.readonly);
+		results[i] = control->attach(vols[i].volume_id, t, a.readonly, group);
 		const double took = since(start);
 		std::lock_guard lock(ioctl_mu);
 		ioctl_s.push_back(took);
@@ -212,7 +215,7 @@ int attach_all_of(const Env &env, const Common &c, const AttachArgs &a, const No
 		failure(env, "attach", first_error->error(),
 			"volume '" + vols[failed_at].name + "'" +
 				(first_error->message().empty() ? "" : ": " + first_error->message()),
-			attach_hint(first_error->error(), target));
+			attach_failure_hint(*first_error, target));
 		return fail(&*control);
 	}
 

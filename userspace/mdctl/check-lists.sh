@@ -4,8 +4,9 @@
 # check-lists.sh MDCTL DIR: every command that MDCTL registers (its help,
 # and the help of each group) is in the bash completion and among the
 # COMMANDS of the man page in DIR, and the completion offers no command
-# that mdctl lacks. The command table is the truth; these two are written
-# by hand and must follow it.
+# that mdctl lacks; the completion of a command without subcommands offers
+# every long option of its help. The command table is the truth; these two
+# are written by hand and must follow it.
 set -euo pipefail
 
 mdctl=$1 dir=$2
@@ -43,6 +44,29 @@ completion_subcommands() {
 		}' "$completion"
 }
 
+# The long options under "Options:" of a help text: "  -x, --name ..." and
+# "      --name ...".
+options_of() {
+	sed -n '/^Options:$/,/^$/s/^  \(-., \|    \)\(--[a-z][a-z-]*\).*/\2/p'
+}
+
+# The lines of the completion from the case label that names $1 ("attach)",
+# "list | devices | version)") to its ";;", with $node_opts written out.
+completion_case() {
+	awk -v cmd="$1" -v node_opts="$node_opts" '
+		/^\t[a-z][a-z| -]*\)$/ {
+			label = $0
+			gsub(/[\t)]/, "", label)
+			n = split(label, names, / \| /)
+			for (i = 1; i <= n; i++)
+				if (names[i] == cmd)
+					found = 1
+		}
+		found { gsub(/\$node_opts/, node_opts); print }
+		found && /;;/ { exit }' "$completion"
+}
+
+node_opts=$(sed -n 's/^[[:space:]]*local node_opts="\(.*\)"$/\1/p' "$completion")
 top=$("$mdctl" help | names_after Commands)
 [ -n "$top" ] || bad "'$mdctl help' lists no command"
 entries=$(man_entries)
@@ -53,6 +77,11 @@ for cmd in $top; do
 	subs=$("$mdctl" "$cmd" --help | names_after Subcommands)
 	if [ -z "$subs" ]; then
 		grep -q "^$cmd\\b" <<<"$entries" || bad "the man page's COMMANDS lack '$cmd'"
+		offers=$(completion_case "$cmd")
+		for opt in $("$mdctl" "$cmd" --help | options_of); do
+			grep -qw -- "$opt" <<<"$offers" ||
+				bad "the completion of '$cmd' lacks '$opt'"
+		done
 		continue
 	fi
 	words=$(completion_subcommands "$cmd")

@@ -64,6 +64,26 @@ std::string apply(Config &c, std::string_view key, std::string_view value)
 		c.timeout_ms = parse_id<uint32_t>(value);
 		if (!c.timeout_ms || *c.timeout_ms > 600000)
 			return "timeout-ms '" + v + "': want 1..600000";
+	} else if (key == "group") {
+		if (auto e = twice(c.group.has_value()); !e.empty())
+			return e;
+		c.group = parse_id<uint64_t>(value);
+		if (!c.group)
+			return "bad group '" + v + "': expected a non-zero number";
+	} else if (key == "replicas") {
+		if (auto e = twice(c.replicas.has_value()); !e.empty())
+			return e;
+		std::vector<mdr::Endpoint> set;
+		for (std::string_view rest = value; !rest.empty();) {
+			size_t end = rest.find_first_of(", \t");
+			if (end)
+				if (auto e = add_replica(set, rest.substr(0, end)); !e.empty())
+					return e;
+			rest = end == rest.npos ? std::string_view() : rest.substr(end + 1);
+		}
+		if (set.empty())
+			return "replicas: no address";
+		c.replicas = std::move(set);
 	} else {
 		return "unknown setting '" + std::string(key) + "'";
 	}
@@ -92,6 +112,8 @@ mdr::Result<Config> parse_config(std::string_view path, std::string_view text)
 		if (!message.empty())
 			return mdr::Error(-EINVAL, where + message);
 	}
+	if (c.replicas && !c.group)
+		return mdr::Error(-EINVAL, std::string(path) + ": 'replicas' without 'group'");
 	return c;
 }
 

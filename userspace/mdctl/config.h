@@ -6,6 +6,9 @@
 //	admin-key = /etc/mdroute/admin.key
 //	tenant = 1
 //	host-key = /etc/mdroute/host.key
+//	# the node's replica group, for attach (see its help)
+//	group = 7
+//	replicas = 192.0.2.2, 192.0.2.3, 192.0.2.4:4800
 // One "key = value" a line, the syntax of mdnode.conf: blank lines and lines
 // starting with '#' are ignored; an unknown key, a key given twice or a bad
 // value is an error naming file:line. The command line wins over
@@ -17,7 +20,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "lib/client/control.h"
 #include "lib/util/result.h"
 
 namespace mdctl {
@@ -33,6 +38,10 @@ struct Config {
 	std::optional<uint64_t> host_id;	// default --host-id, non-zero
 	std::optional<std::string> host_key;	// default --host-key-file of attach
 	std::optional<uint32_t> timeout_ms;	// per RPC to mdnode, 1..600000
+	std::optional<uint64_t> group;		// default --group of attach, non-zero
+	// default --replica of attach: 1 to MDR_REPLICAS_MAX, each once;
+	// separated by commas or blanks
+	std::optional<std::vector<mdr::Endpoint>> replicas;
 };
 
 // Parses the text of the file at @path (named in messages). Fails with

@@ -50,7 +50,9 @@ constexpr std::string_view kListUsage =
 	"\n"
 	"List the attached volumes: device, volume id and name, size, extent size,\n"
 	"storage node, tenant, state (active, lease-expired, dying), openers,\n"
-	"cached extents, IOs in flight and the location cache hit rate.\n"
+	"cached extents, IOs in flight, the location cache hit rate, and the\n"
+	"replica group ('-' for a node of its own). Of a group, the node is the\n"
+	"replica the module is connected to: the leader, once one answered.\n"
 	"\n"
 	"Options:\n"
 	"  -o, --output FORMAT  table (default) or json\n"
@@ -102,6 +104,8 @@ int cmd_list(Args args, const Env &env)
 				.key("tenant").value(v.target.tenant)
 				.key("host_id").value(v.target.host_id)
 				.key("key_serial").value(v.target.key)
+				.key("group").value(v.group)
+				.key("epoch").value(v.epoch)
 				.key("state").value(volume_state(v.flags))
 				.key("lease_valid").value((v.flags & MDR_VOL_LEASE_VALID) != 0)
 				.key("dying").value((v.flags & MDR_VOL_DYING) != 0)
@@ -120,7 +124,8 @@ int cmd_list(Args args, const Env &env)
 
 	Table table({{"DEVICE", false}, {"VOLUME_ID", true}, {"NAME", false}, {"SIZE", true},
 		     {"EXTENT", true}, {"NODE", false}, {"TENANT", true}, {"STATE", false},
-		     {"OPEN", true}, {"CACHED", true}, {"INFLIGHT", true}, {"HIT_RATE", true}});
+		     {"OPEN", true}, {"CACHED", true}, {"INFLIGHT", true}, {"HIT_RATE", true},
+		     {"GROUP", true}});
 	for (const mdr::VolumeInfo &v : volumes.value()) {
 		std::string state(volume_state(v.flags));
 		if (v.flags & MDR_VOL_READONLY)
@@ -130,7 +135,8 @@ int cmd_list(Args args, const Env &env)
 			   format_size(uint64_t{1} << v.extent_shift), format_node(v.target),
 			   std::to_string(v.target.tenant), state, std::to_string(v.open_count),
 			   std::to_string(v.cached), std::to_string(v.inflight),
-			   format_hit_rate(cache_counters(env, v.index))});
+			   format_hit_rate(cache_counters(env, v.index)),
+			   v.group ? std::to_string(v.group) : "-"});
 	}
 	table.print(env.out);
 	return kExitOk;

@@ -103,6 +103,22 @@ std::optional<mdr::Target> parse_node(std::string_view text)
 	return t;
 }
 
+std::string add_replica(std::vector<mdr::Endpoint> &set, std::string_view text)
+{
+	const std::string t(text);
+	std::optional<mdr::Target> at = parse_node(text);
+
+	if (!at)
+		return "bad replica address '" + t + "': expected IPv4[:PORT], IPv6 or [IPv6]:PORT";
+	const mdr::Endpoint e = mdr::endpoint_of(*at);
+	if (std::ranges::any_of(set, [&](const auto &r) { return mdr::same_endpoint(r, e); }))
+		return "replica '" + t + "' given twice";
+	if (set.size() == MDR_REPLICAS_MAX)
+		return "more than " + std::to_string(MDR_REPLICAS_MAX) + " replicas";
+	set.push_back(e);
+	return {};
+}
+
 std::optional<uint32_t> parse_volume_device(std::string_view text)
 {
 	if (text.starts_with("/dev/"))

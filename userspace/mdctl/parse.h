@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "lib/client/control.h"
 
@@ -64,6 +65,12 @@ std::optional<uint64_t> parse_size(std::string_view text);
 // ("[2001:db8::2]:4791") or without one, bare IPv6 ("2001:db8::2"). No port
 // is port 0, which the module reads as MDR_WIRE_PORT.
 std::optional<mdr::Target> parse_node(std::string_view text);
+
+// Adds the replica at @text, an ADDR[:PORT] as parse_node() reads it, to
+// the replica set @set of an attach (--replica, 'replicas' of mdctl.conf):
+// an error message if the address is bad, is in @set already, or @set is
+// full (MDR_REPLICAS_MAX); else empty.
+std::string add_replica(std::vector<mdr::Endpoint> &set, std::string_view text);
 
 // "/dev/mdrN", "mdrN" or "N".
 std::optional<uint32_t> parse_volume_device(std::string_view text);

@@ -184,30 +184,40 @@ struct Rig {
 	}
 };
 
-// What every request's header holds: our version, its size, @flags.
-void assert_hdr(const std::vector<unsigned char> &arg, uint32_t flags)
+// What every request's header holds: our major and patch, the minor its
+// argument needs (minor 3 only for an attach to a group), its size, @flags.
+void assert_hdr(const std::vector<unsigned char> &arg, uint32_t flags,
+		uint32_t minor = mdr::kMinorBeforeGroups)
 {
 	struct mdr_ioctl_hdr hdr;
 
 	assert_true(arg.size() >= sizeof(hdr));
 	std::memcpy(&hdr, arg.data(), sizeof(hdr));
 	assert_int_equal(hdr.version[0], MDR_IOCTL_VERSION_MAJOR);
-	assert_int_equal(hdr.version[1], MDR_IOCTL_VERSION_MINOR);
+	assert_int_equal(hdr.version[1], minor);
 	assert_int_equal(hdr.version[2], MDR_IOCTL_VERSION_PATCH);
 	assert_int_equal(hdr.data_size, arg.size());
 	assert_int_equal(hdr.flags, flags);
 	assert_int_equal(hdr.reserved[0] | hdr.reserved[1] | hdr.reserved[2], 0);
 }
 
+// The last argument sent, @size bytes of a T (all of it by default), the
+// rest zero.
 template <typename T>
-T sent_as(const FakeSys &sys)
+T sent_as(const FakeSys &sys, size_t size = sizeof(T))
 {
 	T arg;
 
-	assert_int_equal(sys.last_arg.size(), sizeof(arg));
-	std::memcpy(&arg, sys.last_arg.data(), sizeof(arg));
+	std::memset(&arg, 0, sizeof(arg));
+	assert_int_equal(sys.last_arg.size(), size);
+	std::memcpy(&arg, sys.last_arg.data(), size);
 	return arg;
 }
+
+// The attach of minor 2: 264 bytes, a command number of that size.
+constexpr size_t kAttachSizeV2 = offsetof(struct mdr_ioctl_attach, group);
+const unsigned long kIocAttachV2 = _IOC(_IOC_READ | _IOC_WRITE, MDR_IOCTL_TYPE,
+					MDR_CMD_ATTACH, kAttachSizeV2);
 
 mdr::Target ipv4_target()
 {
@@ -304,9 +314,13 @@ static void test_attach_request_and_reply(void **)
 	auto v = rig.control.attach(42, ipv4_target(), true);
 	assert_true(v.ok());
 
-	assert_int_equal(rig.sys.requests.back(), MDR_IOC_ATTACH);
+	// No group: the attach of minor 2, which a module of minor 2 takes.
+	static_assert(kAttachSizeV2 == 264 && sizeof(struct mdr_ioctl_attach) == 488);
+	assert_int_equal(rig.sys.requests.back(), kIocAttachV2);
+	assert_int_equal(_IOC_SIZE(rig.sys.requests.back()), 264);
 	assert_hdr(rig.sys.last_arg, MDR_ATTACH_F_READONLY);
-	auto sent = sent_as<struct mdr_ioctl_attach>(rig.sys);
+	assert_int_equal(rig.module.last_attach_size, 264);
+	auto sent = sent_as<struct mdr_ioctl_attach>(rig.sys, kAttachSizeV2);
 	assert_int_equal(sent.volume_id, 42);
 	assert_int_equal(sent.target.family, AF_INET);
 	assert_int_equal(sent.target.port, 4792);
@@ -326,6 +340,157 @@ static void test_attach_request_and_reply(void **)
 	assert_string_equal(info.name.c_str(), "db");
 	assert_true(info.flags & MDR_VOL_READONLY);
 	assert_int_equal(info.target.tenant, 17);
+	assert_int_equal(info.group, 0);
+	assert_int_equal(info.epoch, 0);
+}
+
+namespace {
+
+mdr::Endpoint endpoint(std::array<uint8_t, 16> addr, uint16_t port, uint16_t family = AF_INET)
+{
+	return {.family = family, .port = port, .scope_id = 0, .addr = addr};
+}
+
+// The target (192.0.2.2:4792) and two more, one of them IPv6.
+mdr::Group three_replicas()
+{
+	return {7, {endpoint({192, 0, 2, 3}, 0), endpoint({192, 0, 2, 2}, 4792),
+		    endpoint({0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4}, 4800,
+			     AF_INET6)}};
+}
+
+mdr::Target keyed_target()
+{
+	mdr::Target t = ipv4_target();
+
+	t.key = 99;
+	return t;
+}
+
+} // namespace
+
+// A group: the whole attach of minor 3, each replica as given, the rest
+// of the array zero; the module reports the group back.
+static void test_attach_group_request(void **)
+{
+	Rig rig;
+	rig.module.node_volumes[42] = {1ULL << 30, 22, "db"};
+	const mdr::Group g = three_replicas();
+
+	auto v = rig.control.attach(42, keyed_target(), false, g);
+	assert_true(v.ok());
+	assert_int_equal(v.value().group, 7);
+	assert_int_equal(rig.sys.requests.back(), MDR_IOC_ATTACH);
+	assert_int_equal(_IOC_SIZE(MDR_IOC_ATTACH), 488);
+	assert_hdr(rig.sys.last_arg, 0, MDR_IOCTL_VERSION_MINOR);
+	assert_int_equal(rig.module.last_attach_size, 488);
+	auto sent = sent_as<struct mdr_ioctl_attach>(rig.sys);
+	assert_int_equal(sent.target.key, 99);
+	assert_int_equal(sent.group.group, 7);
+	assert_int_equal(sent.group.count, 3);
+	assert_int_equal(sent.group.reserved0, 0);
+	for (size_t i = 0; i < 3; i++) {
+		const struct mdr_ioctl_replica &r = sent.group.replicas[i];
+		assert_int_equal(r.family, g.replicas[i].family);
+		assert_int_equal(r.port, g.replicas[i].port);
+		assert_int_equal(r.scope_id, 0);
+		assert_memory_equal(r.addr, g.replicas[i].addr.data(), 16);
+	}
+	struct mdr_ioctl_replica zero[MDR_REPLICAS_MAX - 3];
+	std::memset(zero, 0, sizeof(zero));
+	assert_memory_equal(&sent.group.replicas[3], zero, sizeof(zero));
+	assert_int_equal(sent.group.reserved[0] | sent.group.reserved[1], 0);
+
+	// status and list read the group and the epoch the module reports
+	rig.module.attached.at(0).epoch = 12;
+	auto st = rig.control.status(0);
+	assert_true(st.ok());
+	assert_int_equal(st.value().group, 7);
+	assert_int_equal(st.value().epoch, 12);
+	auto l = rig.control.list();
+	assert_true(l.ok());
+	assert_int_equal(l.value().at(0).group, 7);
+	assert_int_equal(l.value().at(0).epoch, 12);
+
+	// The same volume of the same group, through another replica: EEXIST.
+	mdr::Target other = keyed_target();
+	other.addr = {192, 0, 2, 3};
+	other.port = 4791;
+	assert_int_equal(rig.control.attach(42, other, false, g).error(), -EEXIST);
+}
+
+// What the module refuses of a group (kmod/volume/device.c), each EINVAL;
+// and more replicas than the ABI holds are not sent at all.
+static void test_attach_group_errors(void **)
+{
+	Rig rig;
+	rig.module.node_volumes[42] = {1ULL << 30, 22, "db"};
+
+	mdr::Group no_id = three_replicas();
+	no_id.id = 0;
+	mdr::Group without_target = three_replicas();
+	without_target.replicas.erase(without_target.replicas.begin() + 1);
+	mdr::Group twice = three_replicas();
+	twice.replicas.push_back(endpoint({192, 0, 2, 3}, 4791));	// port 0 is 4791
+	mdr::Group bad_family = three_replicas();
+	bad_family.replicas[0].family = 99;
+	mdr::Group long_ipv4 = three_replicas();
+	long_ipv4.replicas[0].addr[5] = 1;
+	for (const mdr::Group &g : {no_id, without_target, twice, bad_family, long_ipv4}) {
+		auto r = rig.control.attach(42, keyed_target(), false, g);
+		assert_int_equal(r.error(), -EINVAL);
+		assert_true(r.message().empty());	// the module is of our version
+	}
+	// a group needs the host's key
+	assert_int_equal(rig.control.attach(42, ipv4_target(), false, three_replicas()).error(),
+			 -EINVAL);
+	assert_true(rig.module.attached.empty());
+
+	const size_t sent = rig.sys.requests.size();
+	mdr::Group nine{7, {}};
+	for (uint8_t i = 1; i <= 9; i++)
+		nine.replicas.push_back(endpoint({192, 0, 2, i}, 0));
+	auto r = rig.control.attach(42, keyed_target(), false, nine);
+	assert_int_equal(r.error(), -EINVAL);
+	assert_string_equal(r.message().c_str(), "9 replicas, 8 at the most");
+	assert_int_equal(rig.sys.requests.size(), sent);
+
+	// Eight is the most, and fine.
+	nine.replicas.pop_back();
+	nine.replicas[1].port = 4792;	// the target
+	assert_true(rig.control.attach(42, keyed_target(), false, nine).ok());
+}
+
+// A module of minor 2 serves every request of this build but an attach to
+// a group, which it refuses with EINVAL and its version written back.
+static void test_module_before_groups(void **)
+{
+	Rig rig;
+	rig.module.version[1] = 2;
+	rig.module.node_volumes[42] = {1ULL << 30, 22, "db"};
+	rig.module.disks[{8, 0}] = 1 << 30;
+
+	assert_true(rig.control.bind(1, {8, 0}).ok());
+	auto r = rig.control.attach(42, keyed_target(), false, three_replicas());
+	assert_int_equal(r.error(), -EINVAL);
+	assert_string_equal(r.message().c_str(), ("the module speaks ioctl ABI " +
+						  std::to_string(MDR_IOCTL_VERSION_MAJOR) +
+						  ".2.0, this build " +
+						  std::to_string(MDR_IOCTL_VERSION_MAJOR) + '.' +
+						  std::to_string(MDR_IOCTL_VERSION_MINOR) + ".0")
+							 .c_str());
+	assert_true(rig.control.attach(42, keyed_target(), false).ok());
+	assert_true(rig.control.list().ok());
+	assert_true(rig.control.status(0).ok());
+	assert_true(rig.control.dev_list().ok());
+	assert_true(rig.control.detach(0, 42, false).ok());
+	assert_true(rig.control.unbind(1).ok());
+
+	// A module of minor 1 refuses them all: they need minor 2.
+	rig.module.version[1] = 1;
+	assert_int_equal(rig.control.list().error(), -EINVAL);
+	assert_non_null(strstr(rig.control.list().message().c_str(),
+			       "the module speaks ioctl ABI"));
 }
 
 static void test_attach_errors(void **)
@@ -579,6 +744,9 @@ int main()
 		cmocka_unit_test(test_attach_request_and_reply),
 		cmocka_unit_test(test_attach_errors),
 		cmocka_unit_test(test_attach_bad_reply),
+		cmocka_unit_test(test_attach_group_request),
+		cmocka_unit_test(test_attach_group_errors),
+		cmocka_unit_test(test_module_before_groups),
 		cmocka_unit_test(test_volume_name_without_nul),
 		cmocka_unit_test(test_detach),
 		cmocka_unit_test(test_status),

@@ -4,12 +4,17 @@
 // devices found by serial, the module loaded on demand), attach --all-of
 // and batches (in order, in parallel, rolled back on a failure) and detach
 // by name; against a fake mdnode, module and host.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
+#include <sys/socket.h>
+
+#include "mdctl/config.h"
 #include "tests/test_mdctl_node.h"
 
 #include "tests/common/cmocka_cxx.h"
@@ -134,6 +139,243 @@ static void test_attach_loads_module(void **)
 	assert_int_equal(o.status, 1);
 	assert_non_null(strstr(o.err.c_str(), "mdctl: attach failed: modprobe mdroute: No such "
 					      "file or directory (ENOENT)\n"));
+}
+
+// ---- replica groups ------------------------------------------------------------
+
+namespace {
+
+// The node at 192.0.2.2 is replica 2 of group 7 (wire version 6: its
+// GROUP_STATUS says where the replicas' logs are, not where they serve
+// hosts).
+struct GroupWorld : World {
+	GroupWorld()
+	{
+		node.group_status = {.group = 7, .epoch = 3, .last_index = 9, .commit_index = 9,
+				     .self = 2, .leader = 1, .role = MDR_REPLICA_FOLLOWER};
+		for (uint32_t id = 1; id <= 3; id++)
+			node.group_status.replicas.push_back(
+				{.id = id, .state = uint16_t(id == 2 ? MDR_PEER_SELF : MDR_PEER_UNKNOWN),
+				 .port = 4800, .family = MDR_FAMILY_IPV4,
+				 .addr = {192, 0, 2, uint8_t(10 + id)}});
+		volume("db", 1ULL << 30, 4);
+	}
+
+	// The group of the last attach, as the module read it.
+	const struct mdr_ioctl_group &sent() const { return module.last_attach.group; }
+
+	bool asked_group() const
+	{
+		return std::ranges::count(node.requests, uint16_t{MDR_OP_GROUP_STATUS}) > 0;
+	}
+};
+
+void assert_replica(const struct mdr_ioctl_replica &r, uint8_t last, uint16_t port)
+{
+	const uint8_t addr[16] = {192, 0, 2, last};
+
+	assert_int_equal(r.family, AF_INET);
+	assert_int_equal(r.port, port);
+	assert_int_equal(r.scope_id, 0);
+	assert_memory_equal(r.addr, addr, sizeof(addr));
+}
+
+constexpr char kReplicasHint[] =
+	"hint: pass --replica ADDR[:PORT] for each replica, as it serves hosts (its "
+	"--listen), or set 'replicas' in mdctl.conf\n";
+
+} // namespace
+
+// By name: the node says its group; --replica says where the replicas
+// serve hosts, the node's address added last; the attach of minor 3.
+static void test_attach_group_by_name(void **)
+{
+	GroupWorld w;
+	Outcome o = w.run({"attach", "db", "--key-serial", "77", "-R", "192.0.2.3",
+			   "--replica=192.0.2.4:4800", "-o", "json"});
+	assert_int_equal(o.status, 0);
+	assert_true(w.asked_group());
+	assert_int_equal(w.module.last_attach_size, sizeof(struct mdr_ioctl_attach));
+	assert_int_equal(w.module.last_attach.hdr.version[1], MDR_IOCTL_VERSION_MINOR);
+	assert_int_equal(w.sent().group, 7);
+	assert_int_equal(w.sent().count, 3);
+	assert_replica(w.sent().replicas[0], 3, 0);
+	assert_replica(w.sent().replicas[1], 4, 4800);
+	assert_replica(w.sent().replicas[2], 2, 0);
+	assert_int_equal(w.module.attached.at(0).group, 7);
+	assert_non_null(strstr(o.out.c_str(), "\"group\":7,\"replicas\":[\"192.0.2.3:4791\","
+					      "\"192.0.2.4:4800\",\"192.0.2.2:4791\"]}"));
+	o = w.run({"list"});
+	assert_non_null(strstr(o.out.c_str(), "  GROUP\n"));
+	assert_non_null(strstr(o.out.c_str(), "      7\n"));
+
+	// The node among the --replica (port 0 is 4791): not twice.
+	w.volume("logs", 1ULL << 30, 4);
+	o = w.run({"attach", "logs", "-S", "77", "-R", "192.0.2.2:4791", "-R", "192.0.2.3"});
+	assert_int_equal(o.status, 0);
+	assert_int_equal(w.sent().count, 2);
+	assert_replica(w.sent().replicas[0], 2, 4791);
+
+	// --group and --replica win: the node is not asked.
+	w.volume("tmp", 1ULL << 30, 4);
+	w.node.requests.clear();
+	o = w.run({"attach", "tmp", "-S", "77", "-g", "9", "-R", "192.0.2.3"});
+	assert_int_equal(o.status, 0);
+	assert_false(w.asked_group());
+	assert_int_equal(w.sent().group, 9);
+
+	// --group 0 with no --replica: a node of its own, whatever the node says.
+	w.volume("own", 1ULL << 30, 4);
+	o = w.run({"attach", "own", "-g", "0"});
+	assert_int_equal(o.status, 0);
+	assert_int_equal(w.module.last_attach_size, 264);
+	assert_int_equal(w.module.last_attach.hdr.version[1], 2);
+}
+
+// mdctl.conf's replicas are its group's: used by name when the node is of
+// that group, and with --volume-id (with its group).
+static void test_attach_group_from_config(void **)
+{
+	GroupWorld w;
+	w.host.files[mdctl::kConfigPath] = "group = 7\nreplicas = 192.0.2.5, 192.0.2.6:4800\n";
+	Outcome o = w.run({"attach", "db", "-S", "77"});
+	assert_int_equal(o.status, 0);
+	assert_int_equal(w.sent().group, 7);
+	assert_int_equal(w.sent().count, 3);
+	assert_replica(w.sent().replicas[0], 5, 0);
+	assert_replica(w.sent().replicas[1], 6, 4800);
+	assert_replica(w.sent().replicas[2], 2, 0);
+
+	o = w.run({"attach", "-i", "3", "-S", "77"});
+	assert_int_equal(o.status, 0);
+	assert_int_equal(w.sent().group, 7);
+	assert_int_equal(w.sent().count, 3);
+
+	// Another group's: not used.
+	GroupWorld w2;
+	w2.host.files[mdctl::kConfigPath] = "group = 8\nreplicas = 192.0.2.5\n";
+	assert_failure(w2, {"attach", "db", "-S", "77"},
+		       std::string("mdctl: attach failed: mdnode at 192.0.2.2:4791 is replica 2 of "
+				   "replica group 7, and where the group's replicas serve hosts is "
+				   "not known: Invalid argument (EINVAL)\n") + kReplicasHint);
+	assert_true(w2.sys.requests.empty());
+
+	// A node of its own: mdctl.conf's group is not its group.
+	World w3;
+	w3.volume("db", 1ULL << 30, 4);
+	w3.host.files[mdctl::kConfigPath] = "group = 7\nreplicas = 192.0.2.5\n";
+	o = w3.run({"attach", "db"});
+	assert_int_equal(o.status, 0);
+	assert_int_equal(w3.module.last_attach_size, 264);
+}
+
+// What a group's attach refuses before anything changes.
+static void test_attach_group_failures(void **)
+{
+	GroupWorld w;
+	// where the replicas serve hosts is not known
+	assert_failure(w, {"attach", "db", "-S", "77"},
+		       std::string("mdctl: attach failed: mdnode at 192.0.2.2:4791 is replica 2 of "
+				   "replica group 7, and where the group's replicas serve hosts is "
+				   "not known: Invalid argument (EINVAL)\n") + kReplicasHint);
+	assert_failure(w, {"attach", "db", "-S", "77", "-g", "8"},
+		       std::string("mdctl: attach failed: replica group 8: where its replicas "
+				   "serve hosts is not known: Invalid argument (EINVAL)\n") +
+			       kReplicasHint);
+	// no host key
+	assert_failure(w, {"attach", "db", "-R", "192.0.2.3"},
+		       "mdctl: attach failed: replica group 7: Required key not available "
+		       "(ENOKEY)\nhint: a group's replicas name their leader only to a host that "
+		       "proved its key: pass --host-key-file FILE (or --key-serial N, or set "
+		       "host-key in mdctl.conf)\n");
+	// eight and the node's address
+	std::vector<std::string> eight = {"attach", "db", "-S", "77"};
+	for (int i = 3; i <= 10; i++)
+		eight.insert(eight.end(), {"-R", "192.0.2." + std::to_string(i)});
+	std::vector<const char *> argv;
+	for (const std::string &a : eight)
+		argv.push_back(a.c_str());
+	Outcome o = w.run(argv);
+	assert_int_equal(o.status, 1);
+	assert_string_equal(o.err.c_str(),
+			    "mdctl: attach failed: replica group 7: with the node's address "
+			    "192.0.2.2:4791, 9 replicas, more than 8: Invalid argument (EINVAL)\n"
+			    "hint: leave a --replica out, or name the node among them\n");
+	assert_true(w.sys.requests.empty());
+	assert_true(w.module.attached.empty());
+
+	// --replica to a node of its own
+	World own;
+	own.volume("db", 1ULL << 30, 4);
+	assert_failure(own, {"attach", "db", "-S", "77", "-R", "192.0.2.3"},
+		       "mdctl: attach failed: --replica given, but mdnode at 192.0.2.2:4791 is a "
+		       "node of its own, in no replica group: Invalid argument (EINVAL)\n"
+		       "hint: name the group with --group ID\n");
+	// with --volume-id, the options are all there is
+	assert_failure(own, {"attach", "-i", "3", "-S", "77", "-R", "192.0.2.3"},
+		       "mdctl: attach failed: --replica given without a replica group: Invalid "
+		       "argument (EINVAL)\nhint: name it with --group ID, or set 'group' in "
+		       "mdctl.conf\n");
+	assert_failure(own, {"attach", "-i", "3", "-S", "77", "-g", "5"},
+		       std::string("mdctl: attach failed: replica group 5: where its replicas "
+				   "serve hosts is not known: Invalid argument (EINVAL)\n") +
+			       kReplicasHint);
+	assert_true(own.sys.requests.empty());
+	assert_true(own.node.connections.size() == 1);	// only the attach by name asked
+
+	// A module from before groups: the attach fails, the bindings are undone.
+	GroupWorld old;
+	old.module.version[1] = 2;
+	o = old.run({"attach", "db", "-S", "77", "-R", "192.0.2.3"});
+	assert_int_equal(o.status, 1);
+	assert_non_null(strstr(o.err.c_str(), "mdctl: attach failed: the module speaks ioctl ABI "));
+	assert_non_null(strstr(o.err.c_str(), "\nhint: install mdctl and the module from the "
+					      "same release (replica groups need ioctl ABI "));
+	assert_true(old.module.bound.empty());
+	assert_true(old.module.attached.empty());
+	// ... which attaches to a node of its own as ever
+	World old_own;
+	old_own.module.version[1] = 2;
+	old_own.volume("db", 1ULL << 30, 4);
+	assert_int_equal(old_own.run({"attach", "db"}).status, 0);
+}
+
+static void test_attach_group_usage(void **)
+{
+	assert_usage({"attach", "db", "-R", "storage"},
+		     "--replica: bad replica address 'storage': expected IPv4[:PORT], IPv6 or "
+		     "[IPv6]:PORT");
+	assert_usage({"attach", "db", "-R", "192.0.2.3", "-R", "192.0.2.3:4791"},
+		     "--replica: replica '192.0.2.3:4791' given twice");
+	assert_usage({"attach", "db", "-R", "1.0.0.1", "-R", "1.0.0.2", "-R", "1.0.0.3", "-R",
+		      "1.0.0.4", "-R", "1.0.0.5", "-R", "1.0.0.6", "-R", "1.0.0.7", "-R", "1.0.0.8",
+		      "-R", "1.0.0.9"},
+		     "--replica: more than 8 replicas");
+	assert_usage({"attach", "db", "-g", "x"}, "bad group 'x'");
+	assert_usage({"attach", "db", "-g", "0", "-R", "192.0.2.3"},
+		     "--group 0 names no replica group: --replica goes with a group's id");
+}
+
+// --all-of: one GROUP_STATUS, every volume attached with the group.
+static void test_attach_all_of_group(void **)
+{
+	GroupWorld w;
+	w.module.node_volumes[2] = {1ULL << 30, 22, "a"};
+	w.module.node_volumes[3] = {1ULL << 30, 22, "b"};
+	w.host.files["/batch"] = "a 1G\nb 1G\n";
+	Outcome o = w.run({"attach", "-a", "/batch", "-j", "1", "-S", "77", "-R", "192.0.2.3"});
+	assert_int_equal(o.status, 0);
+	assert_int_equal(std::ranges::count(w.node.requests, uint16_t{MDR_OP_GROUP_STATUS}), 1);
+	assert_int_equal(w.module.attached.size(), 2);
+	for (const auto &[index, v] : w.module.attached)
+		assert_int_equal(v.group, 7);
+
+	GroupWorld f;
+	f.host.files["/batch"] = "a 1G\n";
+	o = f.run({"attach", "-a", "/batch", "-R", "192.0.2.3"});
+	assert_int_equal(o.status, 1);
+	assert_non_null(strstr(o.err.c_str(), "replica group 7: Required key not available"));
+	assert_true(f.sys.requests.empty());
 }
 
 // ---- batches -------------------------------------------------------------------
@@ -380,6 +622,11 @@ int main()
 		cmocka_unit_test(test_attach_by_name),
 		cmocka_unit_test(test_attach_by_name_failures),
 		cmocka_unit_test(test_attach_loads_module),
+		cmocka_unit_test(test_attach_group_by_name),
+		cmocka_unit_test(test_attach_group_from_config),
+		cmocka_unit_test(test_attach_group_failures),
+		cmocka_unit_test(test_attach_group_usage),
+		cmocka_unit_test(test_attach_all_of_group),
 		cmocka_unit_test(test_attach_all_of),
 		cmocka_unit_test(test_batches_pipeline),
 		cmocka_unit_test(test_attach_all_of_rolls_back),

@@ -7,6 +7,9 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
+
+#include <sys/socket.h>
 
 #include "mdctl/config.h"
 #include "mdctl/parse.h"
@@ -72,6 +75,23 @@ static void test_config(void **)
 	assert_int_equal(*c.value().timeout_ms, 250);
 	assert_true(mdctl::parse_config("/c", "").ok());
 
+	// A replica group: commas, blanks or both between the replicas.
+	c = mdctl::parse_config("/c", "group = 7\nreplicas = 192.0.2.3,192.0.2.4:4800 "
+				      "[2001:db8::5]:4791 , 2001:db8::6\n");
+	assert_true(c.ok());
+	assert_int_equal(*c.value().group, 7);
+	const std::vector<mdr::Endpoint> &r = *c.value().replicas;
+	assert_int_equal(r.size(), 4);
+	assert_int_equal(r[0].family, AF_INET);
+	assert_int_equal(r[0].port, 0);
+	assert_int_equal(r[0].addr[3], 3);
+	assert_int_equal(r[1].port, 4800);
+	assert_int_equal(r[2].family, AF_INET6);
+	assert_int_equal(r[2].port, 4791);
+	assert_int_equal(r[3].addr[15], 6);
+	assert_int_equal(r[3].port, 0);
+	assert_true(mdctl::parse_config("/c", "group = 7\n").ok());	// by name, the node says where
+
 	const std::pair<const char *, const char *> bad[] = {
 		{"nodes = 192.0.2.2", "/c:1: unknown setting 'nodes'"},
 		{"\n\nnode", "/c:3: want 'key = value'"},
@@ -88,6 +108,18 @@ static void test_config(void **)
 				 "host id' prints them, or 0x and hex digits; not 0"},
 		{"timeout-ms = 600001", "/c:1: timeout-ms '600001': want 1..600000"},
 		{"= 5", "/c:1: unknown setting ''"},
+		{"group = 0", "/c:1: bad group '0': expected a non-zero number"},
+		{"group = 1\ngroup = 2", "/c:2: 'group' given twice"},
+		{"group = 1\nreplicas = 192.0.2.3\nreplicas = 192.0.2.4",
+		 "/c:3: 'replicas' given twice"},
+		{"group = 1\nreplicas = , ", "/c:2: replicas: no address"},
+		{"group = 1\nreplicas = 192.0.2.3 storage",
+		 "/c:2: bad replica address 'storage': expected IPv4[:PORT], IPv6 or [IPv6]:PORT"},
+		{"group = 1\nreplicas = 192.0.2.3:4791 192.0.2.3",
+		 "/c:2: replica '192.0.2.3' given twice"},
+		{"group = 1\nreplicas = 192.0.2.1 192.0.2.2 192.0.2.3 192.0.2.4 192.0.2.5 "
+		 "192.0.2.6 192.0.2.7 192.0.2.8 192.0.2.9", "/c:2: more than 8 replicas"},
+		{"replicas = 192.0.2.3", "/c: 'replicas' without 'group'"},
 	};
 	for (const auto &[text, message] : bad) {
 		auto r = mdctl::parse_config("/c", text);

@@ -196,7 +196,7 @@ static void test_attach_options_and_json(void **)
 			    "{\"device\":\"/dev/mdr0\",\"index\":0,\"volume_id\":42,"
 			    "\"name\":\"db\",\"size\":1610612736,\"extent_size\":4194304,"
 			    "\"read_only\":true,\"host_id\":16,\"key_serial\":0,"
-			    "\"bound\":[7,8]}\n");
+			    "\"bound\":[7,8],\"group\":0,\"replicas\":[]}\n");
 	const auto &v = w.module.attached.at(0);
 	assert_int_equal(v.target.family, AF_INET6);
 	assert_int_equal(v.target.port, 4800);
@@ -462,6 +462,8 @@ static void test_list(void **)
 	b.target.tenant = 7;
 	std::memset(b.target.addr, 0, sizeof(b.target.addr));
 	b.target.addr[15] = 1;
+	b.group = 9;		// of a replica group: the replica it is connected to
+	b.epoch = 4;
 	w.module.add_volume(5, 1ULL << 40, "x").flags = MDR_VOL_DYING | MDR_VOL_LEASE_VALID;
 	w.host.files["/sys/block/mdr0/mdroute/cache_hits"] = "975\n";
 	w.host.files["/sys/block/mdr0/mdroute/cache_misses"] = "25\n";
@@ -473,13 +475,13 @@ static void test_list(void **)
 	assert_true(o.err.empty());
 	assert_string_equal(o.out.c_str(),
 		"DEVICE                VOLUME_ID  NAME     SIZE  EXTENT  NODE            TENANT"
-		"  STATE             OPEN  CACHED  INFLIGHT  HIT_RATE\n"
+		"  STATE             OPEN  CACHED  INFLIGHT  HIT_RATE  GROUP\n"
 		"/dev/mdr0                    42  db    1.5 GiB   4 MiB  192.0.2.2:4791       0"
-		"  active               1     300         4     97.5%\n"
+		"  active               1     300         4     97.5%      -\n"
 		"/dev/mdr1  18446744073709551615  -       512 B   1 GiB  [::1]:4800           7"
-		"  lease-expired,ro     0       0         0         -\n"
+		"  lease-expired,ro     0       0         0         -      9\n"
 		"/dev/mdr2                     5  x       1 TiB   4 MiB  192.0.2.2:4791       0"
-		"  dying                0       0         0         -\n");
+		"  dying                0       0         0         -      -\n");
 
 	o = w.run({"list", "-o", "json"});
 	assert_int_equal(o.status, 0);
@@ -488,19 +490,19 @@ static void test_list(void **)
 		"{\"device\":\"/dev/mdr0\",\"index\":0,\"volume_id\":42,\"name\":\"db\","
 		"\"size\":1610612736,\"extent_size\":4194304,\"node_address\":\"192.0.2.2\","
 		"\"node_port\":4791,\"tenant\":0,\"host_id\":1,\"key_serial\":0,"
-		"\"state\":\"active\","
+		"\"group\":0,\"epoch\":0,\"state\":\"active\","
 		"\"lease_valid\":true,\"dying\":false,\"read_only\":false,\"open_count\":1,"
 		"\"cached_extents\":300,\"in_flight\":4,\"cache_hits\":975,\"cache_misses\":25},"
 		"{\"device\":\"/dev/mdr1\",\"index\":1,\"volume_id\":18446744073709551615,"
 		"\"name\":\"\",\"size\":512,\"extent_size\":1073741824,\"node_address\":\"::1\","
 		"\"node_port\":4800,\"tenant\":7,\"host_id\":1,\"key_serial\":0,"
-		"\"state\":\"lease-expired\","
+		"\"group\":9,\"epoch\":4,\"state\":\"lease-expired\","
 		"\"lease_valid\":false,\"dying\":false,\"read_only\":true,\"open_count\":0,"
 		"\"cached_extents\":0,\"in_flight\":0,\"cache_hits\":0,\"cache_misses\":0},"
 		"{\"device\":\"/dev/mdr2\",\"index\":2,\"volume_id\":5,\"name\":\"x\","
 		"\"size\":1099511627776,\"extent_size\":4194304,\"node_address\":\"192.0.2.2\","
 		"\"node_port\":4791,\"tenant\":0,\"host_id\":1,\"key_serial\":0,"
-		"\"state\":\"dying\","
+		"\"group\":0,\"epoch\":0,\"state\":\"dying\","
 		"\"lease_valid\":true,\"dying\":true,\"read_only\":false,\"open_count\":0,"
 		"\"cached_extents\":0,\"in_flight\":0,\"cache_hits\":null,\"cache_misses\":null}"
 		"]}\n");

@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <utility>
 
 #include <sys/socket.h>
 
 #include <fcntl.h>
+#include <linux/mdroute_wire.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -40,11 +42,13 @@ public:
 	}
 };
 
-// Every request carries the interface version this build was compiled with.
-void init_hdr(struct mdr_ioctl_hdr &hdr, uint32_t data_size, uint32_t flags = 0)
+// Every request carries this build's major and patch, and the minor its
+// argument needs (kMinorBeforeGroups but for an attach to a group).
+void init_hdr(struct mdr_ioctl_hdr &hdr, uint32_t data_size, uint32_t flags = 0,
+	      uint32_t minor = kMinorBeforeGroups)
 {
 	hdr.version[0] = MDR_IOCTL_VERSION_MAJOR;
-	hdr.version[1] = MDR_IOCTL_VERSION_MINOR;
+	hdr.version[1] = minor;
 	hdr.version[2] = MDR_IOCTL_VERSION_PATCH;
 	hdr.data_size = data_size;
 	hdr.flags = flags;
@@ -55,10 +59,29 @@ std::string abi_string(uint32_t major, uint32_t minor, uint32_t patch)
 	return std::to_string(major) + '.' + std::to_string(minor) + '.' + std::to_string(patch);
 }
 
+// EINVAL from a module of @v, to a request that needed @minor: what the
+// versions say, when they are the reason.
+Error version_refusal(const uint32_t v[3], uint32_t minor)
+{
+	if (v[0] == MDR_IOCTL_VERSION_MAJOR && v[1] >= minor)
+		return Error(-EINVAL);
+	return Error(-EINVAL, "the module speaks ioctl ABI " + abi_string(v[0], v[1], v[2]) +
+				      ", this build " +
+				      abi_string(MDR_IOCTL_VERSION_MAJOR, MDR_IOCTL_VERSION_MINOR,
+						 MDR_IOCTL_VERSION_PATCH));
+}
+
 Error protocol_error(std::string message)
 {
 	return Error(-EPROTO, "the module answered " + std::move(message));
 }
+
+// The attach of minor 2: struct mdr_ioctl_attach up to its group, with a
+// command number of that size.
+constexpr size_t kAttachSizeBeforeGroups = offsetof(struct mdr_ioctl_attach, group);
+constexpr unsigned long kIocAttachBeforeGroups =
+	_IOWR(MDR_IOCTL_TYPE, MDR_CMD_ATTACH, unsigned char[kAttachSizeBeforeGroups]);
+static_assert(kAttachSizeBeforeGroups == 264, "the attach of minor 2");
 
 // Elements asked for per LIST or DEV_LIST call (the module's MDR_LIST_MAX
 // bounds it too).
@@ -114,7 +137,26 @@ Result<VolumeInfo> volume_from_ioctl(const struct mdr_ioctl_vol_info &in)
 		.cached = in.cached,
 		.inflight = in.inflight,
 		.name = std::string(in.name, strnlen(in.name, sizeof(in.name))),
+		.group = in.group,
+		.epoch = in.epoch,
 	};
+}
+
+struct mdr_ioctl_group group_to_ioctl(const Group &g)
+{
+	struct mdr_ioctl_group out = {};
+
+	out.group = g.id;
+	out.count = static_cast<uint32_t>(g.replicas.size());
+	for (size_t i = 0; i < g.replicas.size(); i++) {
+		struct mdr_ioctl_replica &r = out.replicas[i];
+
+		r.family = g.replicas[i].family;
+		r.port = g.replicas[i].port;
+		r.scope_id = g.replicas[i].scope_id;
+		std::copy(g.replicas[i].addr.begin(), g.replicas[i].addr.end(), r.addr);
+	}
+	return out;
 }
 
 Result<DeviceInfo> device_from_ioctl(const struct mdr_ioctl_dev_info &in)
@@ -135,6 +177,19 @@ Sys &real_sys()
 	static RealSys sys;
 
 	return sys;
+}
+
+Endpoint endpoint_of(const Target &target)
+{
+	return {target.family, target.port, target.scope_id, target.addr};
+}
+
+bool same_endpoint(const Endpoint &a, const Endpoint &b)
+{
+	auto port = [](uint16_t p) { return p ? p : uint16_t{MDR_WIRE_PORT}; };
+
+	return a.family == b.family && port(a.port) == port(b.port) &&
+	       a.scope_id == b.scope_id && a.addr == b.addr;
 }
 
 bool interface_compatible(const ModuleVersion &module)
@@ -184,7 +239,7 @@ Result<ModuleVersion> Control::version()
 {
 	struct mdr_ioctl_version v = {};
 
-	init_hdr(v.hdr, sizeof(v));
+	init_hdr(v.hdr, sizeof(v), 0, MDR_IOCTL_VERSION_MINOR);
 	int ret = sys_->ioctl(fd_, MDR_IOC_VERSION, &v);
 	if (ret < 0)
 		return Error(ret);
@@ -200,20 +255,18 @@ Result<ModuleVersion> Control::version()
 }
 
 // One request. The module writes its version back even when it refuses: an
-// EINVAL from a module of another interface version says so.
+// EINVAL from a module of another major, or of a minor below the one the
+// request carried, says so.
 template <typename Arg>
 Status Control::call(unsigned long request, Arg &arg)
 {
+	const uint32_t minor = arg.hdr.version[1];
 	int ret = sys_->ioctl(fd_, request, &arg);
 
 	if (ret >= 0)
 		return {};
-	const uint32_t *v = arg.hdr.version;
-	if (ret == -EINVAL && !interface_compatible({v[0], v[1], v[2], 0, {}}))
-		return Error(ret, "the module speaks ioctl ABI " + abi_string(v[0], v[1], v[2]) +
-				  ", this build " +
-				  abi_string(MDR_IOCTL_VERSION_MAJOR, MDR_IOCTL_VERSION_MINOR,
-					     MDR_IOCTL_VERSION_PATCH));
+	if (ret == -EINVAL)
+		return version_refusal(arg.hdr.version, minor);
 	return Error(ret);
 }
 
@@ -244,14 +297,36 @@ Result<DevNum> Control::unbind(uint32_t dev_id)
 	return DevNum{b.major, b.minor};
 }
 
-Result<VolumeInfo> Control::attach(uint64_t volume_id, const Target &target, bool readonly)
+Result<VolumeInfo> Control::attach(uint64_t volume_id, const Target &target, bool readonly,
+				   const Group &group)
 {
 	struct mdr_ioctl_attach a = {};
+	const uint32_t flags = readonly ? MDR_ATTACH_F_READONLY : 0;
 
-	init_hdr(a.hdr, sizeof(a), readonly ? MDR_ATTACH_F_READONLY : 0);
+	if (group.replicas.size() > MDR_REPLICAS_MAX)
+		return Error(-EINVAL, std::to_string(group.replicas.size()) + " replicas, " +
+					      std::to_string(MDR_REPLICAS_MAX) + " at the most");
 	a.volume_id = volume_id;
 	a.target = target_to_ioctl(target);
-	if (Status st = call(MDR_IOC_ATTACH, a); !st.ok())
+	Status st;
+	if (group.empty()) {
+		// The module reads and writes back kAttachSizeBeforeGroups bytes.
+		init_hdr(a.hdr, kAttachSizeBeforeGroups, flags);
+		st = call(kIocAttachBeforeGroups, a);
+	} else {
+		init_hdr(a.hdr, sizeof(a), flags, MDR_IOCTL_VERSION_MINOR);
+		a.group = group_to_ioctl(group);
+		st = call(MDR_IOC_ATTACH, a);
+		// A module before minor 3 refuses the size before it reads the
+		// header, and writes no version back: asked for it here.
+		if (!st.ok() && st.error() == -EINVAL && st.message().empty())
+			if (auto v = version(); v.ok()) {
+				const uint32_t mv[3] = {v.value().major, v.value().minor,
+							v.value().patch};
+				st = version_refusal(mv, MDR_IOCTL_VERSION_MINOR);
+			}
+	}
+	if (!st.ok())
 		return Error(st.error(), st.message());
 
 	if (a.info.volume_id != volume_id)

@@ -41,6 +41,12 @@ struct ModuleVersion {
 // a minor at least ours (see the versioning rule in <linux/mdroute.h>).
 bool interface_compatible(const ModuleVersion &module);
 
+// The minor every request carries but an attach that names a replica
+// group: minor 3 changed no other argument (vol_info's group and epoch
+// were reserved, zero, before it), so a module of minor 2 serves them,
+// and attaches to a node of its own, for this build too.
+inline constexpr uint32_t kMinorBeforeGroups = 2;
+
 // Where a volume's metadata lives: struct mdr_ioctl_target.
 struct Target {
 	uint16_t family = 0;		// AF_INET or AF_INET6
@@ -55,6 +61,31 @@ struct Target {
 	int32_t key = 0;
 };
 
+// Where one replica of a group serves hosts: struct mdr_ioctl_replica.
+struct Endpoint {
+	uint16_t family = 0;		// AF_INET or AF_INET6
+	uint16_t port = 0;		// host byte order; 0: MDR_WIRE_PORT
+	uint32_t scope_id = 0;		// IPv6 link-local scope; else 0
+	std::array<uint8_t, 16> addr{};	// network byte order; IPv4 in the first 4
+
+	bool operator==(const Endpoint &) const = default;
+};
+
+// Where @target's node serves hosts.
+Endpoint endpoint_of(const Target &target);
+
+// The same place, as the module compares them: port 0 is MDR_WIRE_PORT.
+bool same_endpoint(const Endpoint &a, const Endpoint &b);
+
+// The replica group a volume's metadata lives in: struct mdr_ioctl_group.
+// No id and no replicas: a node of its own.
+struct Group {
+	uint64_t id = 0;
+	std::vector<Endpoint> replicas;	// at most MDR_REPLICAS_MAX, the target's among them
+
+	bool empty() const { return !id && replicas.empty(); }
+};
+
 // An attached volume: struct mdr_ioctl_vol_info.
 struct VolumeInfo {
 	uint32_t index = 0;		// N of /dev/mdrN
@@ -67,6 +98,9 @@ struct VolumeInfo {
 	uint64_t cached = 0;		// extents in the location cache
 	uint64_t inflight = 0;		// bios at backing devices
 	std::string name;
+	// Minor 3 (zero from a module before it):
+	uint64_t group = 0;		// its replica group; 0: a node of its own
+	uint64_t epoch = 0;		// the highest the module saw the group's leaders serve at
 };
 
 // What MDR_IOC_BIND found at the local block device.
@@ -117,8 +151,14 @@ public:
 	Result<DevNum> unbind(uint32_t dev_id);
 
 	// MDR_IOC_ATTACH: connects to the metadata service; EEXIST if the
-	// volume is attached from the same node and tenant already.
-	Result<VolumeInfo> attach(uint64_t volume_id, const Target &target, bool readonly);
+	// volume is attached from the same node (or group) and tenant already.
+	// With a @group, the argument of minor 3 (struct mdr_ioctl_attach
+	// whole; EINVAL from the module if the set is not well formed, lacks
+	// the target's address, or the target has no key); without one, the
+	// shorter argument of minor 2, which a module of minor 2 takes too.
+	// More replicas than the ABI holds: EINVAL, nothing sent.
+	Result<VolumeInfo> attach(uint64_t volume_id, const Target &target, bool readonly,
+				  const Group &group = {});
 
 	// MDR_IOC_DETACH of /dev/mdr@index; @volume_id must match unless 0.
 	// ENXIO: nothing there; EINVAL: another volume is; EBUSY: open (and

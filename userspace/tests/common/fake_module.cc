@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
+#include <linux/mdroute_wire.h>
 #include <sys/socket.h>
 
 namespace mdr::test {
@@ -21,22 +23,89 @@ bool all_zero(const T &field)
 	return std::all_of(bytes, bytes + sizeof(field), [](unsigned char b) { return !b; });
 }
 
+// The sizes a command takes: from min_size (0: the one size of its
+// request) to the size of its request, the module's struct.
 struct Spec {
 	unsigned long request;
 	uint32_t valid_flags;
 	bool any_version;
+	size_t min_size = 0;
 };
+
+// ATTACH before minor 3: no group (zero-filled, as the module does).
+constexpr size_t kAttachSizeBeforeGroups = offsetof(struct mdr_ioctl_attach, group);
 
 constexpr Spec kSpecs[] = {
 	{MDR_IOC_VERSION, 0, true},
 	{MDR_IOC_BIND, 0, false},
 	{MDR_IOC_UNBIND, 0, false},
-	{MDR_IOC_ATTACH, MDR_ATTACH_F_READONLY, false},
+	{MDR_IOC_ATTACH, MDR_ATTACH_F_READONLY, false, kAttachSizeBeforeGroups},
 	{MDR_IOC_DETACH, MDR_DETACH_F_FORCE, false},
 	{MDR_IOC_LIST, 0, false},
 	{MDR_IOC_STATUS, 0, false},
 	{MDR_IOC_DEV_LIST, 0, false},
 };
+
+// An address of the ABI as mdr_addr_from_ioctl() takes it, port 0 read as
+// MDR_WIRE_PORT (4791), for comparing; family 0 when it is refused.
+struct Addr {
+	uint16_t family = 0, port = 0;
+	uint32_t scope_id = 0;
+	unsigned char addr[16] = {};
+
+	bool operator==(const Addr &) const = default;
+};
+
+Addr addr_of(uint16_t family, uint16_t port, uint32_t scope_id, const unsigned char *addr)
+{
+	Addr a;
+
+	if (family != AF_INET && family != AF_INET6)
+		return a;
+	if (family == AF_INET &&
+	    (scope_id || std::any_of(addr + 4, addr + 16, [](unsigned char b) { return b; })))
+		return a;
+	a.family = family;
+	a.port = port ? port : 4791;
+	a.scope_id = scope_id;
+	std::memcpy(a.addr, addr, sizeof(a.addr));
+	return a;
+}
+
+Addr addr_of(const struct mdr_ioctl_target &t)
+{
+	return addr_of(t.family, t.port, t.scope_id, t.addr);
+}
+
+// mdr_group_from_ioctl(): a node of its own, or a set well formed, no
+// address twice, the target's among them, and a key.
+int check_group(const struct mdr_ioctl_attach &a)
+{
+	const struct mdr_ioctl_group &g = a.group;
+
+	if (g.reserved0 || !all_zero(g.reserved))
+		return -EINVAL;
+	if (!g.count)
+		return g.group || !all_zero(g.replicas) ? -EINVAL : 0;
+	if (!g.group || g.count > MDR_REPLICAS_MAX)
+		return -EINVAL;
+	for (uint32_t i = g.count; i < MDR_REPLICAS_MAX; i++)
+		if (!all_zero(g.replicas[i]))
+			return -EINVAL;
+	if (!a.target.key)
+		return -EINVAL;
+	std::vector<Addr> set;
+	for (uint32_t i = 0; i < g.count; i++) {
+		const struct mdr_ioctl_replica &r = g.replicas[i];
+		Addr at = addr_of(r.family, r.port, r.scope_id, r.addr);
+		if (!at.family)
+			return -EINVAL;
+		if (std::find(set.begin(), set.end(), at) != set.end())
+			return -EINVAL;
+		set.push_back(at);
+	}
+	return std::find(set.begin(), set.end(), addr_of(a.target)) == set.end() ? -EINVAL : 0;
+}
 
 } // namespace
 
@@ -80,7 +149,12 @@ int FakeModule::ioctl(unsigned long request, void *arg)
 	if (!spec || _IOC_TYPE(request) != MDR_IOCTL_TYPE ||
 	    _IOC_DIR(request) != (_IOC_READ | _IOC_WRITE))
 		return -ENOTTY;
-	if (_IOC_SIZE(request) != _IOC_SIZE(spec->request))
+	const size_t size = _IOC_SIZE(request);
+	// A module of minor 2 knew the attach of 264 bytes alone.
+	const size_t max = _IOC_NR(request) == MDR_CMD_ATTACH && version[1] < 3
+				   ? kAttachSizeBeforeGroups
+				   : _IOC_SIZE(spec->request);
+	if (size < (spec->min_size ? spec->min_size : max) || size > max)
 		return -EINVAL;
 
 	auto *hdr = static_cast<struct mdr_ioctl_hdr *>(arg);
@@ -93,15 +167,28 @@ int FakeModule::ioctl(unsigned long request, void *arg)
 
 	if (!ret) {
 		switch (_IOC_NR(request)) {
+		case MDR_CMD_VERSION: {
+			auto *v = static_cast<struct mdr_ioctl_version *>(arg);
+			v->wire_version = MDR_WIRE_VERSION;
+			std::strncpy(v->release, "0.0.0-fake", sizeof(v->release) - 1);
+			break;
+		}
 		case MDR_CMD_BIND:
 			ret = bind(*static_cast<struct mdr_ioctl_bind *>(arg));
 			break;
 		case MDR_CMD_UNBIND:
 			ret = unbind(*static_cast<struct mdr_ioctl_bind *>(arg));
 			break;
-		case MDR_CMD_ATTACH:
-			ret = attach(*static_cast<struct mdr_ioctl_attach *>(arg));
+		case MDR_CMD_ATTACH: {
+			// the module's copy: the caller's bytes, zero past them
+			struct mdr_ioctl_attach a = {};
+			std::memcpy(&a, arg, size);
+			last_attach = a;
+			last_attach_size = size;
+			ret = attach(a);
+			std::memcpy(arg, &a, size);
 			break;
+		}
 		case MDR_CMD_DETACH:
 			ret = detach(*static_cast<struct mdr_ioctl_detach *>(arg));
 			break;
@@ -160,14 +247,18 @@ int FakeModule::unbind(struct mdr_ioctl_bind &b)
 
 int FakeModule::attach(struct mdr_ioctl_attach &a)
 {
-	if (!all_zero(a.info) || !a.volume_id || !a.target.host_id)
+	if (!all_zero(a.info) || !a.volume_id || !a.target.host_id || a.target.key < 0)
 		return -EINVAL;
 	if (a.target.family != AF_INET && a.target.family != AF_INET6)
 		return -EAFNOSUPPORT;
+	if (int ret = check_group(a))
+		return ret;
+	// mdr_target_equal(): the same group, or the same node
 	for (const auto &[index, v] : attached)
 		if (v.volume_id == a.volume_id && v.target.tenant == a.target.tenant &&
-		    v.target.family == a.target.family &&
-		    !std::memcmp(v.target.addr, a.target.addr, sizeof(v.target.addr)))
+		    v.group == a.group.group &&
+		    (v.group || (v.target.family == a.target.family &&
+				 !std::memcmp(v.target.addr, a.target.addr, sizeof(v.target.addr)))))
 			return -EEXIST;
 	if (attach_error)
 		return attach_error;
@@ -181,6 +272,7 @@ int FakeModule::attach(struct mdr_ioctl_attach &a)
 	v.target = a.target;
 	if (!v.target.port)
 		v.target.port = 4791;
+	v.group = a.group.group;
 	if (a.hdr.flags & MDR_ATTACH_F_READONLY)
 		v.flags |= MDR_VOL_READONLY;
 	a.info = v;

@@ -38,6 +38,10 @@ public:
 	std::map<uint32_t, struct mdr_ioctl_dev_info> bound;	// dev id ->
 	std::map<uint32_t, struct mdr_ioctl_vol_info> attached;	// index ->
 	std::vector<unsigned> calls;	// _IOC_NR of every request
+	// The last attach as the module read it (zero past what was sent),
+	// and its size: 264 bytes of minor 2, or 488 of minor 3.
+	struct mdr_ioctl_attach last_attach = {};
+	size_t last_attach_size = 0;
 
 	// The handler for FakeSys::on_ioctl; the module must outlive it.
 	FakeSys::IoctlHandler handler();
