@@ -93,6 +93,27 @@ static void mdr_follow_test_hint_once(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, mdr_is(mdr_follow_pick(f), 3));
 }
 
+/* The round robin does not go straight back to the one that failed. */
+static void mdr_follow_test_pass_over_lost(struct kunit *test)
+{
+	struct mdr_follow *f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
+	struct sockaddr_storage set[3] = {
+		mdr_v4(1, 4791), mdr_v4(2, 4791), mdr_v4(3, 4791),
+	};
+	struct mdr_leader_info l = mdr_leader(1, 4, 1);
+
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	mdr_follow_init(f, &set[2], set, 3);
+	KUNIT_EXPECT_EQ(test, mdr_follow_refused(f, &l), MDR_FOLLOW_GO);
+	KUNIT_EXPECT_TRUE(test, mdr_is(mdr_follow_pick(f), 1));
+	mdr_follow_lost(f);		/* the named leader is gone */
+	KUNIT_EXPECT_TRUE(test, mdr_is(mdr_follow_pick(f), 2));
+	KUNIT_EXPECT_TRUE(test, mdr_is(mdr_follow_pick(f), 3));
+	/* once a leader served, every replica is in the turn again */
+	mdr_follow_served(f);
+	KUNIT_EXPECT_TRUE(test, mdr_is(mdr_follow_pick(f), 1));
+}
+
 /* A leader outside the attached set (added since) is followed too. */
 static void mdr_follow_test_hint_outside_set(struct kunit *test)
 {
@@ -192,6 +213,7 @@ static struct kunit_case mdr_follow_test_cases[] = {
 	KUNIT_CASE(mdr_follow_test_round_robin),
 	KUNIT_CASE(mdr_follow_test_single_node),
 	KUNIT_CASE(mdr_follow_test_hint_once),
+	KUNIT_CASE(mdr_follow_test_pass_over_lost),
 	KUNIT_CASE(mdr_follow_test_hint_outside_set),
 	KUNIT_CASE(mdr_follow_test_wait),
 	KUNIT_CASE(mdr_follow_test_lost_leader),

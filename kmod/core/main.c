@@ -26,7 +26,7 @@ MODULE_PARM_DESC(fast_io_fail_tmo,
 unsigned int g_io_timeout_ms = 10;
 module_param_named(io_timeout_ms, g_io_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(io_timeout_ms,
-		 "Metadata RPC timeout in ms; 3 retries, then reconnect. Default: 10");
+		 "Metadata RPC timeout in ms: sent again up to 5 times, each attempt waiting twice as long, then reconnect. Default: 10");
 
 #define MDR_PREFETCH_MAX (MDR_WIRE_READ_MAX / sizeof(struct mdr_wire_entry))
 

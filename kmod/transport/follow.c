@@ -54,8 +54,9 @@ void mdr_follow_init(struct mdr_follow *f, const struct sockaddr_storage *first,
  * mdr_follow_pick() - where the next connection goes
  * @f:		the state
  *
- * The hint, once; else the next replica of the set, round robin. Counts
- * a hop (mdr_follow_served() clears them).
+ * The hint, once; else the next replica of the set, round robin, passing
+ * over the one that failed last. Counts a hop (mdr_follow_served() clears
+ * them).
  *
  * Return: the address, which stays valid in @f until the next call.
  */
@@ -68,6 +69,12 @@ const struct sockaddr_storage *mdr_follow_pick(struct mdr_follow *f)
 	} else {
 		f->now = f->set[f->next];
 		f->next = (f->next + 1) % f->nr;
+		/* not straight back to the one that just failed us */
+		if (f->lost && f->nr > 1 &&
+		    mdr_addr_same(&f->now, &f->lost_addr)) {
+			f->now = f->set[f->next];
+			f->next = (f->next + 1) % f->nr;
+		}
 	}
 	f->hops++;
 	return &f->now;

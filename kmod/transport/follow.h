@@ -10,7 +10,7 @@
  * The policy, as nvme multipath and krbd follow a path or a monitor:
  *   - a connection goes to the replica named by the last refusal that
  *     named a leader, else to the next replica of the set after the one
- *     tried last (round robin, so one dead replica is passed over);
+ *     tried last (round robin), passing over the one that failed last;
  *   - a refusal naming a leader is followed at once, except when it names
  *     the replica the connection just lost, at an epoch not above the one
  *     known then: that replica has not seen the election yet, and the
@@ -65,7 +65,7 @@ struct mdr_follow {
 };
 
 /* Refusals naming the replica lost before the host goes back to it. */
-#define MDR_FOLLOW_WAITS	8
+#define MDR_FOLLOW_WAITS	16
 
 /* What the transport does about a refusal that named (or not) a leader. */
 enum mdr_follow_verdict {

@@ -14,7 +14,8 @@
  *     into pre-mapped buffers (one READ slot each), checked entry by entry;
  *   - OPEN, CLOSE and RENEW are synchronous RPCs (process context), ALLOC
  *     is asynchronous (asked from submit_bio); each RPC slot has a timer
- *     that re-sends with a new req_id up to MDR_RPC_RETRIES times, then
+ *     that re-sends with a new req_id up to MDR_RPC_RETRIES times, each
+ *     attempt waiting twice as long as the one before, then
  *     declares the connection broken;
  *   - invalidation pushes run the volume's invalidate callback from a work
  *     item (it sleeps), then are acked.
@@ -78,7 +79,7 @@
 #define MDR_REQ_POOL		128	/* fetch/alloc contexts kept ready */
 #define MDR_RECV_MSG		MDR_WIRE_MSG_MIN /* our max_msg: >= open_rep */
 #define MDR_SEND_MSG		128	/* our largest request: open_req */
-#define MDR_RPC_RETRIES		3
+#define MDR_RPC_RETRIES		5	/* io_timeout_ms x (1 + 2 + ... + 32) */
 #define MDR_TORN_RETRIES	3	/* re-READs of a torn window */
 #define MDR_CM_TIMEOUT_MS	3000	/* resolve and connect steps */
 #define MDR_BACKOFF_BASE_MS	1000
@@ -170,7 +171,8 @@ struct mdr_rpc_slot {
 	u32 len;
 	u64 req_id;
 	unsigned int attempts;
-	unsigned long tmo;	/* jiffies per attempt */
+	unsigned long tmo;	/* jiffies of the first attempt, doubling */
+	unsigned long extra;	/* jiffies the first attempt waits more */
 	bool send_busy;		/* SEND not completed yet */
 	bool wait_reply;	/* reply (or timeout) not in yet */
 	struct timer_list timer;
@@ -296,6 +298,7 @@ struct mdr_conn_stats {
 	atomic64_t batch_renewals;	/* RENEWs of every lease at once */
 	atomic64_t auth_failures;	/* proofs refused, either way */
 	atomic64_t stale_epochs;	/* replies or windows of a replaced leader */
+	atomic64_t allocated;		/* ALLOCs answered with an entry */
 	atomic64_t hist[MDR_HIST_BUCKETS];
 };
 
@@ -877,6 +880,24 @@ static void mdr_read_done(struct ib_cq *cq, struct ib_wc *wc)
 
 /* ---- RPCs ------------------------------------------------------------ */
 
+/*
+ * How long attempt s->attempts waits for its reply: twice as long as the
+ * one before, so that a leader that stalls for a while (a takeover, its
+ * journal under load) is not taken for a dead one, while a lost message
+ * is still sent again within io_timeout_ms. The first also waits
+ * s->extra: what mdnode may hold the answer for.
+ */
+static unsigned long mdr_rpc_attempt_tmo(const struct mdr_rpc_slot *s)
+{
+	return (s->tmo << s->attempts) + (s->attempts ? 0 : s->extra);
+}
+
+/* All the attempts of @s together. */
+static unsigned long mdr_rpc_total_tmo(const struct mdr_rpc_slot *s)
+{
+	return s->tmo * ((2UL << MDR_RPC_RETRIES) - 1) + s->extra;
+}
+
 /* conn->lock held; the slot's request and message are in place. */
 static int mdr_rpc_post(struct mdr_queue *q, struct mdr_rpc_slot *s)
 {
@@ -900,7 +921,7 @@ static int mdr_rpc_post(struct mdr_queue *q, struct mdr_rpc_slot *s)
 		return ret;
 	s->send_busy = true;
 	s->wait_reply = true;
-	mod_timer(&s->timer, jiffies + s->tmo);
+	mod_timer(&s->timer, jiffies + mdr_rpc_attempt_tmo(s));
 	return 0;
 }
 
@@ -927,6 +948,7 @@ static struct mdr_rpc_slot *__mdr_rpc_slot_get(struct mdr_queue *q,
 	s->req = req;
 	s->attempts = 0;
 	s->tmo = msecs_to_jiffies(max(g_io_timeout_ms, 1U));
+	s->extra = 0;
 	return s;
 }
 
@@ -1003,6 +1025,7 @@ static void mdr_alloc_answered(struct mdr_conn *c, struct mdr_req *req,
 
 	err = mdr_status_to_errno(m->status);
 	if (!err) {
+		atomic64_inc(&c->stats.allocated);
 		mdr_cb_entries(tv, req->first, &m->alloc.entry, 1);
 		mdr_req_free(c, req);
 		return;
@@ -1205,7 +1228,7 @@ static int mdr_rpc_post_wait(struct mdr_conn *c, struct mdr_queue *q,
 		s->req = NULL;
 		clear_bit(s->idx, q->rpc_busy);
 	}
-	tmo = s->tmo * (MDR_RPC_RETRIES + 1) + msecs_to_jiffies(1000);
+	tmo = mdr_rpc_total_tmo(s) + msecs_to_jiffies(1000);
 	spin_unlock_irqrestore(&c->lock, flags);
 	if (ret) {
 		mdr_conn_error(c, q, "cannot post an RPC");
@@ -1384,7 +1407,7 @@ static bool __mdr_dispatch(struct mdr_conn *c, struct mdr_queue *q,
 		if (!s)
 			return false;
 		/* mdnode answers once other holders acked: up to a lease */
-		s->tmo += msecs_to_jiffies(tv->lease_ms);
+		s->extra = msecs_to_jiffies(tv->lease_ms);
 		s->len = mdr_msg_alloc_req(s->buf, 0, tv->volume_id,
 					   req->first);
 		ret = mdr_rpc_post(q, s);
@@ -2356,7 +2379,7 @@ static void mdr_lease_renew_all(struct mdr_conn *c, struct list_head *vols,
 static void mdr_read_watchdog(struct mdr_conn *c)
 {
 	unsigned long tmo = msecs_to_jiffies(max(g_io_timeout_ms *
-						 (MDR_RPC_RETRIES + 1),
+						 ((2U << MDR_RPC_RETRIES) - 1),
 						 2U * MDR_LEASE_TICK_MS));
 	struct mdr_queue *q;
 	unsigned long flags;
@@ -2679,6 +2702,7 @@ static int mdr_conn_show(struct seq_file *m, void *unused)
 	MDR_SHOW(batch_renewals);
 	MDR_SHOW(auth_failures);
 	MDR_SHOW(stale_epochs);
+	MDR_SHOW(allocated);
 #undef MDR_SHOW
 	seq_puts(m, "lookup_us:");
 	for (i = 0; i < MDR_HIST_BUCKETS; i++)

@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# failover.sh - a host of a replica group, for the VM tests of
+# tools/vm/tests/failover/: the group of group.sh (three replicas, etcd),
+# the host registered there with a key, the module loaded with the
+# replicas' device bound, and volumes attached with the group's replicas
+# so that the host follows the leader. Source it, then:
+#
+#	failover_init TAG TTL_S LEASE_MS	the group, a leader, the host
+#	failover_start I			replica I with the lease
+#	failover_attach NAME I			attach volume NAME, asking
+#						replica I first: sets dev
+#						and sysfs
+#	fconn KEY				a field of the host's
+#						connection (debugfs)
+. "$MDR_TOP/tools/vm/group.sh"
+
+failover_start() { group_start "$1" --lease-ms "$FAILOVER_LEASE_MS"; }
+
+failover_init() {
+	local i
+	FAILOVER_LEASE_MS=$3
+	mdr_require_file "$MDCTL"
+	group_init "$1" "$2"
+	for i in 1 2 3; do failover_start "$i"; done
+	group_wait_leader
+	export MDCTL_CONFIG=$MDR_TMP/$1-mdctl.conf
+	FAILOVER_HKEY=$MDR_TMP/$1-host.key
+	echo "admin-key = $GROUP_KEY" >"$MDCTL_CONFIG"
+	mdr_on_exit "rm -f '$MDCTL_CONFIG' '$FAILOVER_HKEY'"
+	mdr_expect_rc 0 "$MDCTL" host gen-key "$FAILOVER_HKEY"
+	mdr_expect_rc 0 "$MDCTL" host add 0x51 --tenant 1 --host-key-file "$FAILOVER_HKEY" \
+		--node "${MDR_REPLICA_ADDR[leader]}"
+	mdr_module_load
+	mdr_expect_rc 0 "$MDCTL" bind "1=$MDR_VBLK"
+	FAILOVER_REPLICAS=()
+	for i in 1 2 3; do FAILOVER_REPLICAS+=(--replica "${MDR_REPLICA_ADDR[i]}:4791"); done
+}
+
+failover_attach() {
+	mdr_expect_rc 0 "$MDCTL" attach "$1" --node "${MDR_REPLICA_ADDR[$2]}" --host-id 0x51 \
+		--host-key-file "$FAILOVER_HKEY" --group 7 "${FAILOVER_REPLICAS[@]}"
+	dev=$(echo "$MDR_OUT" | grep -o '/dev/mdr[0-9]*' | head -n 1)
+	[ -n "$dev" ] || mdr_fail "attach printed no device: $MDR_OUT"
+	mdr_wait_for "[ -b $dev ]" 10
+	sysfs=/sys/block/${dev#/dev/}/mdroute
+	mdr_on_exit "$MDCTL detach --force $dev >/dev/null 2>&1"
+}
+
+fconn() {
+	local f
+	f=$(echo /sys/kernel/debug/mdroute/connections/*)
+	[ -f "$f" ] || mdr_fail "no connection in debugfs: $f"
+	awk -v k="$1:" '$1 == k { print $2 }' "$f"
+}
