@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 
+#include <sys/socket.h>
+
 #include "mdctl/attach.h"
 
 namespace mdctl {
@@ -19,7 +21,20 @@ namespace {
 struct NodeGroup {
 	uint64_t id = 0;
 	uint32_t self = 0;
+	uint16_t version = 0;			// the node's wire version
+	std::vector<mdr::Endpoint> replicas;	// where they serve hosts, as far as known
 };
+
+// Where a replica serves hosts (version 7), if the node knows it.
+std::optional<mdr::Endpoint> host_endpoint(const mdr::wire::Replica &r)
+{
+	if (r.host_family != MDR_FAMILY_IPV4 && r.host_family != MDR_FAMILY_IPV6)
+		return std::nullopt;
+	return mdr::Endpoint{.family = uint16_t(r.host_family == MDR_FAMILY_IPV4 ? AF_INET
+										  : AF_INET6),
+			     .port = r.host_port,
+			     .addr = r.host_addr};
+}
 
 std::optional<int> ask_node(const Env &env, NodeSession &node, const NodeSettings &ns,
 			    NodeGroup &said)
@@ -31,6 +46,10 @@ std::optional<int> ask_node(const Env &env, NodeSession &node, const NodeSetting
 		return rpc_failure(env, "attach", rep, "replica group", ns.target);
 	said.id = rep.value().group;
 	said.self = rep.value().self;
+	said.version = node.accepted().version;
+	for (const mdr::wire::Replica &r : rep.value().replicas)
+		if (std::optional<mdr::Endpoint> e = host_endpoint(r))
+			said.replicas.push_back(*e);
 	return std::nullopt;
 }
 
@@ -68,6 +87,8 @@ std::optional<int> resolve_group(const Env &env, const AttachArgs &a, const Node
 
 	uint64_t id = a.group ? *a.group : node ? said.id : conf.group.value_or(0);
 	std::vector<mdr::Endpoint> replicas = a.replicas;
+	if (replicas.empty() && node && id && id == said.id)
+		replicas = said.replicas;
 	// mdctl.conf's replicas are its group's (config.cc has no replicas
 	// without a group).
 	if (replicas.empty() && id && conf.replicas && *conf.group == id)
@@ -93,7 +114,12 @@ std::optional<int> resolve_group(const Env &env, const AttachArgs &a, const Node
 				       "mdnode at " + format_node(ns.target) + " is replica " +
 					       std::to_string(said.self) + " of " + group_name(id) +
 					       ", and where the group's replicas serve hosts is "
-					       "not known",
+					       "not known" +
+					       (said.version < mdr::wire::kEpochVersion
+							? " (wire version " +
+								  std::to_string(said.version) +
+								  " does not say it)"
+							: std::string()),
 				       kReplicasHint);
 		return failure(env, "attach", -EINVAL,
 			       group_name(id) + ": where its replicas serve hosts is not known",

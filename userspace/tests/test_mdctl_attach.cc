@@ -232,6 +232,54 @@ static void test_attach_group_by_name(void **)
 	assert_int_equal(w.module.last_attach.hdr.version[1], 2);
 }
 
+// A node of wire version 7 says where its replicas serve hosts: those it
+// knows are the set (the node itself among them, once).
+static void test_attach_group_from_node(void **)
+{
+	GroupWorld w;
+	w.node.accept.version = mdr::wire::kEpochVersion;
+	w.node.group_status.extended = true;
+	auto &r = w.node.group_status.replicas;
+	r[0].host_family = MDR_FAMILY_IPV4;
+	r[0].host_port = 4791;
+	r[0].host_addr = {192, 0, 2, 21};
+	r[1].host_family = MDR_FAMILY_IPV4;
+	r[1].host_port = 4791;
+	r[1].host_addr = {192, 0, 2, 2};
+	r[2].host_family = MDR_FAMILY_IPV6;
+	r[2].host_port = 4800;
+	r[2].host_addr = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3};
+	Outcome o = w.run({"attach", "db", "-S", "77", "-o", "json"});
+	assert_int_equal(o.status, 0);
+	assert_int_equal(w.sent().group, 7);
+	assert_int_equal(w.sent().count, 3);
+	assert_replica(w.sent().replicas[0], 21, 4791);
+	assert_replica(w.sent().replicas[1], 2, 4791);
+	assert_int_equal(w.sent().replicas[2].family, AF_INET6);
+	assert_int_equal(w.sent().replicas[2].port, 4800);
+	assert_non_null(strstr(o.out.c_str(), "\"replicas\":[\"192.0.2.21:4791\","
+					      "\"192.0.2.2:4791\",\"[fd00::3]:4800\"]"));
+
+	// --replica wins over the node.
+	w.volume("logs", 1ULL << 30, 4);
+	o = w.run({"attach", "logs", "-S", "77", "-R", "192.0.2.9"});
+	assert_int_equal(o.status, 0);
+	assert_int_equal(w.sent().count, 2);
+	assert_replica(w.sent().replicas[0], 9, 0);
+
+	// A node that knows none of them: mdctl.conf's, else nothing known.
+	for (auto &x : r)
+		x.host_family = MDR_FAMILY_NONE, x.host_port = 0, x.host_addr = {};
+	w.volume("tmp", 1ULL << 30, 4);
+	assert_failure(w, {"attach", "tmp", "-S", "77"},
+		       std::string("mdctl: attach failed: mdnode at 192.0.2.2:4791 is replica 2 of "
+				   "replica group 7, and where the group's replicas serve hosts is "
+				   "not known: Invalid argument (EINVAL)\n") + kReplicasHint);
+	w.host.files[mdctl::kConfigPath] = "group = 7\nreplicas = 192.0.2.5\n";
+	assert_int_equal(w.run({"attach", "tmp", "-S", "77"}).status, 0);
+	assert_replica(w.sent().replicas[0], 5, 0);
+}
+
 // mdctl.conf's replicas are its group's: used by name when the node is of
 // that group, and with --volume-id (with its group).
 static void test_attach_group_from_config(void **)
@@ -257,7 +305,8 @@ static void test_attach_group_from_config(void **)
 	assert_failure(w2, {"attach", "db", "-S", "77"},
 		       std::string("mdctl: attach failed: mdnode at 192.0.2.2:4791 is replica 2 of "
 				   "replica group 7, and where the group's replicas serve hosts is "
-				   "not known: Invalid argument (EINVAL)\n") + kReplicasHint);
+				   "not known (wire version 6 does not say it): Invalid argument "
+				   "(EINVAL)\n") + kReplicasHint);
 	assert_true(w2.sys.requests.empty());
 
 	// A node of its own: mdctl.conf's group is not its group.
@@ -277,7 +326,8 @@ static void test_attach_group_failures(void **)
 	assert_failure(w, {"attach", "db", "-S", "77"},
 		       std::string("mdctl: attach failed: mdnode at 192.0.2.2:4791 is replica 2 of "
 				   "replica group 7, and where the group's replicas serve hosts is "
-				   "not known: Invalid argument (EINVAL)\n") + kReplicasHint);
+				   "not known (wire version 6 does not say it): Invalid argument "
+				   "(EINVAL)\n") + kReplicasHint);
 	assert_failure(w, {"attach", "db", "-S", "77", "-g", "8"},
 		       std::string("mdctl: attach failed: replica group 8: where its replicas "
 				   "serve hosts is not known: Invalid argument (EINVAL)\n") +
@@ -623,6 +673,7 @@ int main()
 		cmocka_unit_test(test_attach_by_name_failures),
 		cmocka_unit_test(test_attach_loads_module),
 		cmocka_unit_test(test_attach_group_by_name),
+		cmocka_unit_test(test_attach_group_from_node),
 		cmocka_unit_test(test_attach_group_from_config),
 		cmocka_unit_test(test_attach_group_failures),
 		cmocka_unit_test(test_attach_group_usage),

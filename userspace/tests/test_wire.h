@@ -221,6 +221,28 @@ inline w::AllocRep alloc_rep()
 	return m;
 }
 
+// Version 7: replica 1 serves group 7 at epoch 5, its epoch record here.
+inline w::Serving serving()
+{
+	return {.epoch = 5, .record_addr = 0x7f0000200000, .record_rkey = 0xabcd};
+}
+
+inline w::OpenRep open_rep_v7()
+{
+	w::OpenRep m = open_rep();
+
+	m.serving = serving();
+	return m;
+}
+
+inline w::AllocRep alloc_rep_v7()
+{
+	w::AllocRep m = alloc_rep();
+
+	m.serving = serving();
+	return m;
+}
+
 template <typename T>
 inline T vol_rep(std::vector<w::DevExtents> devs)
 {
@@ -327,6 +349,22 @@ inline w::GroupStatusRep group_status_rep()
 			      .addr = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3}}}};
 }
 
+// The same on version 7: where replicas 1 and 3 serve hosts; 2's is not
+// known.
+inline w::GroupStatusRep group_status_rep_v7()
+{
+	w::GroupStatusRep g = group_status_rep();
+
+	g.extended = true;
+	g.replicas[0].host_port = 4791;
+	g.replicas[0].host_family = MDR_FAMILY_IPV4;
+	g.replicas[0].host_addr = {192, 0, 2, 1};
+	g.replicas[2].host_port = 4792;
+	g.replicas[2].host_family = MDR_FAMILY_IPV6;
+	g.replicas[2].host_addr = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x13};
+	return g;
+}
+
 // Replica 4 joins with its log listener at 192.0.2.14:4800.
 inline w::ReplicaAddReq replica_add()
 {
@@ -378,6 +416,10 @@ inline std::vector<w::Body> samples()
 		w::RenewRep{.lease_ms = 3000},
 		w::AllocReq{.volume_id = kVol, .index = kIndex},
 		alloc_rep(),
+		open_rep_v7(),
+		w::RenewRep{.lease_ms = 3000, .serving = serving()},
+		w::RenewRep{.lease_ms = 1, .serving = w::Serving{}},	// a node of its own
+		alloc_rep_v7(),
 		inval(),
 		inval_ack(),
 		inval_track(),
@@ -428,6 +470,7 @@ inline std::vector<w::Body> samples()
 		not_leader(),
 		w::GroupStatusReq{},
 		group_status_rep(),
+		group_status_rep_v7(),
 		w::GroupStatusRep{},
 		replica_add(),
 		w::ReplicaAddReq{.id = UINT32_MAX, .port = 1, .family = MDR_FAMILY_IPV6,

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <set>
 #include <variant>
 #include <vector>
@@ -97,6 +98,146 @@ void test_replica_change_bytes(void **)
 	const size_t third = sizeof(mdr_wire_group_status_rep) + 2 * sizeof(mdr_wire_replica);
 	assert_int_equal(std::to_integer<int>(b[third + 16]), MDR_FAMILY_IPV6);
 	assert_int_equal(std::to_integer<int>(b[third + 17]), MDR_MEMBER_LEARNER);
+}
+
+// Version 7: a RENEW reply ends with who served it; the other OK replies
+// to OPEN and ALLOC likewise, after version 6's.
+void test_serving_bytes(void **)
+{
+	const Buf b = encode(w::RenewRep{.lease_ms = 3000, .serving = serving()}, 0x22);
+	const unsigned char want[] = {
+		0x6d, 0x4d, 0x03, 0x00, 0x01, 0x00, 0x00, 0x00,	// mM, RENEW, reply
+		0x38, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,	// length 56
+		0x22, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,	// req_id
+		0xb8, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,	// lease 3000 ms
+		0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,	// epoch 5
+		0x00, 0x00, 0x20, 0x00, 0x00, 0x7f, 0x00, 0x00,	// record_addr
+		0xcd, 0xab, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,	// record_rkey, reserved
+	};
+	assert_int_equal(b.size(), sizeof(want));
+	assert_memory_equal(b.data(), want, sizeof(want));
+
+	assert_int_equal(encode(open_rep_v7()).size(), sizeof(mdr_wire_open_rep_v7));
+	assert_int_equal(encode(alloc_rep_v7()).size(), sizeof(mdr_wire_alloc_rep_v7));
+	assert_int_equal(encode(open_rep()).size(), sizeof(mdr_wire_open_rep));
+	// A node of its own serves at epoch 0: all zero, and still there.
+	const Buf own = encode(w::RenewRep{.lease_ms = 1, .serving = w::Serving{}});
+	assert_int_equal(own.size(), sizeof(mdr_wire_renew_rep_v7));
+	for (size_t i = sizeof(mdr_wire_renew_rep); i < own.size(); i++)
+		assert_int_equal(std::to_integer<int>(own[i]), 0);
+}
+
+// Version 7's GROUP_STATUS: 64-byte replicas, each ending with where it
+// serves hosts.
+void test_group_status_v7_bytes(void **)
+{
+	const Buf b = encode(group_status_rep_v7());
+	const size_t first = sizeof(mdr_wire_group_status_rep);
+	const size_t third = first + 2 * sizeof(mdr_wire_replica_ext);
+
+	assert_int_equal(b.size(), first + 3 * 64);
+	assert_int_equal(std::to_integer<int>(b[first + 40]), 0xb7);	// port 4791
+	assert_int_equal(std::to_integer<int>(b[first + 41]), 0x12);
+	assert_int_equal(std::to_integer<int>(b[first + 42]), MDR_FAMILY_IPV4);
+	assert_int_equal(std::to_integer<int>(b[first + 48]), 192);
+	assert_int_equal(std::to_integer<int>(b[first + 51]), 1);
+	for (size_t i = first + 64 + 40; i < first + 128; i++)	// 2's: not known
+		assert_int_equal(std::to_integer<int>(b[i]), 0);
+	assert_int_equal(std::to_integer<int>(b[third + 16]), MDR_FAMILY_IPV6);	// log
+	assert_int_equal(std::to_integer<int>(b[third + 42]), MDR_FAMILY_IPV6);	// hosts
+	assert_int_equal(std::to_integer<int>(b[third + 63]), 0x13);
+}
+
+// The four-argument parse() takes the form of the connection's version
+// alone; the others are the same on every version.
+void test_forms_by_version(void **)
+{
+	struct Row {
+		w::Body body;
+		bool v6, v7;	// accepted on a connection of version 6, of 7
+	} rows[] = {
+		{open_rep(), true, false},
+		{open_rep_v7(), false, true},
+		{w::RenewRep{.lease_ms = 1}, true, false},
+		{w::RenewRep{.lease_ms = 1, .serving = w::Serving{}}, false, true},
+		{alloc_rep(), true, false},
+		{alloc_rep_v7(), false, true},
+		{group_status_rep(), true, false},
+		{group_status_rep_v7(), false, true},
+		{w::GroupStatusRep{}, true, true},	// no replicas: either
+		{vol_list_rep(), true, true},
+		{w::ErrorRep{.opcode = MDR_OP_OPEN, .status = MDR_ST_NOSPC}, true, true},
+	};
+	for (const Row &r : rows) {
+		const Buf b = encode(r.body);
+		for (uint16_t v : {uint16_t{6}, w::kEpochVersion}) {
+			const bool want = v == 6 ? r.v6 : r.v7;
+			auto m = w::parse(b, receiver_of(r.body), role_of(r.body), v);
+			assert_int_equal(m.ok(), want);
+			assert_int_equal(w::check_version_form(r.body, v).ok(), want);
+			if (!want) {
+				assert_int_equal(m.error(), -EPROTO);
+				assert_true(contains(m.message(), "version 7"));
+			}
+		}
+		// Before 6 as on 6.
+		assert_int_equal(w::check_version_form(r.body, 1).ok(), r.v6);
+	}
+	auto m = w::parse(encode(open_rep()), Side::client, MDR_ROLE_HOST, 7);
+	assert_string_equal(m.message().c_str(),
+			    "open_rep: no struct mdr_wire_serving on version 7 or later");
+	m = w::parse(encode(alloc_rep_v7()), Side::client, MDR_ROLE_HOST, 6);
+	assert_string_equal(m.message().c_str(),
+			    "alloc_rep: struct mdr_wire_serving before version 7");
+	m = w::parse(encode(group_status_rep()), Side::client, MDR_ROLE_ADMIN, 7);
+	assert_string_equal(m.message().c_str(),
+			    "group_status_rep: replicas of 40 bytes on version 7 or later");
+}
+
+// The leader's epoch record: its bytes, its CRC-32C (computed apart from
+// the code), and what a reader makes of a torn or foreign one.
+void test_epoch_record(void **)
+{
+	const w::EpochRecord r{.replica = 2, .group = 7, .epoch = 0x1122334455667788};
+	const mdr_wire_epoch_rec e = w::make_epoch_record(r);
+	const unsigned char want[] = {
+		0x4d, 0x52, 0x50, 0x45, 0x02, 0x00, 0x00, 0x00,	// "MRPE", replica 2
+		0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,	// group 7
+		0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,	// epoch
+		0x00, 0x00, 0x00, 0x00, 0x75, 0xb6, 0x63, 0xfc,	// reserved, crc
+	};
+	static_assert(sizeof(want) == sizeof(mdr_wire_epoch_rec));
+	assert_memory_equal(&e, want, sizeof(want));
+	assert_int_equal(w::epoch_record_crc(e), 0xfc63b675);
+	assert_true(w::verify_epoch_record(e) == w::EpochRecordCheck::ok);
+	assert_true(w::decode_epoch_record(e) == r);
+
+	// It stopped serving: epoch 0, a new crc.
+	const mdr_wire_epoch_rec off = w::make_epoch_record({.replica = 2, .group = 7});
+	assert_int_equal(w::load(off.crc), 0x12ff6145);
+	assert_true(w::verify_epoch_record(off) == w::EpochRecordCheck::ok);
+	assert_int_equal(w::decode_epoch_record(off).epoch, 0);
+
+	// Half old, half new (a READ that a write raced): torn.
+	mdr_wire_epoch_rec torn = e;
+	std::memcpy(&torn.epoch, &off.epoch, sizeof(torn.epoch));
+	assert_true(w::verify_epoch_record(torn) == w::EpochRecordCheck::torn);
+	for (size_t i = 0; i < sizeof(e); i++) {
+		mdr_wire_epoch_rec flip = e;
+		reinterpret_cast<unsigned char *>(&flip)[i] ^= 0x10;
+		assert_true(w::verify_epoch_record(flip) == w::EpochRecordCheck::torn);
+	}
+	// Sealed, but not a record: bad.
+	mdr_wire_epoch_rec bad = e;
+	w::store(bad.magic, MDR_WIRE_MSG_MAGIC);
+	w::store(bad.crc, w::epoch_record_crc(bad));
+	assert_true(w::verify_epoch_record(bad) == w::EpochRecordCheck::bad);
+	bad = e;
+	w::store(bad.reserved, 1);
+	w::store(bad.crc, w::epoch_record_crc(bad));
+	assert_true(w::verify_epoch_record(bad) == w::EpochRecordCheck::bad);
+	// All zero (never written): torn, not a record at epoch 0.
+	assert_true(w::verify_epoch_record(mdr_wire_epoch_rec{}) == w::EpochRecordCheck::torn);
 }
 
 void test_ping_both_ways(void **)
@@ -280,6 +421,16 @@ void test_encoders_refuse_what_receivers_refuse(void **)
 		{w::ReplicaAddReq{.id = 4, .port = 4800}, -EINVAL, "replica_add_req: family 0 unknown"},
 		{w::ReplicaRemoveReq{.id = 4, .port = 4800}, -EINVAL,
 		 "replica_remove_req: port, family or address with a removal"},
+		{[] {
+			 w::GroupStatusRep g = group_status_rep_v7();
+			 g.extended = false;
+			 return g;
+		 }(),
+		 -EINVAL, "group_status_rep: a host address in the replicas of version 6"},
+		{w::RenewRep{.lease_ms = 1, .serving = w::Serving{.epoch = 3}}, -EINVAL,
+		 "renew_rep: serving: epoch 3 without its record's rkey"},
+		{w::RenewRep{.lease_ms = 1, .serving = w::Serving{.record_rkey = 3}}, -EINVAL,
+		 "renew_rep: serving: an epoch record without an epoch"},
 		{w::GroupStatusRep{.group = 7, .self = 1, .role = MDR_REPLICA_FOLLOWER,
 				   .replicas = {{.id = 1, .state = MDR_PEER_SELF, .port = 4800,
 						 .family = MDR_FAMILY_IPV4, .membership = MDR_MEMBER_MAX,
@@ -355,6 +506,10 @@ void test_leader_at(void **)
 int main()
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_serving_bytes),
+		cmocka_unit_test(test_group_status_v7_bytes),
+		cmocka_unit_test(test_forms_by_version),
+		cmocka_unit_test(test_epoch_record),
 		cmocka_unit_test(test_round_trip_every_message),
 		cmocka_unit_test(test_header_bytes),
 		cmocka_unit_test(test_replica_change_bytes),

@@ -132,6 +132,17 @@ std::vector<Row> reject_rows()
 	};
 #define GOFF(field) offsetof(mdr_wire_group_status_rep, field)
 #define ROFF(field) offsetof(mdr_wire_replica, field)
+	const w::Body gs7 = group_status_rep_v7();
+	const auto gx = [](size_t i, size_t field) {
+		return sizeof(mdr_wire_group_status_rep) + i * sizeof(mdr_wire_replica_ext) + field;
+	};
+#define XOFF(field) offsetof(mdr_wire_replica_ext, field)
+	const w::Body rrep7 = w::RenewRep{.lease_ms = 3000, .serving = serving()};
+	const w::Body own7 = w::RenewRep{.lease_ms = 3000, .serving = w::Serving{}};
+	const w::Body orep7 = open_rep_v7();
+	const w::Body arep7 = alloc_rep_v7();
+	constexpr size_t kServing = sizeof(mdr_wire_renew_rep);
+#define SOFF(field) offsetof(mdr_wire_serving, field)
 	const w::Body add = replica_add();
 	const w::Body remove = w::ReplicaRemoveReq{.id = 2};
 #define COFF(field) offsetof(mdr_wire_replica_change_req, field)
@@ -213,7 +224,49 @@ std::vector<Row> reject_rows()
 		 "without an epoch"},
 		{"address without leader", nl, set32(kLeader + LOFF(replica), 0), -EINVAL,
 		 "an address or epoch without a leader"},
-		{"group_status partial", gs, grow(8), -EPROTO, "not 72 + a multiple of 40"},
+		{"group_status partial", gs, grow(9), -EPROTO, "not 72 + a multiple of 40 or 64"},
+		{"group_status of two sizes", gs, grow(8), -EPROTO,
+		 "group_status_rep: count 3: the length 200 is not 72 + a multiple of 40"},
+		{"group_status v7 partial", gs7, grow(24), -EPROTO,
+		 "not 72 + a multiple of 40 or 64"},
+		{"group_status v7 count", gs7, set16(GOFF(count), 2), -EPROTO,
+		 "group_status_rep: count 2: the length 264 is not 72 + a multiple of 40"},
+		{"replica host family", gs7, set8(gx(0, XOFF(host_family)), 3), -EINVAL,
+		 "group_status_rep: replicas[0]: host_family 3 unknown"},
+		{"replica host port zero", gs7, set16(gx(0, XOFF(host_port)), 0), -EINVAL,
+		 "group_status_rep: replicas[0]: host_port zero"},
+		{"replica host port unknown", gs7, set16(gx(1, XOFF(host_port)), 4791), -EINVAL,
+		 "replicas[1]: a host port or address without a family"},
+		{"replica host address unknown", gs7, set8(gx(1, XOFF(host_addr) + 15), 1),
+		 -EINVAL, "replicas[1]: a host port or address without a family"},
+		{"replica host IPv4 long", gs7, set8(gx(0, XOFF(host_addr) + 4), 1), -EINVAL,
+		 "replicas[0]: IPv4 host address with more than 4 bytes"},
+		{"replica host reserved", gs7, set8(gx(2, XOFF(reserved) + 4), 1), -EINVAL,
+		 "group_status_rep: replicas[2]: reserved not zero"},
+		{"replica v7 log family", gs7, set8(gx(1, ROFF(family)), 0), -EINVAL,
+		 "replicas[1]: family 0 unknown"},
+		{"serving reserved", rrep7, set32(kServing + SOFF(reserved), 1), -EINVAL,
+		 "renew_rep: serving: reserved not zero"},
+		{"serving record without epoch", rrep7, set64(kServing + SOFF(epoch), 0), -EINVAL,
+		 "renew_rep: serving: an epoch record without an epoch"},
+		{"serving rkey without epoch", own7, set32(kServing + SOFF(record_rkey), 9),
+		 -EINVAL, "renew_rep: serving: an epoch record without an epoch"},
+		{"serving address without epoch", own7, set64(kServing + SOFF(record_addr), 9),
+		 -EINVAL, "renew_rep: serving: an epoch record without an epoch"},
+		{"serving epoch without rkey", rrep7, set32(kServing + SOFF(record_rkey), 0),
+		 -EINVAL, "renew_rep: serving: epoch 5 without its record's rkey"},
+		{"open_rep serving reserved", orep7,
+		 set32(sizeof(mdr_wire_open_rep) + SOFF(reserved), 0x100), -EINVAL,
+		 "open_rep: serving: reserved not zero"},
+		{"alloc_rep serving no rkey", arep7,
+		 set32(sizeof(mdr_wire_alloc_rep) + SOFF(record_rkey), 0), -EINVAL,
+		 "alloc_rep: serving: epoch 5 without its record's rkey"},
+		{"alloc_rep v7 entry", arep7, set8(offsetof(mdr_wire_alloc_rep, entry) + 3, 0x40),
+		 -EINVAL, "alloc_rep: entry: bad crc"},
+		{"renew_rep between forms", rrep7, grow(8), -EPROTO,
+		 "renew_rep: length 64, expected 32 or 56"},
+		{"open_rep between forms", orep7, grow(8), -EPROTO,
+		 "open_rep: length 176, expected 144 or 168"},
 		{"group_status count", gs, set16(GOFF(count), 2), -EPROTO,
 		 "group_status_rep: count 2 disagrees with the length (3 replicas)"},
 		{"group_status role", gs, set16(GOFF(role), MDR_REPLICA_ROLE_MAX), -EINVAL,
@@ -480,8 +533,8 @@ std::vector<Row> reject_rows()
 		{"track count 2", track, set64(offsetof(mdr_wire_inval, count), 2), -EINVAL,
 		 "inval: count 2 with MDR_INVAL_TRACK"},
 		{"ack length 72", ack, resize_to(72), -EPROTO,
-		 "inval_ack: length 72, expected 64"},
-		{"ack length 88", ack2, grow(8), -EPROTO, "inval_ack: length 88, expected 64"},
+		 "inval_ack: length 72, expected 64 or 80"},
+		{"ack length 88", ack2, grow(8), -EPROTO, "inval_ack: length 88, expected 64 or 80"},
 		{"ack flags unknown", ack2, set32(offsetof(mdr_wire_inval_ack, flags), 3),
 		 -EINVAL, "inval_ack: unknown flags 0x3"},
 		{"ack flags high", ack2, set32(offsetof(mdr_wire_inval_ack, flags), 0x80000001),

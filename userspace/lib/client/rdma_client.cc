@@ -198,8 +198,9 @@ Status RdmaClient::post_send(uint32_t slot, std::span<const std::byte> msg)
 
 void RdmaClient::on_recv(uint32_t slot, uint32_t len)
 {
+	// By the accept's version: a reply of another version's length is bad.
 	auto m = wire::parse({buf_.data() + size_t(slot) * kMsgSize, len}, wire::Side::client,
-			     opts_.role);
+			     opts_.role, rep_.version);
 
 	if (m.ok() && std::holds_alternative<wire::Invalidate>(m.value().body)) {
 		// Nothing cached here: acknowledge at once, inline (the message

@@ -178,7 +178,8 @@ Fault check_size(const Framed &f)
 		return std::nullopt;
 	if (!s.elem) {
 		if (len != s.size)
-			return fail(EPROTO, name, "length ", len, ", expected ", s.size);
+			return fail(EPROTO, name, "length ", len, ", expected ", s.size,
+				    s.alt ? " or " + std::to_string(s.alt) : "");
 		return std::nullopt;
 	}
 	if (len < s.size)
@@ -294,6 +295,50 @@ Result<Msg> parse(std::span<const std::byte> received, Side receiver,
 	if (!body.ok())
 		return forward(body);
 	return Msg{f.value().hdr, std::move(body).value()};
+}
+
+namespace {
+
+// The forms of the replies whose length the version sets.
+template <typename Rep>
+Status served_form(const Rep &rep, bool v7, const char *name)
+{
+	if (rep.serving.has_value() == v7)
+		return {};
+	return fail(EPROTO, name, v7 ? "no struct mdr_wire_serving on version 7 or later"
+				     : "struct mdr_wire_serving before version 7");
+}
+
+} // namespace
+
+Status check_version_form(const Body &body, uint16_t version)
+{
+	const bool v7 = version >= kEpochVersion;
+
+	if (const auto *r = std::get_if<OpenRep>(&body))
+		return served_form(*r, v7, "open_rep");
+	if (const auto *r = std::get_if<RenewRep>(&body))
+		return served_form(*r, v7, "renew_rep");
+	if (const auto *r = std::get_if<AllocRep>(&body))
+		return served_form(*r, v7, "alloc_rep");
+	if (const auto *r = std::get_if<GroupStatusRep>(&body);
+	    r && !r->replicas.empty() && r->extended != v7)
+		return fail(EPROTO, "group_status_rep",
+			    v7 ? "replicas of 40 bytes on version 7 or later"
+			       : "replicas of 64 bytes before version 7");
+	return {};
+}
+
+Result<Msg> parse(std::span<const std::byte> received, Side receiver, mdr_wire_role conn_role,
+		  uint16_t version)
+{
+	auto m = parse(received, receiver, conn_role);
+
+	if (!m.ok())
+		return m;
+	if (Status st = check_version_form(m.value().body, version); !st.ok())
+		return Error(st.error(), st.message());
+	return m;
 }
 
 std::optional<Header> peek_header(std::span<const std::byte> received)

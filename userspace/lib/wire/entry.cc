@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// entry.cc - extent entries: what hosts READ from a volume's table, sealed
-// with a CRC-32C that also covers where the entry belongs.
+// entry.cc - what hosts READ: extent entries of a volume's table, sealed
+// with a CRC-32C that also covers where the entry belongs, and a group
+// leader's epoch record (version 7), sealed the same way.
 #include <iterator>
 
 #include "lib/util/crc32c.h"
@@ -10,6 +11,7 @@
 namespace mdr::wire {
 
 static_assert(offsetof(mdr_wire_entry, crc) == 28);
+static_assert(offsetof(mdr_wire_epoch_rec, crc) == 28);
 
 const char *entry_check_name(EntryCheck check)
 {
@@ -74,6 +76,39 @@ mdr_wire_entry make_entry(const Entry &entry, uint64_t volume_id, uint64_t index
 Entry decode_entry(const mdr_wire_entry &e)
 {
 	return Entry{load(e.generation), load(e.pstart), load(e.dev_id), e.state};
+}
+
+// ---- Epoch records ----------------------------------------------------------
+
+uint32_t epoch_record_crc(const mdr_wire_epoch_rec &r)
+{
+	return crc32c(&r, offsetof(mdr_wire_epoch_rec, crc));
+}
+
+mdr_wire_epoch_rec make_epoch_record(const EpochRecord &r)
+{
+	auto w = zeroed<mdr_wire_epoch_rec>();
+
+	store(w.magic, MDR_WIRE_EPOCH_MAGIC);
+	store(w.replica, r.replica);
+	store(w.group, r.group);
+	store(w.epoch, r.epoch);
+	store(w.crc, epoch_record_crc(w));
+	return w;
+}
+
+EpochRecordCheck verify_epoch_record(const mdr_wire_epoch_rec &r)
+{
+	if (load(r.crc) != epoch_record_crc(r))
+		return EpochRecordCheck::torn;
+	if (load(r.magic) != MDR_WIRE_EPOCH_MAGIC || load(r.reserved))
+		return EpochRecordCheck::bad;
+	return EpochRecordCheck::ok;
+}
+
+EpochRecord decode_epoch_record(const mdr_wire_epoch_rec &r)
+{
+	return {.replica = load(r.replica), .group = load(r.group), .epoch = load(r.epoch)};
 }
 
 } // namespace mdr::wire

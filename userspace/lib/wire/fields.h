@@ -333,7 +333,7 @@ struct Skip {
 	MDR_SKIP(num) MDR_SKIP(zero) MDR_SKIP(name) MDR_SKIP(printable) MDR_SKIP(bytes)
 	MDR_SKIP(rule) MDR_SKIP(nested) MDR_SKIP(count) MDR_SKIP(elements)
 	MDR_SKIP(volume_ref) MDR_SKIP(mapped_entry) MDR_SKIP(magic) MDR_SKIP(long_form)
-	MDR_SKIP(elem_form)
+	MDR_SKIP(elem_form) MDR_SKIP(optional_part)
 };
 #undef MDR_SKIP
 
@@ -422,6 +422,14 @@ public:
 		if (fault)
 			return;
 		const size_t n = elements_in<E>();
+		// Elements of two sizes: a length that is a multiple of the
+		// other size passed the size check, and must be of this one.
+		if ((msg_.size() - elems_) % elem_size<E>()) {
+			fault = fail(EPROTO, what_, label, " ", load(wire), ": the length ",
+				     msg_.size(), " is not ", elems_, " + a multiple of ",
+				     elem_size<E>());
+			return;
+		}
 		if (load(wire) != n) {
 			fault = fail(EPROTO, what_, label, " ", load(wire),
 				     " disagrees with the length (", n, " ",
@@ -501,10 +509,24 @@ public:
 		host = msg_.size() == long_size;
 	}
 
+	// A part a later version appends to a message of short_size bytes,
+	// long_size with it: there (host set, checked by its own layout) when
+	// the length is the long one, else none.
+	template <typename H, typename W>
+	void optional_part(const char *label, std::optional<H> &host, const W &wire,
+			   size_t, size_t long_size)
+	{
+		host.reset();
+		if (fault || msg_.size() != long_size)
+			return;
+		fault = walk_part<Get>(std::string(what_) + ": " + label, host.emplace(), wire);
+	}
+
 	// Elements whose later version is longer, the short form their first
 	// bytes: the count and the length tell which came, host says (no
 	// element: the short one). Before count() and elements().
-	void elem_form(bool &host, size_t short_size, size_t long_size, const __le32 &count)
+	template <typename L>
+	void elem_form(bool &host, size_t short_size, size_t long_size, const L &count)
 	{
 		const size_t n = load(count);
 
@@ -596,9 +618,18 @@ public:
 		}
 	}
 
-	void elem_form(const bool &host, size_t short_size, size_t long_size, __le32 &)
+	template <typename L>
+	void elem_form(const bool &host, size_t short_size, size_t long_size, L &)
 	{
 		elem_ = host ? long_size : short_size;
+	}
+
+	template <typename H, typename W>
+	void optional_part(const char *label, const std::optional<H> &host, W &wire, size_t,
+			   size_t)
+	{
+		if (!fault && host)
+			fault = walk_part<Put>(std::string(what_) + ": " + label, *host, wire);
 	}
 
 	void volume_ref(const uint64_t &id, __le64 &wire_id, const std::string &vol_name,
@@ -645,9 +676,17 @@ public:
 		len = host ? long_size : short_size;
 	}
 
-	void elem_form(const bool &host, size_t short_size, size_t long_size, const __le32 &)
+	template <typename L>
+	void elem_form(const bool &host, size_t short_size, size_t long_size, const L &)
 	{
 		elem_ = host ? long_size : short_size;
+	}
+
+	template <typename H, typename W>
+	void optional_part(const char *, const std::optional<H> &host, const W &,
+			   size_t short_size, size_t long_size)
+	{
+		len = host ? long_size : short_size;
 	}
 
 private:

@@ -200,7 +200,50 @@ MDR_LAYOUT(OpenReq, mdr_wire_open_req)
 		     m.flags & MDR_OPEN_F_BY_NAME, "MDR_OPEN_F_BY_NAME");
 }
 
-MDR_LAYOUT(OpenRep, mdr_wire_open_rep)
+// Who served an OK reply to OPEN, RENEW or ALLOC (version 7).
+MDR_LAYOUT(Serving, mdr_wire_serving)
+{
+	MDR_FIELD(epoch);
+	MDR_FIELD(record_addr);
+	MDR_FIELD(record_rkey);
+	v.zero("reserved", w.reserved);
+	MDR_RULE(!m.epoch && (m.record_addr || m.record_rkey),
+		 "an epoch record without an epoch");
+	MDR_RULE(m.epoch && !m.record_rkey, "epoch ", m.epoch, " without its record's rkey");
+}
+
+// The OK replies to OPEN, RENEW and ALLOC: the reply of version 6 (Self's
+// body(), of Short), then from version 7 struct mdr_wire_serving (the V7
+// struct), which says who served it.
+template <typename Short, typename V7>
+struct Served {
+	using Wire = V7;
+	static constexpr size_t short_size = sizeof(Short), long_size = sizeof(V7);
+	static constexpr Shape shape{short_size, 0, long_size};
+	static_assert(offsetof(V7, serving) == short_size, "the v7 reply extends the short one");
+
+	static std::string doc(const char *short_name, const char *long_name)
+	{
+		return struct_doc(short_name, short_size) + " before version 7, " +
+		       struct_doc(long_name, long_size) + " from version 7";
+	}
+};
+
+#define MDR_SERVED(T, W)							\
+	template <>								\
+	struct Layout<T> : Served<W, W##_v7> {					\
+		static void fields(auto &v, auto &m, auto &w)			\
+		{								\
+			body(v, m, w.rep);					\
+			v.optional_part("serving", m.serving, w.serving,	\
+					short_size, long_size);			\
+		}								\
+		static std::string doc() { return Served::doc(#W, #W "_v7"); }	\
+		static void body(auto &v, auto &m, auto &w);			\
+	};									\
+	void Layout<T>::body(auto &v, auto &m, auto &w)
+
+MDR_SERVED(OpenRep, mdr_wire_open_rep)
 {
 	v.zero("flags", w.flags);
 	volume_fields(v, m, w);
@@ -230,7 +273,7 @@ MDR_LAYOUT(RenewReq, mdr_wire_vol_req)
 	MDR_FIELD(volume_id);	// 0: every lease
 }
 
-MDR_LAYOUT(RenewRep, mdr_wire_renew_rep)
+MDR_SERVED(RenewRep, mdr_wire_renew_rep)
 {
 	v.zero("reserved", w.reserved);
 	MDR_FIELD(lease_ms, nonzero);
@@ -242,7 +285,7 @@ MDR_LAYOUT(AllocReq, mdr_wire_alloc_req)
 	MDR_FIELD(index);
 }
 
-MDR_LAYOUT(AllocRep, mdr_wire_alloc_rep)
+MDR_SERVED(AllocRep, mdr_wire_alloc_rep)
 {
 	MDR_FIELD(volume_id, nonzero);
 	MDR_FIELD(index);
@@ -355,21 +398,73 @@ inline Fault replica_address(What at, uint8_t family, const std::array<uint8_t, 
 		       "IPv4 address with more than 4 bytes");
 }
 
-MDR_ELEMENT(Replica, mdr_wire_replica, "replicas")
-{
-	MDR_FIELD(durable);
-	MDR_FIELD(id, nonzero);
-	MDR_FIELD(state, below{MDR_PEER_STATE_MAX});
-	MDR_FIELD(port, nonzero);
-	MDR_FIELD(family);
-	MDR_FIELD(membership, below{MDR_MEMBER_MAX});
-	v.zero("reserved", w.reserved);
-	v.bytes(m.addr, w.addr);
-	v.rule([&](What at) { return replica_address(at, m.family, m.addr); });
-}
+// Before version 7 the first part alone (struct mdr_wire_replica), which
+// reads as a replica whose host address is not known.
+template <>
+struct Layout<Replica> {
+	MDR_WIRE_STRUCT(mdr_wire_replica_ext);
+	static constexpr const char *noun = "replicas";
+	static void fields(auto &v, auto &m, auto &ext)
+	{
+		auto &w = ext.replica;
+		MDR_FIELD(durable);
+		MDR_FIELD(id, nonzero);
+		MDR_FIELD(state, below{MDR_PEER_STATE_MAX});
+		MDR_FIELD(port, nonzero);
+		MDR_FIELD(family);
+		MDR_FIELD(membership, below{MDR_MEMBER_MAX});
+		v.zero("reserved", w.reserved);
+		v.bytes(m.addr, w.addr);
+		v.rule([&](What at) { return replica_address(at, m.family, m.addr); });
+		v.num("host_port", m.host_port, ext.host_port);
+		v.num("host_family", m.host_family, ext.host_family);
+		v.zero("reserved", ext.reserved);
+		v.bytes(m.host_addr, ext.host_addr);
+		// not known: all zero; else a known family, its address, a port
+		v.rule([&](What at) -> Fault {
+			if (m.host_family == MDR_FAMILY_NONE)
+				return fail_if(m.host_port || !all_zero(m.host_addr), at,
+					       "a host port or address without a family");
+			if (m.host_family != MDR_FAMILY_IPV4 && m.host_family != MDR_FAMILY_IPV6)
+				return fail(EINVAL, at, "host_family ", m.host_family, " unknown");
+			if (m.host_family == MDR_FAMILY_IPV4 && !all_zero(&m.host_addr[4], 12))
+				return fail(EINVAL, at, "IPv4 host address with more than 4 bytes");
+			return fail_if(!m.host_port, at, "host_port zero");
+		});
+	}
+};
 
-MDR_LAYOUT_OF(GroupStatusRep, mdr_wire_group_status_rep, using Elem = Replica;)
+// Its elements are struct mdr_wire_replica_ext from version 7 on, struct
+// mdr_wire_replica (the first part) before.
+template <>
+struct Layout<GroupStatusRep> {
+	MDR_WIRE_STRUCT(mdr_wire_group_status_rep);
+	using Elem = Replica;
+	static constexpr size_t short_elem = sizeof(mdr_wire_replica);
+	static constexpr Shape shape{sizeof(mdr_wire_group_status_rep), short_elem, 0,
+				     sizeof(mdr_wire_replica_ext)};
+	static void fields(auto &v, auto &m, auto &w);
+	static Fault refuse(What at, const GroupStatusRep &m)
+	{
+		return fail_if(!m.extended && std::any_of(m.replicas.begin(), m.replicas.end(),
+							  [](const Replica &r) {
+								  return r.host_family ||
+									 r.host_port ||
+									 !all_zero(r.host_addr);
+							  }),
+			       at, "a host address in the replicas of version 6");
+	}
+	static std::string doc()
+	{
+		return struct_doc(wire_name, sizeof(Wire)) + " + " + std::to_string(short_elem) +
+		       " n before version 7, + " + std::to_string(sizeof(mdr_wire_replica_ext)) +
+		       " n from version 7";
+	}
+};
+
+void Layout<GroupStatusRep>::fields(auto &v, auto &m, auto &w)
 {
+	v.elem_form(m.extended, short_elem, sizeof(mdr_wire_replica_ext), w.count);
 	v.count("count", w.count, m.replicas);
 	v.zero("reserved", w.reserved);
 	MDR_FIELD(group);
@@ -725,6 +820,7 @@ MDR_LAYOUT(ConnRej, mdr_wire_conn_rej)
 		 "version zero with MDR_ST_VERSION");
 }
 
+#undef MDR_SERVED
 #undef MDR_RULE
 #undef MDR_FIELD
 #undef MDR_ELEMENT

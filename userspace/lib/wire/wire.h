@@ -53,7 +53,13 @@
 //   - the elements of a DEV_LIST reply are struct mdr_wire_device_ext from
 //     version 4 on and struct mdr_wire_device before: parse() tells them
 //     apart by the count and the length (DevListRep::extended), and reads
-//     the short form as a long one with state online and no identity.
+//     the short form as a long one with state online and no identity;
+//   - likewise the OK replies to OPEN, RENEW and ALLOC end with struct
+//     mdr_wire_serving from version 7 on (OpenRep::serving and the others
+//     set, else none), and GROUP_STATUS replies have struct
+//     mdr_wire_replica_ext elements (GroupStatusRep::extended): parse()
+//     takes either form, the four-argument parse() the one of the
+//     connection's version alone (check_version_form()).
 #ifndef MDR_WIRE_H
 #define MDR_WIRE_H
 
@@ -125,6 +131,12 @@ inline constexpr uint16_t kGroupVersion = 5;
 // peers get it zero: a voter).
 inline constexpr uint16_t kMembershipVersion = 6;
 
+// The version from which OK replies to OPEN, RENEW and ALLOC say who
+// served them (struct mdr_wire_serving), a group's leader keeps the epoch
+// record hosts READ after each window, and GROUP_STATUS replies carry
+// where each replica serves hosts (struct mdr_wire_replica_ext).
+inline constexpr uint16_t kEpochVersion = MDR_WIRE_VERSION_EPOCH;
+
 // [A-Za-z0-9._-], 1 to MDR_WIRE_NAME_LEN - 1 characters.
 bool valid_volume_name(std::string_view name);
 
@@ -166,6 +178,34 @@ mdr_wire_entry make_entry(const Entry &entry, uint64_t volume_id,
 			  uint64_t index);
 // Host-endian view of an entry; meaningful once verify_entry() said ok.
 Entry decode_entry(const mdr_wire_entry &e);
+
+// ---------------------------------------------------------------------------
+// A group leader's epoch record (version 7): READ by hosts after each
+// window of a table, in the same post.
+
+struct EpochRecord {
+	uint32_t replica = 0;	// the replica's id in its group
+	uint64_t group = 0;
+	uint64_t epoch = 0;	// 0: it does not serve (any more)
+
+	bool operator==(const EpochRecord &) const = default;
+};
+
+// What a READ of a record shows; verify_epoch_record() checks in this order.
+enum class EpochRecordCheck {
+	ok,
+	torn,		// bad crc: a write raced the READ; read it again
+	bad,		// another magic, or reserved not zero
+};
+
+// The CRC the record should carry: CRC-32C of the 28 bytes before it, the
+// entries' convention (~crc32c(~0, ...)).
+uint32_t epoch_record_crc(const mdr_wire_epoch_rec &r);
+// The record, magic and reserved set, sealed.
+mdr_wire_epoch_rec make_epoch_record(const EpochRecord &r);
+EpochRecordCheck verify_epoch_record(const mdr_wire_epoch_rec &r);
+// Host-endian view; meaningful once verify_epoch_record() said ok.
+EpochRecord decode_epoch_record(const mdr_wire_epoch_rec &r);
 
 // ---------------------------------------------------------------------------
 // Connection private data.
@@ -288,6 +328,17 @@ struct Device {
 	bool operator==(const Device &) const = default;
 };
 
+// Who answered an OPEN, RENEW or ALLOC (struct mdr_wire_serving, version
+// 7): a group's leader at an epoch, and where its epoch record is on this
+// connection; all zero from a node of its own.
+struct Serving {
+	uint64_t epoch = 0;		// 0: a node of its own
+	uint64_t record_addr = 0;	// 0 with epoch 0
+	uint32_t record_rkey = 0;	// 0 with epoch 0, else not 0
+
+	bool operator==(const Serving &) const = default;
+};
+
 struct OpenReq {
 	MDR_WIRE_MSG(OpenReq, MDR_OP_OPEN, false);
 	uint64_t volume_id = 0;		// 0 with MDR_OPEN_F_BY_NAME
@@ -306,6 +357,7 @@ struct OpenRep {
 	uint32_t lease_ms = 0;		// >= 1
 	uint64_t generation = 0;
 	std::string name{};
+	std::optional<Serving> serving{};	// version 7 on
 };
 
 struct CloseReq {
@@ -323,6 +375,7 @@ struct RenewReq {
 struct RenewRep {
 	MDR_WIRE_MSG(RenewRep, MDR_OP_RENEW, true);
 	uint32_t lease_ms = 0;		// >= 1
+	std::optional<Serving> serving{};	// version 7 on
 };
 
 struct AllocReq {
@@ -337,6 +390,7 @@ struct AllocRep {
 	uint64_t volume_id = 0;
 	uint64_t index = 0;
 	Entry entry{};
+	std::optional<Serving> serving{};	// version 7 on
 };
 
 struct InvalRange {
@@ -484,7 +538,7 @@ struct DevListRep {
 using NodeStatsReq = HeaderAlone<MDR_OP_NODE_STATS, false>;
 using GroupStatusReq = HeaderAlone<MDR_OP_GROUP_STATUS, false>;
 
-// struct mdr_wire_replica.
+// struct mdr_wire_replica; from version 7 struct mdr_wire_replica_ext.
 struct Replica {
 	uint64_t durable = 0;		// 0: not known
 	uint32_t id = 0;		// non-zero
@@ -493,6 +547,11 @@ struct Replica {
 	uint8_t family = MDR_FAMILY_NONE;
 	uint8_t membership = MDR_MEMBER_VOTER;	// enum mdr_replica_membership
 	std::array<uint8_t, 16> addr{};
+	// Where it serves hosts and admins (version 7; none before): family
+	// MDR_FAMILY_NONE, port 0 and address zero when not known.
+	uint16_t host_port = 0;
+	uint8_t host_family = MDR_FAMILY_NONE;
+	std::array<uint8_t, 16> host_addr{};
 	bool operator==(const Replica &) const = default;
 };
 
@@ -506,6 +565,9 @@ struct GroupStatusRep {
 	uint32_t leader = 0;		// 0: none known
 	uint16_t role = MDR_REPLICA_NONE;	// enum mdr_replica_role
 	std::vector<Replica> replicas{};	// ascending ids
+	// struct mdr_wire_replica_ext elements (version 7 on); an empty list
+	// parses as false.
+	bool extended = false;
 };
 
 // REPLICA_ADD (the replica and its log listener) and REPLICA_REMOVE (the
@@ -708,6 +770,19 @@ enum class Side { node, client };
 // are ignored.
 Result<Msg> parse(std::span<const std::byte> received, Side receiver,
 		  mdr_wire_role conn_role);
+
+// Whether @body has the form a connection of @version sends, where the
+// forms of two versions differ in length: OK replies to OPEN, RENEW and
+// ALLOC with Serving from kEpochVersion on and without before, and
+// GROUP_STATUS replies with replicas extended from kEpochVersion on (an
+// empty list may be either). -EPROTO and what is wrong, else ok. Senders
+// pick the form by the version (mdnode), receivers check it.
+Status check_version_form(const Body &body, uint16_t version);
+
+// parse() on a connection of the negotiated @version, then
+// check_version_form(): a message of another version's length is refused.
+Result<Msg> parse(std::span<const std::byte> received, Side receiver,
+		  mdr_wire_role conn_role, uint16_t version);
 
 // The header of a message parse() refused, read only if the bytes hold a
 // header with the right magic: what mdnode echoes in an ErrorRep.
