@@ -2528,14 +2528,16 @@ out:
 /* ---- Reconnect ------------------------------------------------------- */
 
 /*
- * After a failure the backoff of c->attempts (c->mutex); to a leader a
- * replica named, at once for the first MDR_FREE_HOPS hops since a leader
- * last served, then with the backoff of the hops beyond, so replicas
- * that name each other cannot make the host spin.
+ * After a failure the backoff of c->attempts (c->mutex); but the first
+ * try after a live queue of a group failed goes to the next replica at
+ * once, as multipath goes to the next path. To a leader a replica named,
+ * at once for the first MDR_FREE_HOPS hops since a leader last served,
+ * then with the backoff of the hops beyond, so replicas that name each
+ * other cannot make the host spin.
  */
 static void mdr_schedule_reconnect(struct mdr_conn *c)
 {
-	unsigned int hops, attempt = c->attempts;
+	unsigned int hops, nr, attempt = c->attempts;
 	unsigned long flags;
 	bool hinted;
 	u32 ms;
@@ -2543,14 +2545,14 @@ static void mdr_schedule_reconnect(struct mdr_conn *c)
 	spin_lock_irqsave(&c->lock, flags);
 	hinted = c->follow.hinted;
 	hops = c->follow.hops;
+	nr = c->follow.nr;
 	spin_unlock_irqrestore(&c->lock, flags);
-	if (hinted) {
-		if (hops < MDR_FREE_HOPS) {
-			queue_delayed_work(mdr_wq, &c->reconnect_work, 0);
-			return;
-		}
-		attempt = hops - MDR_FREE_HOPS;
+	if ((hinted && hops < MDR_FREE_HOPS) || (!hinted && !attempt && nr > 1)) {
+		queue_delayed_work(mdr_wq, &c->reconnect_work, 0);
+		return;
 	}
+	if (hinted)
+		attempt = hops - MDR_FREE_HOPS;
 	ms = mdr_backoff_ms(attempt, MDR_BACKOFF_BASE_MS, MDR_BACKOFF_MAX_MS,
 			    get_random_u32());
 	queue_delayed_work(mdr_wq, &c->reconnect_work, msecs_to_jiffies(ms));

@@ -104,7 +104,8 @@ static void mdr_vol_entries(void *owner, u64 first,
  * @err:	-errno; -EAGAIN (the node said try again) and -ENOMEM (no
  *		memory for the request, here, which submit_bio context cannot
  *		wait for, or at the node) retry with the deferred bios, within
- *		a second, until fast_io_fail_tmo from their first wait;
+ *		a quarter of a second while there is a lease, until
+ *		fast_io_fail_tmo from their first wait;
  *		anything else fails the bios
  *
  * Context: any.

@@ -16,6 +16,13 @@
 #include "volume/volume.h"
 #include "volume/trace.h"
 
+/*
+ * How often deferred bios look again while the volume holds a lease: an
+ * ALLOC answered AGAIN by a new leader waiting out the old leases is asked
+ * again this soon after the wait ends, not up to a second later.
+ */
+#define MDR_DEFER_LOOK		(HZ / 4)
+
 /* The task fetching on this CPU, with preemption off, if any. */
 static DEFINE_PER_CPU(struct mdr_route_ctx *, mdr_fetching);
 
@@ -99,11 +106,11 @@ void mdr_vol_defer_list(struct mdr_vol *vol, struct bio_list *list)
 		vol->deferred_since = jiffies;
 	bio_list_merge(&vol->deferred, list);
 	spin_unlock_irqrestore(&vol->defer_lock, flags);
-	queue_delayed_work(mdr_wq, &vol->expire_work, HZ);
+	queue_delayed_work(mdr_wq, &vol->expire_work, MDR_DEFER_LOOK);
 }
 
 /*
- * Runs expire_work within a second, unless the volume is DYING: the check
+ * Runs expire_work within @delay, unless the volume is DYING: the check
  * is under @defer_lock, as in mdr_vol_defer_list(), and the works are
  * cancelled until neither runs (mdr_vol_flush_works()) once DYING is set.
  *
@@ -114,7 +121,7 @@ void mdr_vol_defer_list(struct mdr_vol *vol, struct bio_list *list)
  * mdr_park_expire(), which takes that lock after.
  * Context: any.
  */
-void mdr_vol_arm_expiry(struct mdr_vol *vol)
+static void mdr_vol_arm_expiry_in(struct mdr_vol *vol, unsigned long delay)
 {
 	unsigned long flags;
 
@@ -122,8 +129,14 @@ void mdr_vol_arm_expiry(struct mdr_vol *vol)
 		return;
 	spin_lock_irqsave(&vol->defer_lock, flags);
 	if (likely(!test_bit(MDR_VOL_F_DYING, &vol->flags)))
-		queue_delayed_work(mdr_wq, &vol->expire_work, HZ);
+		queue_delayed_work(mdr_wq, &vol->expire_work, delay);
 	spin_unlock_irqrestore(&vol->defer_lock, flags);
+}
+
+/* Within a second. */
+void mdr_vol_arm_expiry(struct mdr_vol *vol)
+{
+	mdr_vol_arm_expiry_in(vol, HZ);
 }
 
 /**
@@ -292,14 +305,15 @@ static unsigned int mdr_park_expire(struct mdr_vol *vol)
 /*
  * Once a second while bios wait: the parked ones that waited
  * fast_io_fail_tmo fail (mdr_park_expire()); the deferred ones look again
- * when there is a lease (an extent may have stopped moving), or fail when
- * there was none for fast_io_fail_tmo.
+ * when there is a lease (an extent may have stopped moving, the node may
+ * allocate now), every MDR_DEFER_LOOK, or fail when there was none for
+ * fast_io_fail_tmo.
  */
 void mdr_vol_expire_work(struct work_struct *work)
 {
 	struct mdr_vol *vol = container_of(to_delayed_work(work),
 					   struct mdr_vol, expire_work);
-	bool again = mdr_park_expire(vol) > 0;
+	bool again = mdr_park_expire(vol) > 0, soon = false;
 	unsigned long deadline, flags;
 	struct bio_list list;
 	bool empty;
@@ -312,9 +326,13 @@ void mdr_vol_expire_work(struct work_struct *work)
 	if (empty) {
 		/* nothing deferred */
 	} else if (test_bit(MDR_VOL_F_LEASE, &vol->flags)) {
-		/* waiting for a moving extent: look again */
+		/*
+		 * Waiting for a moving extent, or for an ALLOC the node
+		 * answered AGAIN (a leader that waits out the leases of the
+		 * one before): look again soon.
+		 */
 		mdr_vol_kick(vol);
-		again = true;
+		soon = true;
 	} else if (time_after_eq(jiffies, deadline)) {
 		list = mdr_vol_take_deferred(vol);
 		pr_warn_ratelimited("mdr%d: no lease for %us: failing IO\n",
@@ -323,7 +341,9 @@ void mdr_vol_expire_work(struct work_struct *work)
 	} else {
 		again = true;
 	}
-	if (again)
+	if (soon)
+		mdr_vol_arm_expiry_in(vol, MDR_DEFER_LOOK);
+	else if (again)
 		mdr_vol_arm_expiry(vol);
 }
 
