@@ -200,6 +200,14 @@ void AdminRpc::do_group_status(Session &s, uint64_t req_id)
 	if (s.peer.version < wire::kMembershipVersion)
 		for (wire::Replica &r : rep.replicas)
 			r.membership = MDR_MEMBER_VOTER;
+	// Where each replica serves hosts: version 7's longer elements.
+	rep.extended = s.peer.version >= wire::kEpochVersion;
+	if (!rep.extended)
+		for (wire::Replica &r : rep.replicas) {
+			r.host_port = 0;
+			r.host_family = MDR_FAMILY_NONE;
+			r.host_addr = {};
+		}
 	core_.reply(s.peer.id, req_id, rep);
 }
 

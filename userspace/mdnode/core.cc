@@ -125,7 +125,37 @@ void NodeCore::request_replied(ConnId conn, uint64_t req_id)
 void NodeCore::reply(ConnId conn, uint64_t req_id, const wire::Body &body)
 {
 	request_replied(conn, req_id);
-	send_reply(conn, req_id, body);
+	wire::Body stamped = body;
+	const bool served = std::visit([&](auto &m) {
+		if constexpr (requires { m.serving; }) {
+			m.serving = serving_for(conn);
+			return true;
+		}
+		return false;
+	}, stamped);
+	send_reply(conn, req_id, served ? stamped : body);
+}
+
+std::optional<wire::Serving> NodeCore::serving_for(ConnId conn)
+{
+	const Session *s = session(conn);
+
+	if (!s || s->peer.version < wire::kEpochVersion)
+		return std::nullopt;
+	const uint64_t epoch = epoch_record.epoch();
+	if (!epoch)
+		return wire::Serving{};
+	auto w = net->expose_epoch_record(conn, epoch_record.bytes());
+	if (!w.ok()) {
+		// Zeros would tell the host another server: the connection
+		// goes, and the host opens again (on a replica that can).
+		log_error_rl("conn %llu: cannot register the epoch record: %s",
+			     (unsigned long long)conn, w.message().c_str());
+		net->disconnect(conn);
+		return wire::Serving{};
+	}
+	return wire::Serving{.epoch = epoch, .record_addr = w.value().addr,
+			     .record_rkey = w.value().key};
 }
 
 void NodeCore::send_reply(ConnId conn, uint64_t req_id, const wire::Body &body)
@@ -166,6 +196,10 @@ void NodeCore::reply_error(ConnId conn, uint64_t req_id, const wire::ErrorRep &e
 
 void NodeCore::refuse_not_leading(const Session &s, uint64_t req_id, uint16_t opcode)
 {
+	// Its etcd lease ran out on the loop's clock before tick() stopped
+	// it: epoch 0 before it answers as a replica that does not lead
+	// (epoch_record.h).
+	epoch_record.stop();
 	std::optional<wire::Leader> to = repl ? repl->redirect() : std::nullopt;
 
 	if (!to || s.peer.version < wire::kGroupVersion)

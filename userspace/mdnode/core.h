@@ -35,6 +35,7 @@
 #include "lib/util/result.h"
 #include "lib/wire/wire.h"
 #include "mdnode/copier.h"
+#include "mdnode/epoch_record.h"
 #include "mdnode/histogram.h"
 #include "mdnode/journal.h"
 #include "mdnode/lease_bounds.h"
@@ -244,7 +245,13 @@ struct NodeCore {
 	void request_begin(Session &s, const mdr::wire::Header &h);
 	void request_end(Session &s);
 
+	// An OK reply to OPEN, RENEW or ALLOC on a connection of version 7
+	// ends with who serves (serving_for()).
 	void reply(ConnId conn, uint64_t req_id, const mdr::wire::Body &body);
+	// Version 7's struct mdr_wire_serving for conn: this replica at the
+	// epoch its record shows, and where the record is on conn; all zero
+	// on a node of its own. None before version 7.
+	std::optional<mdr::wire::Serving> serving_for(ConnId conn);
 	void reply_error(ConnId conn, uint64_t req_id, uint16_t opcode, int err);
 	void reply_error(ConnId conn, uint64_t req_id, const mdr::wire::ErrorRep &e);
 	// A request only a leader serves, on a replica that does not accept
@@ -325,6 +332,9 @@ struct NodeCore {
 	Journal &journal;
 	Transport *net = nullptr;
 	ReplicatedLog *repl = nullptr;		// a replica of a group's
+	// Its epoch record: written by the group's replica (GroupReplica),
+	// at epoch 0 on a node of its own.
+	EpochRecord epoch_record;
 	std::map<ConnId, Session> sessions;
 	Leases leases;
 	NodeStats stats;

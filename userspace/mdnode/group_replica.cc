@@ -303,6 +303,19 @@ mdr::wire::GroupStatusRep GroupReplica::group_status() const
 			p.membership = change_->phase == Change::Phase::learning ? MDR_MEMBER_LEARNER
 				     : change_->add ? MDR_MEMBER_JOINING
 						    : MDR_MEMBER_LEAVING;
+		// Where it serves hosts (version 7): its own address, and the
+		// leader's as its key names it; the others' are not known here.
+		std::optional<mdr::wire::WireEndpoint> at;
+		if (a.id == settings_.self)
+			at = mdr::wire::endpoint_at(settings_.client_address);
+		else if (a.id == r.leader && known_leader_.known())
+			at = mdr::wire::WireEndpoint{{known_leader_.family, known_leader_.addr},
+						     known_leader_.port};
+		if (at) {
+			p.host_family = at->address.family;
+			p.host_addr = at->address.addr;
+			p.host_port = at->port;
+		}
 		if (a.id == settings_.self) {
 			p.state = MDR_PEER_SELF;
 			p.durable = leads ? local_durable_ : r.last_index;
@@ -634,6 +647,9 @@ void GroupReplica::answer_committed()
 			return stop("applying the records its log held before epoch " +
 				    std::to_string(epoch_) + ": " + st.message());
 		serving_begun_ = true;
+		// The record shows the epoch before any reply of it goes out:
+		// accepting() holds from this step on.
+		node_.epoch_record().serve(settings_.self, settings_.group, epoch_);
 		node_.begin_leading(announced_);
 		log_info("group %llu: serving in epoch %llu, %zu replicas' logs heard; the "
 			 "leases of the leaders before are waited out for %u ms, their IO for "
@@ -660,6 +676,7 @@ mdr::Status GroupReplica::apply_held()
 // campaigns again only after two TTLs, so that the replica ahead wins.
 void GroupReplica::step_down(const std::string &why)
 {
+	node_.epoch_record().stop();	// first: epoch_record.h
 	log_warn("group %llu: stepping down from epoch %llu: %s",
 		 (unsigned long long)settings_.group, (unsigned long long)epoch_, why.c_str());
 	answers_.abandon(-EAGAIN);
@@ -675,6 +692,7 @@ void GroupReplica::step_down(const std::string &why)
 // loop stops the process at its next round (failed()).
 void GroupReplica::stop(const std::string &why)
 {
+	node_.epoch_record().stop();	// first: epoch_record.h
 	if (stopped_)
 		return;
 	failure_ = why;
@@ -689,6 +707,7 @@ void GroupReplica::stop(const std::string &why)
 // the leases granted here all the same (its EPOCH bounds).
 void GroupReplica::shut_down()
 {
+	node_.epoch_record().stop();	// first: epoch_record.h
 	if (stopped_)
 		return;
 	log_info("group %llu: stopping cleanly%s", (unsigned long long)settings_.group,
@@ -698,6 +717,7 @@ void GroupReplica::shut_down()
 
 void GroupReplica::end()
 {
+	node_.epoch_record().stop();	// first: epoch_record.h
 	stopped_ = true;
 	answers_.abandon(-EAGAIN);
 	// Before valid_until - drift_margin (tick() stops it there): no

@@ -84,6 +84,11 @@ public:
 						      std::span<const std::byte> table) = 0;
 	// No peer reads the volume's table any more (delete, resize).
 	virtual void forget_table(uint64_t volume_id) = 0;
+	// Lets conn's peer read the replica's epoch record (epoch_record.h)
+	// as it reads a table: in its tenant's protection domain, remote READ
+	// only (on first use for the tenant; again later, the same window).
+	virtual mdr::Result<TableWindow> expose_epoch_record(ConnId conn,
+							     std::span<const std::byte> rec) = 0;
 };
 
 } // namespace mdnode

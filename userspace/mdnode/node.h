@@ -83,6 +83,10 @@ public:
 	// every committed record: the leases and moves of the leaders before
 	// it are waited out and rolled back as after a start
 	// (NodeCore::begin_windows(), Mover::roll_back_after_grace()).
+	// What hosts READ after each window (epoch_record.h): the group's
+	// replica writes it.
+	EpochRecord &epoch_record() { return core_.epoch_record; }
+
 	void begin_leading(LeaseBounds inherited)
 	{
 		core_.begin_windows(inherited);

@@ -8,6 +8,7 @@
 // key, and malformed messages are answered or cut.
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <variant>
@@ -73,6 +74,19 @@ void test_open_returns_the_table_and_the_connections_rkey(void **)
 		assert_int_equal(c.len, v->table.bytes());
 	}
 	assert_int_equal(r.info(adm, "db1").vol.open_count, 2);
+}
+
+// A new record is sealed at epoch 0: never all zero, which a host would
+// read as torn, again and again.
+void test_epoch_record_starts_sealed(void **)
+{
+	mdnode::EpochRecord rec;
+	mdr_wire_epoch_rec w;
+
+	std::memcpy(&w, rec.bytes().data(), sizeof(w));
+	assert_true(wire::verify_epoch_record(w) == wire::EpochRecordCheck::ok);
+	assert_int_equal(wire::decode_epoch_record(w).epoch, 0);
+	assert_int_equal(reinterpret_cast<uintptr_t>(rec.bytes().data()) % 32, 0);
 }
 
 // A host of tenant 8 cannot tell tenant 7's volume from one that does not
@@ -248,6 +262,7 @@ int main()
 	mdnode::set_log_level(mdnode::LogLevel::error);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_returns_the_table_and_the_connections_rkey),
+		cmocka_unit_test(test_epoch_record_starts_sealed),
 		cmocka_unit_test(test_tenant_cannot_open_another_tenants_volume),
 		cmocka_unit_test(test_open_without_a_registration_takes_no_lease),
 		cmocka_unit_test(test_admin_rpcs_are_refused_on_host_connections),
