@@ -6,12 +6,14 @@
 // validation:
 //
 //	mdr-test-hostile-node --listen 192.0.2.2 [--port N] [--lease-ms MS]
-//		[--host-key FILE] SCENARIO
+//		[--host-key FILE] [--epoch E] [--map-sector N] SCENARIO
 //
 // Everything not named by the scenario is answered correctly: the accept,
 // OPEN (volume of 64 MiB, 4 MiB extents, a 16-entry table registered for
 // remote READ), RENEW, CLOSE, ALLOC (extent mapped on device 1 at
-// index * 8192 sectors). The table holds sealed, unallocated entries.
+// index * 8192 sectors). The table holds sealed, unallocated entries; with
+// --map-sector N, entry 0 is mapped on device 1 at sector N instead
+// (not in the scenarios entries and entries-foreign: they set it).
 //
 // Scenarios:
 //   good            nothing malformed
@@ -54,6 +56,21 @@
 //                   must refuse the connection
 //   auth-perm       with --host-key: HOST_AUTH is answered MDR_ST_PERM
 //                   (and the connection cut), as mdnode refuses a host
+//   record-stepped-down
+//                   with --epoch: from SIGUSR1 on (connected or not), the
+//                   epoch record says epoch 0, sealed, as a leader that
+//                   stepped down writes it, on every connection; RPCs are
+//                   still answered at epoch E. A host must use no window
+//                   READ with it (entry 0 mapped by --map-sector where the
+//                   test knows the data for wrong). Logs "record: epoch 0".
+//
+// Epochs (wire version 7, which a host speaks only with a key): every OK
+// reply to OPEN, RENEW and ALLOC ends with struct mdr_wire_serving. By
+// default the node is one of its own: epoch 0 and no record. With
+// --epoch E it answers as the leader of group 7, replica 1, at epoch E: a
+// 32-byte epoch record (sealed at E) is registered for remote READ in the
+// page after the table, and the serving tail names E and that record.
+// --epoch needs --host-key.
 //
 // Host authentication (wire version 3): with --host-key FILE (the host's
 // key, 16 to 64 bytes, trailing newlines stripped) a host that asks for
@@ -77,6 +94,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -120,14 +138,22 @@ volatile sig_atomic_t g_stop;
 
 void on_signal(int) { g_stop = 1; }
 
-// "stale": the test says when the host has cached the extent (SIGUSR1).
-volatile sig_atomic_t g_push_now = 0;
-void on_push_signal(int) { g_push_now = 1; }
+// The test says when (SIGUSR1): "stale", once the host has cached the
+// extent; "record-stepped-down", when the leader steps down.
+volatile sig_atomic_t g_usr1 = 0;
+void on_usr1(int) { g_usr1 = 1; }
+
+// The group and replica an --epoch node leads as.
+constexpr uint64_t kGroup = 7;
+constexpr uint32_t kReplica = 1;
 
 struct Server {
 	std::string scenario;
 	uint32_t lease_ms = 30000;
 	std::vector<uint8_t> host_key;	// --host-key: version 3 hosts prove it
+	uint64_t epoch = 0;		// --epoch: 0, a node of its own
+	std::optional<uint64_t> map_sector;	// --map-sector: of entry 0
+	bool stepped_down = false;	// record-stepped-down: the record says 0
 	wire::ConnReq conn_req{};	// of the connection served
 	wire::ConnRep conn_rep{};
 	uint32_t host_qpn = 0;		// the host's QP (its connect request)
@@ -141,9 +167,11 @@ struct Server {
 	ibv_cq *cq = nullptr;
 	ibv_mr *mr = nullptr;		// receive and send buffers
 	ibv_mr *table_mr = nullptr;	// the volume's table, remote READ
+	ibv_mr *rec_mr = nullptr;	// --epoch: the epoch record, remote READ
 	std::byte *buf = nullptr;
 	size_t buf_len = 0;
 	mdr_wire_entry *table = nullptr;
+	mdr_wire_epoch_rec *rec = nullptr;	// the page after the table
 	uint32_t next_send = 0;
 	uint64_t volume_id = 0;
 	uint64_t push_id = 1;
@@ -160,6 +188,9 @@ struct Server {
 	void post_recv(uint32_t i);
 	void send(const void *msg, size_t len);
 	void fill_table(uint64_t vol);
+	void write_record();
+	void step_down();
+	mdr_wire_serving serving() const;
 	void on_message(const std::byte *b, uint32_t len);
 	void poll_cq();
 	int run();
@@ -181,16 +212,19 @@ void Server::drop()
 		ibv_dereg_mr(mr);
 	if (table_mr)
 		ibv_dereg_mr(table_mr);
+	if (rec_mr)
+		ibv_dereg_mr(rec_mr);
 	if (pd)
 		ibv_dealloc_pd(pd);
 	if (buf)
 		munmap(buf, buf_len);
 	cq = nullptr;
 	ch = nullptr;
-	mr = table_mr = nullptr;
+	mr = table_mr = rec_mr = nullptr;
 	pd = nullptr;
 	buf = nullptr;
 	table = nullptr;
+	rec = nullptr;
 	pushed = false;
 }
 
@@ -247,6 +281,9 @@ void Server::fill_table(uint64_t vol)
 	for (uint64_t i = 0; i < kEntries; i++) {
 		wire::Entry e{.generation = 1};
 
+		if (map_sector && i == 0)
+			e = {.generation = 2, .pstart = *map_sector, .dev_id = 1,
+			     .state = MDR_EXT_MAPPED};
 		if (is("entries")) {
 			switch (i) {
 			case 0: e = {.generation = 2, .pstart = 0, .dev_id = 1,
@@ -284,6 +321,37 @@ void Server::fill_table(uint64_t vol)
 	}
 }
 
+// --epoch: what hosts READ after each window, at the epoch served, or 0
+// once stepped down (the same replica and group).
+void Server::write_record()
+{
+	if (rec)
+		*rec = wire::make_epoch_record({.replica = kReplica, .group = kGroup,
+						.epoch = stepped_down ? 0 : epoch});
+}
+
+void Server::step_down()
+{
+	stepped_down = true;
+	write_record();
+	printf("record: epoch 0 (stepped down); RPCs still answered at epoch %" PRIu64 "\n",
+	       epoch);
+}
+
+// Version 7's tail: the same on every OK OPEN, RENEW and ALLOC reply of a
+// connection; all zero from a node of its own.
+mdr_wire_serving Server::serving() const
+{
+	mdr_wire_serving s{};
+
+	if (epoch) {
+		store(s.epoch, epoch);
+		store(s.record_addr, reinterpret_cast<uintptr_t>(rec));
+		store(s.record_rkey, rec_mr->rkey);
+	}
+	return s;
+}
+
 void Server::on_connect_request(rdma_cm_event *ev)
 {
 	const auto *pd_bytes = static_cast<const std::byte *>(ev->param.conn.private_data);
@@ -306,7 +374,7 @@ void Server::on_connect_request(rdma_cm_event *ev)
 	pd = ibv_alloc_pd(id->verbs);
 	ch = pd ? ibv_create_comp_channel(id->verbs) : nullptr;
 	cq = ch ? ibv_create_cq(id->verbs, kRecv + kSend + 4, nullptr, ch, 0) : nullptr;
-	buf_len = size_t(kRecv + kSend) * kMsg + 4096;
+	buf_len = size_t(kRecv + kSend) * kMsg + 2 * 4096;	// + the table, the record
 	void *mem = mmap(nullptr, buf_len, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (!cq || mem == MAP_FAILED) {
@@ -319,6 +387,12 @@ void Server::on_connect_request(rdma_cm_event *ev)
 	table = reinterpret_cast<mdr_wire_entry *>(buf + size_t(kRecv + kSend) * kMsg);
 	mr = ibv_reg_mr(pd, buf, size_t(kRecv + kSend) * kMsg, IBV_ACCESS_LOCAL_WRITE);
 	table_mr = ibv_reg_mr(pd, table, 4096, IBV_ACCESS_REMOTE_READ);
+	if (epoch) {
+		rec = reinterpret_cast<mdr_wire_epoch_rec *>(buf + size_t(kRecv + kSend) * kMsg +
+							     4096);
+		rec_mr = ibv_reg_mr(pd, rec, sizeof(*rec), IBV_ACCESS_REMOTE_READ);
+		write_record();
+	}
 	ibv_qp_init_attr qa{};
 	qa.send_cq = cq;
 	qa.recv_cq = cq;
@@ -327,7 +401,8 @@ void Server::on_connect_request(rdma_cm_event *ev)
 	qa.cap.max_recv_wr = kRecv;
 	qa.cap.max_send_sge = 1;
 	qa.cap.max_recv_sge = 1;
-	if (!mr || !table_mr || rdma_create_qp(id, pd, &qa) || ibv_req_notify_cq(cq, 0)) {
+	if (!mr || !table_mr || (epoch && !rec_mr) || rdma_create_qp(id, pd, &qa) ||
+	    ibv_req_notify_cq(cq, 0)) {
 		printf("error: verbs setup: %s\n", strerror(errno));
 		drop();
 		return;
@@ -386,8 +461,9 @@ void Server::on_connect_request(rdma_cm_event *ev)
 		drop();
 		return;
 	}
-	printf("connect: accepted host %" PRIx64 " tenant %u (%s)\n", req.value().host_id,
-	       req.value().tenant, scenario.c_str());
+	printf("connect: accepted host %" PRIx64 " tenant %u version %u epoch %" PRIu64 " (%s)\n",
+	       req.value().host_id, req.value().tenant, rep.version,
+	       rep.version >= wire::kEpochVersion ? epoch : 0, scenario.c_str());
 }
 
 void Server::on_message(const std::byte *b, uint32_t len)
@@ -422,6 +498,15 @@ void Server::on_message(const std::byte *b, uint32_t len)
 		store(o.req_id, req_id);
 	};
 	size_t size = sizeof(out.hdr);
+	// An OK reply to OPEN, RENEW or ALLOC of @body bytes: with version
+	// 7's tail after it. Returns the reply's size.
+	auto served = [&](size_t body) {
+		if (conn_rep.version < wire::kEpochVersion)
+			return body;
+		const mdr_wire_serving sv = serving();
+		memcpy(out.raw + body, &sv, sizeof(sv));
+		return body + sizeof(sv);
+	};
 
 	switch (op) {
 	case MDR_OP_OPEN: {
@@ -429,7 +514,7 @@ void Server::on_message(const std::byte *b, uint32_t len)
 		memcpy(&q, b, std::min<size_t>(len, sizeof(q)));
 		volume_id = load(q.volume_id);
 		fill_table(volume_id);
-		size = sizeof(out.open);
+		size = served(sizeof(out.open));
 		header(out.open.hdr, op, size);
 		store(out.open.volume_id, volume_id);
 		store(out.open.size, kVolSize);
@@ -452,7 +537,7 @@ void Server::on_message(const std::byte *b, uint32_t len)
 		else if (is("reply-opcode")) {
 			// a well-formed RENEW reply, to the OPEN
 			memset(&out, 0, sizeof(out));
-			size = sizeof(out.renew);
+			size = served(sizeof(out.renew));
 			header(out.renew.hdr, MDR_OP_RENEW, size);
 			store(out.renew.lease_ms, lease_ms);
 		}
@@ -479,7 +564,7 @@ void Server::on_message(const std::byte *b, uint32_t len)
 		break;
 	}
 	case MDR_OP_RENEW:
-		size = sizeof(out.renew);
+		size = served(sizeof(out.renew));
 		header(out.renew.hdr, op, size);
 		store(out.renew.lease_ms, lease_ms);
 		break;
@@ -505,7 +590,7 @@ void Server::on_message(const std::byte *b, uint32_t len)
 		const uint64_t index = load(q.index);
 		wire::Entry e{.generation = 2, .pstart = index << (kShift - 9), .dev_id = 1,
 			      .state = MDR_EXT_MAPPED};
-		size = sizeof(out.alloc);
+		size = served(sizeof(out.alloc));
 		header(out.alloc.hdr, op, size);
 		store(out.alloc.volume_id, load(q.volume_id));
 		store(out.alloc.index, index);
@@ -563,7 +648,7 @@ void Server::on_message(const std::byte *b, uint32_t len)
 		printf("disconnected\n");
 	}
 	if (op == MDR_OP_RENEW && (is("push-reason") || is("push-track-v1") ||
-				   (is("stale") && g_push_now)) && !pushed) {
+				   (is("stale") && g_usr1)) && !pushed) {
 		const uint32_t reason = is("push-reason") ? 9
 				      : is("stale")	  ? MDR_INVAL_MOVE
 							  : MDR_INVAL_TRACK;
@@ -618,6 +703,8 @@ int Server::run()
 	printf("listening (%s)\n", scenario.c_str());
 	fflush(stdout);
 	while (!g_stop) {
+		if (g_usr1 && is("record-stepped-down") && !stepped_down)
+			step_down();
 		pollfd p[2] = {{ec->fd, POLLIN, 0}, {ch ? ch->fd : -1, POLLIN, 0}};
 		if (::poll(p, 2, 1000) < 0)
 			continue;
@@ -672,6 +759,10 @@ int main(int argc, char **argv)
 			port = n;
 		else if (a == "--lease-ms" && num && n && n < (1ull << 32))
 			s.lease_ms = uint32_t(n);
+		else if (a == "--epoch" && num)
+			s.epoch = n;
+		else if (a == "--map-sector" && num)
+			s.map_sector = n;
 		else if (a == "--host-key") {
 			auto k = mdr::read_key_file(std::string(v), MDR_HOST_KEY_MIN,
 						    MDR_HOST_KEY_MAX);
@@ -685,13 +776,22 @@ int main(int argc, char **argv)
 	}
 	if (addr.empty() || i != argc - 1) {
 		fprintf(stderr, "usage: %s --listen ADDR [--port N] [--lease-ms MS] "
-			"[--host-key FILE] SCENARIO\n", argv[0]);
+			"[--host-key FILE] [--epoch E] [--map-sector N] SCENARIO\n", argv[0]);
 		return 2;
 	}
 	s.scenario = argv[i];
+	// Epochs are version 7's, which a host without a key never asks for.
+	if (s.epoch && s.host_key.empty()) {
+		fprintf(stderr, "%s: --epoch needs --host-key\n", argv[0]);
+		return 2;
+	}
+	if (s.is("record-stepped-down") && !s.epoch) {
+		fprintf(stderr, "%s: record-stepped-down needs --epoch\n", argv[0]);
+		return 2;
+	}
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
-	signal(SIGUSR1, on_push_signal);
+	signal(SIGUSR1, on_usr1);
 	if (!s.listen(addr.c_str(), uint16_t(port)))
 		return 1;
 	return s.run();
