@@ -140,6 +140,27 @@ static void mdr_follow_test_wait(struct kunit *test)
 }
 
 /*
+ * A replica cut from the others may never learn a leader: after
+ * MDR_FOLLOW_WAITS answers on one connection the host moves on, and a new
+ * connection waits as many again.
+ */
+static void mdr_follow_test_wait_bounded(struct kunit *test)
+{
+	struct mdr_follow *f = mdr_follow_new(test);
+	struct mdr_leader_info none = {};
+	unsigned int i;
+
+	for (i = 1; i < MDR_FOLLOW_WAITS; i++)
+		KUNIT_EXPECT_EQ(test, mdr_follow_refused(f, &none),
+				MDR_FOLLOW_WAIT);
+	KUNIT_EXPECT_EQ(test, mdr_follow_refused(f, &none), MDR_FOLLOW_NEXT);
+	mdr_follow_lost(f);
+	KUNIT_EXPECT_TRUE(test, mdr_is(mdr_follow_pick(f), 3));
+	KUNIT_EXPECT_EQ(test, mdr_follow_refused(f, &none), MDR_FOLLOW_WAIT);
+	KUNIT_EXPECT_EQ(test, f->waits, 1U);
+}
+
+/*
  * The leader died: a replica that names it at the epoch already seen has
  * not seen the election; one that names it at a newer epoch has. After
  * MDR_FOLLOW_WAITS answers the host goes back anyway.
@@ -216,6 +237,7 @@ static struct kunit_case mdr_follow_test_cases[] = {
 	KUNIT_CASE(mdr_follow_test_pass_over_lost),
 	KUNIT_CASE(mdr_follow_test_hint_outside_set),
 	KUNIT_CASE(mdr_follow_test_wait),
+	KUNIT_CASE(mdr_follow_test_wait_bounded),
 	KUNIT_CASE(mdr_follow_test_lost_leader),
 	KUNIT_CASE(mdr_follow_test_epochs),
 	KUNIT_CASE(mdr_follow_test_leader_addr),

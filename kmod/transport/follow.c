@@ -63,6 +63,7 @@ void mdr_follow_init(struct mdr_follow *f, const struct sockaddr_storage *first,
 const struct sockaddr_storage *mdr_follow_pick(struct mdr_follow *f)
 {
 	f->now_hinted = f->hinted;
+	f->waits = 0;
 	if (f->hinted) {
 		f->hinted = false;
 		f->now = f->hint;
@@ -86,7 +87,6 @@ void mdr_follow_lost(struct mdr_follow *f)
 	f->lost = true;
 	f->lost_addr = f->now;
 	f->lost_epoch = f->epoch;
-	f->waits = 0;
 }
 
 /**
@@ -127,22 +127,25 @@ int mdr_leader_addr(const struct mdr_leader_info *l,
  * @l:		the leader it named (a checked struct mdr_wire_leader)
  *
  * Return: MDR_FOLLOW_GO when the next connection should go to the leader
- * named (set as the hint), MDR_FOLLOW_WAIT when the host should ask this
+ * named (set as the hint); MDR_FOLLOW_WAIT when the host should ask this
  * replica again: it names none, itself (it is taking over), or the
- * replica just lost at an epoch the host had seen already (up to
- * MDR_FOLLOW_WAITS times).
+ * replica just lost at an epoch the host had seen already; after
+ * MDR_FOLLOW_WAITS such answers on one connection, MDR_FOLLOW_NEXT (it
+ * may never learn a leader: cut from the others or from etcd), or
+ * MDR_FOLLOW_GO back to the one lost (it was out of reach for a while
+ * only, and still leads).
  */
 enum mdr_follow_verdict mdr_follow_refused(struct mdr_follow *f,
 					   const struct mdr_leader_info *l)
 {
 	struct sockaddr_storage named;
+	bool known = !mdr_leader_addr(l, &named);
 
-	if (mdr_leader_addr(l, &named))
-		return MDR_FOLLOW_WAIT;
-	if (l->epoch > f->epoch)
+	if (known && l->epoch > f->epoch)
 		f->epoch = l->epoch;
-	if (mdr_addr_same(&named, &f->now))
-		return MDR_FOLLOW_WAIT;
+	if (!known || mdr_addr_same(&named, &f->now))
+		return ++f->waits < MDR_FOLLOW_WAITS ? MDR_FOLLOW_WAIT :
+						       MDR_FOLLOW_NEXT;
 	if (f->lost && mdr_addr_same(&named, &f->lost_addr) &&
 	    l->epoch <= f->lost_epoch && ++f->waits < MDR_FOLLOW_WAITS)
 		return MDR_FOLLOW_WAIT;
@@ -155,6 +158,7 @@ enum mdr_follow_verdict mdr_follow_refused(struct mdr_follow *f,
 void mdr_follow_served(struct mdr_follow *f)
 {
 	f->hops = 0;
+	f->waits = 0;
 	f->lost = false;
 }
 

@@ -17,6 +17,10 @@
  *     host asks again where it is rather than go back to the dead one;
  *     after MDR_FOLLOW_WAITS such answers it goes anyway (the replica was
  *     only out of reach for a while, and still leads);
+ *   - a replica that names no leader, or itself (taking over), is asked
+ *     again shortly, up to MDR_FOLLOW_WAITS times on one connection: one
+ *     cut from the others or from etcd may never learn a leader, and the
+ *     host goes on to the next replica;
  *   - consecutive hops that reach no serving leader count as reconnect
  *     attempts, so two replicas naming each other cannot spin: the
  *     transport's backoff paces them;
@@ -44,7 +48,7 @@ struct mdr_leader_info;		/* proto/proto.h */
  * @lost:	@lost_addr failed us last (a connect, or a live connection)
  * @lost_addr:	that address
  * @lost_epoch:	@epoch when it did
- * @waits:	refusals naming @lost_addr since it was lost
+ * @waits:	refusals the host waited on since its last connect
  * @epoch:	the highest epoch seen served or named
  * @hops:	connections since the last that served (for the backoff)
  */
@@ -64,13 +68,14 @@ struct mdr_follow {
 	unsigned int hops;
 };
 
-/* Refusals naming the replica lost before the host goes back to it. */
+/* Refusals waited on, on one connection, before the host moves on. */
 #define MDR_FOLLOW_WAITS	16
 
 /* What the transport does about a refusal that named (or not) a leader. */
 enum mdr_follow_verdict {
 	MDR_FOLLOW_WAIT,	/* stay: ask this replica again shortly */
 	MDR_FOLLOW_GO,		/* end this connection, connect to the hint */
+	MDR_FOLLOW_NEXT,	/* end it, connect to the next replica */
 };
 
 void mdr_follow_init(struct mdr_follow *f, const struct sockaddr_storage *first,

@@ -1077,6 +1077,7 @@ static int mdr_reply(struct mdr_queue *q, const struct mdr_msg *m,
 	u32 idx = m->req_id & ((1 << MDR_SLOT_BITS) - 1);
 	u64 seq = m->req_id >> MDR_SLOT_BITS;
 	struct sockaddr_storage hint;
+	enum mdr_follow_verdict verdict = MDR_FOLLOW_WAIT;
 	const char *stale = NULL;
 	struct mdr_rpc_slot *s;
 	struct mdr_req *req;
@@ -1135,11 +1136,14 @@ static int mdr_reply(struct mdr_queue *q, const struct mdr_msg *m,
 	 * Before the waiter learns of it: a waiter that asks again must not
 	 * find this queue live and ask the same replica.
 	 */
-	if (m->status == MDR_ST_NOT_LEADER &&
-	    mdr_follow_refused(&c->follow, &m->leader) == MDR_FOLLOW_GO &&
-	    __mdr_conn_break(c, q, false)) {
-		hint = c->follow.hint;
-		follow = true;
+	if (m->status == MDR_ST_NOT_LEADER) {
+		verdict = mdr_follow_refused(&c->follow, &m->leader);
+		/* NEXT: passed over for a while, as one that failed */
+		if (verdict != MDR_FOLLOW_WAIT &&
+		    __mdr_conn_break(c, q, verdict == MDR_FOLLOW_NEXT)) {
+			hint = c->follow.hint;
+			follow = true;
+		}
 	}
 	/* an answer of a replaced leader: asked again at the next replica */
 	stale = __mdr_check_serving(c, q, m);
@@ -1159,10 +1163,13 @@ static int mdr_reply(struct mdr_queue *q, const struct mdr_msg *m,
 		req = NULL;
 	}
 	spin_unlock_irqrestore(&c->lock, flags);
-	if (follow)
+	if (follow && verdict == MDR_FOLLOW_GO)
 		mdr_conn_info(c, "%pISpc does not lead: following replica %u at %pISpc (epoch %llu)\n",
 			      &q->addr, m->leader.replica, &hint,
 			      m->leader.epoch);
+	else if (follow)
+		mdr_conn_info(c, "%pISpc has named no other leader %u times: trying the next replica\n",
+			      &q->addr, MDR_FOLLOW_WAITS);
 	if (stale) {
 		atomic64_inc(&c->stats.stale_epochs);
 		mdr_conn_warn_rl(c, "%pISpc answered at epoch %llu: %s; not used\n",
