@@ -120,6 +120,7 @@ GroupMember::GroupMember(GroupOptions options, OnChange on_change,
 	: opts_(std::move(options)), on_change_(std::move(on_change)),
 	  leader_key_("/mdroute/groups/" + opts_.group + "/leader"),
 	  record_key_("/mdroute/groups/" + opts_.group + "/members/" + opts_.replica),
+	  members_prefix_("/mdroute/groups/" + opts_.group + "/members/"),
 	  config_key_("/mdroute/groups/" + opts_.group + "/config"),
 	  self_id_(opts_.bootstrap.empty() ? 0 : replica_number(opts_.replica)),
 	  client_(std::move(client)), efd_(efd)
@@ -264,6 +265,7 @@ void GroupMember::post(GroupState s)
 {
 	const uint64_t one = 1;
 
+	s.hosts = hosts_;
 	posted_ = s;
 	{
 		std::lock_guard lock(lock_);
@@ -294,8 +296,10 @@ void GroupMember::run()
 {
 	while (!asked_to_stop()) {
 		// A leader keeps its record from lead(), after its renewal.
-		if (!leading_)
+		if (!leading_) {
 			keep_record();
+			read_hosts();
+		}
 		if (asked_to_stop())
 			break;
 		if (leading_)
@@ -369,6 +373,52 @@ void GroupMember::record_kept()
 	s.reason = "member record " + record_key_ + " is kept again";
 	s.since = Clock::now();
 	post(std::move(s));
+}
+
+// The member records (group.h's keys): where each replica serves hosts,
+// read with a range of their prefix once a TTL, on the record's round (a
+// leader's between its renewals, never in their place). A record whose
+// key is not a replica id or whose value could not be one (check_name())
+// is passed over; a replica of the set whose record lapsed keeps the
+// address read before (it comes back where its settings say), one out of
+// the set is forgotten with its record. At most kMaxHosts, the set's
+// first. An error of etcd keeps what was read.
+void GroupMember::read_hosts()
+{
+	const Clock::time_point now = Clock::now();
+
+	if (!self_id_ || now < hosts_due_)
+		return;
+	hosts_due_ = now + milliseconds(opts_.ttl_s * 1000);
+	auto r = client_->range(members_prefix_);
+	if (!r.ok())
+		return;
+	const auto member = [this](uint32_t id) {
+		return posted_.config && posted_.config->find(id);
+	};
+	std::map<uint32_t, std::string> read, next;
+	size_t others = 0;
+	for (const mdr::etcd::KeyValue &kv : r.value().kvs) {
+		const std::string id = kv.key.substr(members_prefix_.size());
+		const uint32_t n = replica_number(id);
+
+		if (!n || std::to_string(n) != id ||
+		    !check_name("address", kv.value, kMaxAddress, false).ok() ||
+		    (!member(n) && others++ >= kMaxHosts))
+			continue;
+		read[n] = kv.value;
+	}
+	for (const auto &[id, address] : hosts_)
+		if (member(id) && !read.count(id))
+			read[id] = address;
+	for (const bool in_set : {true, false})
+		for (const auto &[id, address] : read)
+			if (member(id) == in_set && next.size() < kMaxHosts)
+				next[id] = address;
+	if (next == hosts_)
+		return;
+	hosts_ = std::move(next);
+	post(posted_);
 }
 
 void GroupMember::follow()
@@ -623,8 +673,10 @@ void GroupMember::lead()
 			    " was deleted or replaced");
 	if (take_step_down())
 		return;
-	if (Clock::now() < renew_due_)
-		return keep_record();	// due, and the renewal is not
+	if (Clock::now() < renew_due_) {
+		keep_record();		// due, and the renewal is not
+		return read_hosts();
+	}
 
 	renew_due_ = Clock::now() + milliseconds(opts_.ttl_s * 1000 / 3);
 	auto r = election_owned_->renew();

@@ -8,7 +8,9 @@
 // Keys (replication.md, "Leadership and epochs"):
 //
 //	/mdroute/groups/G/members/ID	the replica's address, under a lease of
-//					its own (a dead replica's record goes)
+//					its own (a dead replica's record goes);
+//					read back by each replica of a group
+//					with a set (GroupState::hosts)
 //	/mdroute/groups/G/leader	the Election's key: "ID\nADDRESS"
 //	/mdroute/groups/G/config	the replica set (group_config.h), when
 //					the options give one to start it with
@@ -49,6 +51,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -102,6 +105,11 @@ struct GroupState {
 	// The replica set as last read; a leader's, from after its win and
 	// its own changes. None without a bootstrap set, or before a read.
 	std::optional<GroupConfig> config;
+	// Each replica's address as its member record gives it, by id, read
+	// once a TTL (read_hosts()); a replica whose record lapsed keeps the
+	// one read before. Groups with a set only; not a change by itself
+	// (on_change is not called for it: read state()).
+	std::map<uint32_t, std::string> hosts;
 };
 
 class GroupMember {
@@ -113,6 +121,8 @@ public:
 	static constexpr size_t kMaxReplicaId = 64;
 	static constexpr size_t kMaxAddress = 256;
 	static constexpr int64_t kMaxTtl = mdr::etcd::Election::kMaxTtl;	// s
+	// Member records kept in GroupState::hosts: a set and one being added.
+	static constexpr size_t kMaxHosts = kMaxReplicas + 1;
 
 	// -EINVAL, naming the field, for an id or address that cannot be a key
 	// or a record, or for timings that cannot work; else the thread runs.
@@ -172,6 +182,7 @@ private:
 	void lead();
 	void keep_record();
 	void record_kept();
+	void read_hosts();
 	void lose(std::string reason);
 	void post(GroupState s);
 	bool idle_until(Clock::time_point t);	// false: stop or resign asked
@@ -190,6 +201,7 @@ private:
 	const OnChange on_change_;
 	const std::string leader_key_;
 	const std::string record_key_;
+	const std::string members_prefix_;
 	const std::string config_key_;
 	const uint32_t self_id_;	// with a bootstrap set; else 0
 	const std::unique_ptr<mdr::etcd::Client> client_;
@@ -202,6 +214,8 @@ private:
 	int64_t record_lease_ = 0;
 	bool record_failed_ = false;
 	Clock::time_point record_due_{};
+	Clock::time_point hosts_due_{};
+	std::map<uint32_t, std::string> hosts_;	// stamped on every state posted
 	Clock::time_point renew_due_{};
 	Clock::time_point campaign_after_{};	// a step down's hold
 	GroupState posted_;

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <utility>
 
 #include "mdnode/log.h"
@@ -287,6 +288,7 @@ mdr::wire::GroupStatusRep GroupReplica::group_status() const
 	r.last_index = !leads ? follower_->last().index : next_index_ ? next_index_ - 1 : 0;
 	r.commit_index = std::min(leads ? commit_index_ : follower_->applied_index(),
 				  r.last_index);
+	const std::map<uint32_t, std::string> &hosts = member_->state().hosts;
 	// The set, and a replica being added (the leader's).
 	std::vector<ReplicaArg> listed = members_;
 	if (leads && change_ && change_->add)
@@ -303,14 +305,17 @@ mdr::wire::GroupStatusRep GroupReplica::group_status() const
 			p.membership = change_->phase == Change::Phase::learning ? MDR_MEMBER_LEARNER
 				     : change_->add ? MDR_MEMBER_JOINING
 						    : MDR_MEMBER_LEAVING;
-		// Where it serves hosts (version 7): its own address, and the
-		// leader's as its key names it; the others' are not known here.
+		// Where it serves hosts (version 7): its own address, the
+		// leader's as its key names it, the others' as their member
+		// records last said (GroupState::hosts); else not known.
 		std::optional<mdr::wire::WireEndpoint> at;
 		if (a.id == settings_.self)
 			at = mdr::wire::endpoint_at(settings_.client_address);
 		else if (a.id == r.leader && known_leader_.known())
 			at = mdr::wire::WireEndpoint{{known_leader_.family, known_leader_.addr},
 						     known_leader_.port};
+		else if (auto h = hosts.find(a.id); h != hosts.end())
+			at = mdr::wire::endpoint_at(h->second);
 		if (at) {
 			p.host_family = at->address.family;
 			p.host_addr = at->address.addr;

@@ -10,10 +10,13 @@
 // the first member puts its bootstrap set, later ones read it whatever
 // theirs says; a replica out of it never campaigns; the leader's swap
 // changes it, and one guarded by an epoch that is over changes nothing.
+// The member records, read back by leader and follower alike: where each
+// replica serves hosts.
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -538,6 +541,43 @@ static void test_config_missing_for_a_replica_with_a_log(void **)
 	assert_true(c->get("/mdroute/groups/c3/config").value().kvs.empty());
 }
 
+// Each replica's address as the member records give it, at the leader and
+// at a follower (GroupState::hosts): records that are no replica's or hold
+// no address passed over; a member's record that lapsed keeps its address,
+// one out of the set is forgotten with its record; a new address taken.
+static void test_member_records_give_host_addresses(void **)
+{
+	using Hosts = std::map<uint32_t, std::string>;
+	auto a = make(config_options("h1", 1, {1, 2, 3}));
+	assert_true(a != nullptr);
+	assert_true(run_until({a.get()}, [&] { return a->leads(); }, 4000));
+	auto b = make(config_options("h1", 2, {1, 2, 3}));
+	assert_true(b != nullptr);
+	auto c = g_rig->client();
+	const std::string at = "/mdroute/groups/h1/members/";
+	assert_true(c->put(at + "3", "10.0.0.3:7000").ok());
+	assert_true(c->put(at + "03", "10.0.0.9:7000").ok());
+	assert_true(c->put(at + "x", "10.0.0.9:7000").ok());
+	assert_true(c->put(at + "0", "10.0.0.9:7000").ok());
+	assert_true(c->put(at + "9", "10.0.0.9 7000").ok());
+	Hosts want{{1, "10.0.0.1:7000"}, {2, "10.0.0.2:7000"}, {3, "10.0.0.3:7000"}};
+	const auto both = [&] {
+		return a->leads() && a->state().hosts == want && b->state().hosts == want;
+	};
+	assert_true(run_until({a.get(), b.get()}, both, 4000));
+
+	assert_true(c->del(at + "3").ok());
+	assert_true(c->put(at + "5", "10.0.0.5:7000").ok());
+	want[5] = "10.0.0.5:7000";
+	assert_true(run_until({a.get(), b.get()}, both, 4000));
+
+	assert_true(c->del(at + "5").ok());
+	assert_true(c->put(at + "3", "[fd00::3]:7000").ok());
+	want.erase(5);
+	want[3] = "[fd00::3]:7000";
+	assert_true(run_until({a.get(), b.get()}, both, 4000));
+}
+
 int main()
 {
 	const struct CMUnitTest tests[] = {
@@ -554,6 +594,7 @@ int main()
 		cmocka_unit_test(test_config_bootstrap_and_swap),
 		cmocka_unit_test(test_config_swap_of_an_epoch_over),
 		cmocka_unit_test(test_config_missing_for_a_replica_with_a_log),
+		cmocka_unit_test(test_member_records_give_host_addresses),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
