@@ -9,11 +9,15 @@
 // EXIST, REPLACE), HOST_REMOVE cutting connections while the leases run
 // out, HOST_LIST, the counters of NODE_STATS, and the registry across a
 // restart (journal replay and snapshot, and a snapshot of before hosts).
+// A proven host of version 7 is told who serves each OK reply to OPEN,
+// RENEW and ALLOC (the serving tail and the epoch record's window).
 //
 // The store and the journal are the real ones, on a directory under
 // /var/tmp; time is the Node's clock function, moved by hand.
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -92,10 +96,12 @@ struct Rig : NodeRig {
 		return r;
 	}
 
-	// A version 3 host connection that proved key; mdnode's proof checked.
-	ConnId host(uint32_t tenant, uint64_t host_id, const std::string &key = kKey)
+	// A host connection of version 3 (or the one given) that proved key;
+	// mdnode's proof checked.
+	ConnId host(uint32_t tenant, uint64_t host_id, const std::string &key = kKey,
+		    uint16_t version = 0)
 	{
-		const ConnId c = unproven(tenant, host_id);
+		const ConnId c = unproven(tenant, host_id, version);
 		const wire::HostAuthReq r = proof(c, key);
 		send(c, 1, r);
 		wire::Msg m = one(c);
@@ -107,10 +113,11 @@ struct Rig : NodeRig {
 		return c;
 	}
 
-	// A version 3 host connection that has not authenticated yet.
-	ConnId unproven(uint32_t tenant, uint64_t host_id)
+	// A version 3 (or version) host connection that has not
+	// authenticated yet.
+	ConnId unproven(uint32_t tenant, uint64_t host_id, uint16_t version = 0)
 	{
-		return establish(peer(MDR_ROLE_HOST, tenant, host_id));
+		return establish(peer(MDR_ROLE_HOST, tenant, host_id, version));
 	}
 
 	uint64_t create(ConnId a, const std::string &name, uint32_t tenant)
@@ -505,6 +512,66 @@ void test_replay_checks_host_records(void **)
 	assert_true(back.value().secret == std::vector<uint8_t>(kKey.begin(), kKey.end()));
 }
 
+// Version 7: every OK reply to OPEN, RENEW and ALLOC says who serves. A
+// node of its own: zeros, and no record registered. Its record serving at
+// an epoch, as a group's leader writes it: that epoch and the record's
+// window on the connection (registered in the tenant's PD as volume 0's
+// table), the same on every reply. A proven host of version 6 gets no
+// tail. (Hosts of version 3 and later must be in the registry: one that is
+// not is refused at the connect, and what it sends then is never
+// answered.)
+void test_serving_stamp(void **)
+{
+	Rig r;
+	const ConnId a = r.admin();
+	assert_int_equal(r.add_host(a, kHost, 1, kKey), MDR_ST_OK);
+	const uint64_t vol = r.create(a, "v1", 1);
+	const auto body = [&](ConnId h, uint64_t id, const wire::Body &req) {
+		r.send(h, id, req);
+		r.flush();
+		wire::Msg m = r.one(h);
+		assert_int_equal(status_of(m), MDR_ST_OK);
+		return m.body;
+	};
+	const auto serving = [&](ConnId h, uint64_t id, const wire::Body &req) {
+		return std::visit([](const auto &b) -> std::optional<wire::Serving> {
+			if constexpr (requires { b.serving; })
+				return b.serving;
+			fail_msg("a reply without a serving field");
+			return std::nullopt;
+		}, body(h, id, req));
+	};
+	const wire::OpenReq open{.volume_id = vol};
+	const wire::RenewReq renew{.volume_id = vol};
+	const wire::AllocReq alloc{.volume_id = vol, .index = 0};
+
+	const ConnId own = r.host(1, kHost, kKey, 7);
+	for (const wire::Body &q : {wire::Body(open), wire::Body(renew), wire::Body(alloc)})
+		assert_true(serving(own, 3, q) == wire::Serving{});
+	for (const FakeNet::RkeyCall &c : r.net.rkey_calls)
+		assert_int_not_equal(c.volume_id, 0);
+
+	mdnode::EpochRecord &rec = r.node->epoch_record();
+	rec.serve(2, 7, 9);
+	const ConnId h = r.host(1, kHost, kKey, 7);
+	const wire::Serving want{.epoch = 9,
+				 .record_addr = reinterpret_cast<uintptr_t>(rec.bytes().data()),
+				 .record_rkey = FakeNet::rkey_for(h, 0)};
+	for (const wire::Body &q : {wire::Body(open), wire::Body(renew), wire::Body(alloc),
+				    wire::Body(renew)})
+		assert_true(serving(h, 4, q) == want);
+	const FakeNet::RkeyCall &reg = r.net.rkey_calls.back();
+	assert_int_equal(reg.conn, h);
+	assert_int_equal(reg.volume_id, 0);
+	assert_ptr_equal(reg.addr, rec.bytes().data());
+	assert_int_equal(reg.len, sizeof(mdr_wire_epoch_rec));
+
+	const ConnId v6 = r.host(1, kHost, kKey, 6);
+	for (const wire::Body &q : {wire::Body(open), wire::Body(renew), wire::Body(alloc)})
+		assert_false(serving(v6, 5, q).has_value());
+	assert_true(r.net.disconnects.empty());
+}
+
 } // namespace
 
 int main(void)
@@ -522,6 +589,7 @@ int main(void)
 		cmocka_unit_test(test_host_list_pages),
 		cmocka_unit_test(test_registry_survives_restart),
 		cmocka_unit_test(test_replay_checks_host_records),
+		cmocka_unit_test(test_serving_stamp),
 	};
 
 	mdnode::set_log_level(mdnode::LogLevel::error);
