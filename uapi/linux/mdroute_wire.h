@@ -43,7 +43,7 @@
  * with every window of a group's table) and each replica's address for
  * hosts in MDR_OP_GROUP_STATUS replies (struct mdr_wire_replica_ext).
  */
-#define MDR_WIRE_VERSION	6
+#define MDR_WIRE_VERSION	7
 /* The first version of struct mdr_wire_serving and the epoch record. */
 #define MDR_WIRE_VERSION_EPOCH	7
 /* Lowest version a peer built from this header still speaks. */

@@ -441,7 +441,8 @@ void test_dev_list_refuses_bad_long_elements(void **)
 	refused(kElem + offsetof(mdr_wire_device_ext, identity), {0x1b}, -EINVAL,
 		"devs[1]: identity has a non-printable character");
 	// A count that fits neither form.
-	refused(offsetof(mdr_wire_dev_list_rep, count), {3}, -EPROTO, "count 3 disagrees");
+	refused(offsetof(mdr_wire_dev_list_rep, count), {3}, -EPROTO,
+		"count 3: the length 440 is not 40 + a multiple of 64");
 
 	wire::DevListRep too_long = ext;
 	too_long.devs[0].identity = std::string(MDR_WIRE_IDENTITY_LEN, 'i');

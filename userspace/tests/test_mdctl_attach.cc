@@ -145,9 +145,9 @@ static void test_attach_loads_module(void **)
 
 namespace {
 
-// The node at 192.0.2.2 is replica 2 of group 7 (wire version 6: its
-// GROUP_STATUS says where the replicas' logs are, not where they serve
-// hosts).
+// The node at 192.0.2.2 is replica 2 of group 7. Its GROUP_STATUS says
+// where the replicas' logs are, not where they serve hosts (the tests that
+// need a node of version 6, which cannot say it, set its accept's version).
 struct GroupWorld : World {
 	GroupWorld()
 	{
@@ -299,8 +299,9 @@ static void test_attach_group_from_config(void **)
 	assert_int_equal(w.sent().group, 7);
 	assert_int_equal(w.sent().count, 3);
 
-	// Another group's: not used.
+	// Another group's: not used (and a node of version 6 does not say).
 	GroupWorld w2;
+	w2.node.accept.version = 6;
 	w2.host.files[mdctl::kConfigPath] = "group = 8\nreplicas = 192.0.2.5\n";
 	assert_failure(w2, {"attach", "db", "-S", "77"},
 		       std::string("mdctl: attach failed: mdnode at 192.0.2.2:4791 is replica 2 of "
@@ -322,7 +323,8 @@ static void test_attach_group_from_config(void **)
 static void test_attach_group_failures(void **)
 {
 	GroupWorld w;
-	// where the replicas serve hosts is not known
+	// where the replicas serve hosts is not known: version 6 does not say
+	w.node.accept.version = 6;
 	assert_failure(w, {"attach", "db", "-S", "77"},
 		       std::string("mdctl: attach failed: mdnode at 192.0.2.2:4791 is replica 2 of "
 				   "replica group 7, and where the group's replicas serve hosts is "

@@ -344,7 +344,10 @@ static void test_group_status(void **)
 			.replicas = {{.id = 1, .port = 4800, .family = MDR_FAMILY_IPV4,
 				      .addr = {192, 0, 2, 11}},
 				     {.durable = 4, .id = 2, .state = MDR_PEER_SELF, .port = 4800,
-				      .family = MDR_FAMILY_IPV4, .addr = {192, 0, 2, 12}}}};
+				      .family = MDR_FAMILY_IPV4, .addr = {192, 0, 2, 12},
+				      .host_port = 4791, .host_family = MDR_FAMILY_IPV4,
+				      .host_addr = {192, 0, 2, 12}}},
+			.extended = true};
 	r.send(adm, 1, wire::GroupStatusReq{});
 	assert_true(std::get<wire::GroupStatusRep>(r.one(adm).body) == r.log.status);
 	// A replica's membership from version 6 on; a voter's (zero) before.
@@ -356,6 +359,13 @@ static void test_group_status(void **)
 	wire::GroupStatusRep old = std::get<wire::GroupStatusRep>(r.one(old_adm).body);
 	assert_int_equal(old.replicas[0].membership, MDR_MEMBER_VOTER);
 	old.replicas[0].membership = MDR_MEMBER_LEAVING;
+	// nor where the replicas serve hosts (version 7)
+	assert_false(old.extended);
+	assert_int_equal(old.replicas[1].host_family, MDR_FAMILY_NONE);
+	old.extended = true;
+	old.replicas[1].host_port = 4791;
+	old.replicas[1].host_family = MDR_FAMILY_IPV4;
+	old.replicas[1].host_addr = {192, 0, 2, 12};
 	assert_true(old == r.log.status);
 
 	Rig own;

@@ -109,7 +109,7 @@ void test_conn_req(void **)
 
 void test_negotiate_version(void **)
 {
-	static_assert(MDR_WIRE_VERSION_MIN == 1 && MDR_WIRE_VERSION == 6,
+	static_assert(MDR_WIRE_VERSION_MIN == 1 && MDR_WIRE_VERSION == 7,
 		      "update the cases for a new version");
 	assert_int_equal(w::negotiate_version(1, 1).value(), 1);
 	assert_int_equal(w::negotiate_version(1, 2).value(), 2);
@@ -121,12 +121,14 @@ void test_negotiate_version(void **)
 	assert_int_equal(w::negotiate_version(5, 5).value(), 5);
 	assert_int_equal(w::negotiate_version(1, 5).value(), 5);
 	assert_int_equal(w::negotiate_version(6, 6).value(), 6);
-	assert_int_equal(w::negotiate_version(1, 9).value(), 6);
-	assert_int_equal(w::negotiate_version(2, 9).value(), 6);
+	assert_int_equal(w::negotiate_version(1, 6).value(), 6);
+	assert_int_equal(w::negotiate_version(7, 7).value(), 7);
+	assert_int_equal(w::negotiate_version(1, 9).value(), 7);
+	assert_int_equal(w::negotiate_version(2, 9).value(), 7);
 	assert_int_equal(w::negotiate_version(0, 1).value(), 1);
 
 	const std::pair<uint16_t, uint16_t> none[] = {
-		{7, 8}, {0, 0}, {3, 1}, {UINT16_MAX, UINT16_MAX}};
+		{8, 9}, {0, 0}, {3, 1}, {UINT16_MAX, UINT16_MAX}};
 
 	for (const auto &[lo, hi] : none) {
 		auto v = w::negotiate_version(lo, hi);
