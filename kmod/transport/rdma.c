@@ -819,6 +819,7 @@ static void mdr_read_done(struct ib_cq *cq, struct ib_wc *wc)
 
 		ib_dma_sync_single_for_cpu(q->dev, s->rec_dma, sizeof(*s->rec),
 					   DMA_FROM_DEVICE);
+		/* q->serving is set once, before the post (__mdr_check_serving()) */
 		ev = mdr_epoch_rec_check(s->rec, q->serving.epoch, &seen);
 		torn = ev == MDR_EPOCH_TORN;
 		if (ev == MDR_EPOCH_OTHER || ev == MDR_EPOCH_BAD ||
@@ -1064,8 +1065,14 @@ static const char *__mdr_check_serving(struct mdr_conn *c,
 		return "the epoch it serves at changed on the connection";
 	if (!mdr_follow_epoch_ok(&c->follow, sv->epoch))
 		return "it serves at an epoch below one seen";
-	q->served = true;
-	q->serving = *sv;
+	/*
+	 * Set once, never changed: mdr_read_done() reads it without the lock,
+	 * for a READ that mdr_post_read() posted under it after this.
+	 */
+	if (!q->served) {
+		q->serving = *sv;
+		q->served = true;
+	}
 	return NULL;
 }
 
@@ -1460,6 +1467,7 @@ static void mdr_fail_work(struct work_struct *w)
 					  fail_work);
 	unsigned long flags, now = jiffies, next = 0;
 	struct mdr_req *req, *tmp;
+	unsigned int n = 0;
 	LIST_HEAD(fail);
 
 	spin_lock_irqsave(&c->lock, flags);
@@ -1468,6 +1476,7 @@ static void mdr_fail_work(struct work_struct *w)
 			req->result = -EIO;
 			list_move_tail(&req->list, &fail);
 			atomic64_inc(&c->stats.failed_fast);
+			n++;
 		} else if (!next || time_before(req->deadline, next)) {
 			next = req->deadline;
 		}
@@ -1475,6 +1484,10 @@ static void mdr_fail_work(struct work_struct *w)
 	if (next)
 		__mdr_fail_at(c, next + 1);
 	spin_unlock_irqrestore(&c->lock, flags);
+	/* the volumes' words for their own waits (volume/wait.c) */
+	if (n)
+		mdr_conn_warn_rl(c, "%u requests waited %us for an answer of the metadata service: failing them\n",
+				 n, g_fast_io_fail_tmo);
 	mdr_fail_list(c, &fail);
 }
 

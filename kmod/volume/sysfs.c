@@ -88,32 +88,36 @@ static ssize_t group_show(struct device *dev, struct device_attribute *attr,
 static DEVICE_ATTR_RO(group);
 
 /*
- * Where the metadata is asked now: of a group, the replica connected to
- * (the leader, once one served). The disk's attributes go before the
+ * Where the metadata is asked now (@now): of a group, the replica connected
+ * to (the leader, once one served); and the highest epoch of the group's
+ * leaders seen (0 when none yet). The disk's attributes go before the
  * transport handle closes (del_gendisk() first), and come after it opened.
  */
+static u64 mdr_where(struct device *dev, struct sockaddr_storage *now)
+{
+	struct mdr_vol *vol = mdr_dev_vol(dev);
+	u64 epoch;
+
+	vol->tops->where(vol->tvol, now, &epoch);
+	return epoch;
+}
+
 static ssize_t replica_show(struct device *dev, struct device_attribute *attr,
 			    char *buf)
 {
-	struct mdr_vol *vol = mdr_dev_vol(dev);
 	struct sockaddr_storage now;
-	u64 epoch;
 
-	vol->tops->where(vol->tvol, &now, &epoch);
+	mdr_where(dev, &now);
 	return sysfs_emit(buf, "%pISpc\n", &now);
 }
 static DEVICE_ATTR_RO(replica);
 
-/* The highest epoch of the group's leaders seen; 0 when none yet. */
 static ssize_t epoch_show(struct device *dev, struct device_attribute *attr,
 			  char *buf)
 {
-	struct mdr_vol *vol = mdr_dev_vol(dev);
 	struct sockaddr_storage now;
-	u64 epoch;
 
-	vol->tops->where(vol->tvol, &now, &epoch);
-	return sysfs_emit(buf, "%llu\n", epoch);
+	return sysfs_emit(buf, "%llu\n", mdr_where(dev, &now));
 }
 static DEVICE_ATTR_RO(epoch);
 
