@@ -13,6 +13,12 @@
 #						and sysfs
 #	fconn KEY				a field of the host's
 #						connection (debugfs)
+#	failover_now_ms				the guest's clock, in ms
+#	failover_since LIMIT_S WHAT CMD...	sets ms: from $t0 (the kill)
+#						until CMD succeeds
+#	failover_at_leader			the host's volume ($sysfs)
+#						is asked at $leader
+#	failover_grown KEY N			fconn KEY is above N
 . "$MDR_TOP/tools/vm/group.sh"
 
 failover_start() { group_start "$1" --lease-ms "$FAILOVER_LEASE_MS"; }
@@ -53,3 +59,21 @@ fconn() {
 	[ -f "$f" ] || mdr_fail "no connection in debugfs: $f"
 	awk -v k="$1:" '$1 == k { print $2 }' "$f"
 }
+
+failover_now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# Polled every 20 ms, and not in a subshell: group_find_leader, a CMD of
+# it, sets leader.
+failover_since() {
+	local limit=$1 what=$2
+	shift 2
+	until "$@"; do
+		[ $(($(failover_now_ms) - t0)) -lt $((limit * 1000)) ] ||
+			mdr_fail "$what ${limit} s after the kill"
+		sleep 0.02
+	done
+	ms=$(($(failover_now_ms) - t0))
+}
+
+failover_at_leader() { [ "$(cat "$sysfs/replica")" = "${MDR_REPLICA_ADDR[leader]}:4791" ]; }
+failover_grown() { [ "$(fconn "$1")" -gt "$2" ]; }

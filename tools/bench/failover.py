@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: GPL-2.0
+"""failover.py - the figures of tools/bench/failover from a guest's raw
+results (failover-guest): runs (one line per kill: its time by the
+guest's clock, and the ms from it until a new leader served, the host was
+there, its first lookup and its first allocation completed there) and
+the cached reader's latency log (fio, one line per completion, stamped
+with the guest's clock).
+"""
+import glob
+import json
+import os
+import statistics
+
+# name -> (what, op, target)
+TARGETS = {
+    "pause_ms_p50": ("kill -9 of the leader to the first completed lookup "
+                     "and allocation at the new leader, p50 (ms)", "<=", 1000),
+    "pause_ms_max": ("the same, the longest (ms)", "<=", 1000),
+    "cached_p50_ratio": ("cached 4 KiB reads' p50 during a failover / "
+                         "before it", "<=", 1.1),
+}
+
+# The cached reads before a kill that are its baseline (ms).
+BEFORE_MS = 5000
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    if not xs:
+        return None
+    return xs[min(len(xs) - 1, int(len(xs) * p / 100))]
+
+
+def read_runs(res):
+    runs = []
+    for line in open(os.path.join(res, "runs")):
+        t0, serving, moved, read, alloc = (int(x) for x in line.split())
+        runs.append({"kill_ms": t0, "serving_ms": serving, "host_at_leader_ms": moved,
+                     "first_lookup_ms": read, "first_allocation_ms": alloc,
+                     "pause_ms": max(read, alloc),
+                     "host_lookup_after_serving_ms": read - serving})
+    return runs
+
+
+def read_lat(res):
+    """(completion time in ms, latency in us) of each cached read."""
+    out = []
+    for path in glob.glob(os.path.join(res, "cached_lat.*.log")):
+        for line in open(path):
+            f = [x.strip() for x in line.split(",")]
+            if len(f) >= 2 and f[0].isdigit():
+                out.append((int(f[0]), int(f[1]) / 1000.0))
+    return sorted(out)
+
+
+def cached_windows(lat, run):
+    t0, end = run["kill_ms"], run["kill_ms"] + run["pause_ms"]
+    before = [v for t, v in lat if t0 - BEFORE_MS <= t < t0]
+    during = [v for t, v in lat if t0 <= t <= end]
+    return before, during
+
+
+def target(name, value):
+    what, op, t = TARGETS[name]
+    met = value is not None and (value <= t if op == "<=" else value >= t)
+    return {"what": what, "value": value, "target": t, "op": op, "met": met}
+
+
+def figures(runs, lat):
+    ratios, p50b, p50d, p99d, maxd = [], [], [], [], []
+    for r in runs:
+        before, during = cached_windows(lat, r)
+        r["cached_reads_before"] = len(before)
+        r["cached_reads_during"] = len(during)
+        if before and during:
+            b, d = pct(before, 50), pct(during, 50)
+            r["cached_p50_us_before"] = round(b, 1)
+            r["cached_p50_us_during"] = round(d, 1)
+            r["cached_p99_us_during"] = round(pct(during, 99), 1)
+            r["cached_max_us_during"] = round(max(during), 1)
+            ratios.append(d / b)
+            p50b.append(b)
+            p50d.append(d)
+            p99d.append(pct(during, 99))
+            maxd.append(max(during))
+    med = lambda xs: round(statistics.median(xs), 3) if xs else None  # noqa: E731
+    pauses = [r["pause_ms"] for r in runs]
+    return {
+        "pause_ms_p50": med(pauses),
+        "pause_ms_max": max(pauses) if pauses else None,
+        "pause_lookup_ms_p50": med([r["first_lookup_ms"] for r in runs]),
+        "pause_lookup_ms_max": max(r["first_lookup_ms"] for r in runs) if runs else None,
+        "pause_allocation_ms_p50": med([r["first_allocation_ms"] for r in runs]),
+        "pause_allocation_ms_max": max(r["first_allocation_ms"] for r in runs) if runs else None,
+        "serving_ms_p50": med([r["serving_ms"] for r in runs]),
+        "host_lookup_after_serving_ms_p50": med([r["host_lookup_after_serving_ms"] for r in runs]),
+        "host_lookup_after_serving_ms_max":
+            max(r["host_lookup_after_serving_ms"] for r in runs) if runs else None,
+        "cached_p50_ratio": med(ratios),
+        "cached_p50_us_before": med(p50b),
+        "cached_p50_us_during": med(p50d),
+        "cached_p99_us_during": med(p99d),
+        "cached_max_us_during": max(maxd) if maxd else None,
+    }
+
+
+def write(res, ttl_s, lease_ms):
+    runs = read_runs(res)
+    b = figures(runs, read_lat(res))
+    b["targets"] = {k: target(k, b[k]) for k in TARGETS}
+    b["settings"] = {"runs": len(runs), "ttl_s": ttl_s, "lease_ms": lease_ms,
+                     "cached_baseline_ms": BEFORE_MS}
+    b["runs"] = runs
+    json.dump(b, open(os.path.join(res, "bench-failover.json"), "w"), indent=1)
+
+
+def print_summary(b):
+    s = b["settings"]
+    print(f"failover: {s['runs']} kills -9 of the leader (etcd TTL {s['ttl_s']} s, "
+          f"leases {s['lease_ms']} ms)")
+    for k, t in b["targets"].items():
+        print(f"  {k:22} {t['value']} ({t['op']} {t['target']}: "
+              f"{'met' if t['met'] else 'NOT met'}) - {t['what']}")
+    print(f"  lookup p50 {b['pause_lookup_ms_p50']} ms (max {b['pause_lookup_ms_max']}), "
+          f"allocation p50 {b['pause_allocation_ms_p50']} ms (max {b['pause_allocation_ms_max']})")
+    print(f"  the group's own failover (kill to a new leader serving) p50 {b['serving_ms_p50']} ms; "
+          f"the host's share (new leader serving to its first lookup there) p50 "
+          f"{b['host_lookup_after_serving_ms_p50']} ms, max {b['host_lookup_after_serving_ms_max']} ms")
+    print(f"  cached reads: p50 {b['cached_p50_us_before']} us before, "
+          f"{b['cached_p50_us_during']} us during (p99 {b['cached_p99_us_during']} us, "
+          f"max {b['cached_max_us_during']} us)")
