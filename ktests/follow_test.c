@@ -228,6 +228,9 @@ static void mdr_follow_test_leader_addr(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sin6->sin6_addr.s6_addr[0], 0x20);
 	KUNIT_EXPECT_EQ(test, sin6->sin6_addr.s6_addr[15], 1);
 	KUNIT_EXPECT_EQ(test, mdr_leader_addr(&none, &ss), -ENOENT);
+	/* a leader at the unspecified address is not followed */
+	memset(l4.addr, 0, sizeof(l4.addr));
+	KUNIT_EXPECT_EQ(test, mdr_leader_addr(&l4, &ss), -ENOENT);
 }
 
 static struct kunit_case mdr_follow_test_cases[] = {

@@ -94,13 +94,15 @@ void mdr_follow_lost(struct mdr_follow *f)
  * @l:		a checked leader (proto/proto.h)
  * @ss:		the address, port set
  *
- * Return: 0, or -ENOENT when @l names none.
+ * Return: 0, or -ENOENT when @l names none, or names the unspecified
+ * address (a replica's misconfiguration: nothing to connect to).
  */
 int mdr_leader_addr(const struct mdr_leader_info *l,
 		    struct sockaddr_storage *ss)
 {
 	memset(ss, 0, sizeof(*ss));
-	if (!l->replica)
+	/* none named, or the unspecified address: nowhere to go */
+	if (!l->replica || !memchr_inv(l->addr, 0, sizeof(l->addr)))
 		return -ENOENT;
 	if (l->family == MDR_FAMILY_IPV4) {
 		struct sockaddr_in *sin = (struct sockaddr_in *)ss;

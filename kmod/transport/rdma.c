@@ -1061,7 +1061,10 @@ static const char *__mdr_check_serving(struct mdr_conn *c,
 	    (m->opcode != MDR_OP_OPEN && m->opcode != MDR_OP_RENEW &&
 	     m->opcode != MDR_OP_ALLOC))
 		return NULL;
-	if (q->served && memcmp(sv, &q->serving, sizeof(*sv)))
+	/* field by field: the struct's padding is not the message's */
+	if (q->served && (sv->epoch != q->serving.epoch ||
+			  sv->record_addr != q->serving.record_addr ||
+			  sv->record_rkey != q->serving.record_rkey))
 		return "the epoch it serves at changed on the connection";
 	if (!mdr_follow_epoch_ok(&c->follow, sv->epoch))
 		return "it serves at an epoch below one seen";
@@ -2549,8 +2552,10 @@ out:
 
 /*
  * After a failure the backoff of c->attempts (c->mutex); but the first
- * try after a live queue of a group failed goes to the next replica at
- * once, as multipath goes to the next path. To a leader a replica named,
+ * try after a queue of a group that served failed goes to the next
+ * replica at once, as multipath goes to the next path (one that fails
+ * again before a leader served waits the backoff: a group whose replicas
+ * all accept and then fail cannot make the host spin). To a leader a replica named,
  * at once for the first MDR_FREE_HOPS hops since a leader last served,
  * then with the backoff of the hops beyond, so replicas that name each
  * other cannot make the host spin.
@@ -2567,7 +2572,8 @@ static void mdr_schedule_reconnect(struct mdr_conn *c)
 	hops = c->follow.hops;
 	nr = c->follow.nr;
 	spin_unlock_irqrestore(&c->lock, flags);
-	if ((hinted && hops < MDR_FREE_HOPS) || (!hinted && !attempt && nr > 1)) {
+	/* hops 0: a leader served on the queue that failed */
+	if ((hinted && hops < MDR_FREE_HOPS) || (!hinted && !hops && nr > 1)) {
 		queue_delayed_work(mdr_wq, &c->reconnect_work, 0);
 		return;
 	}
