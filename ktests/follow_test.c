@@ -208,6 +208,42 @@ static void mdr_follow_test_epochs(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, f->epoch, 12ULL);
 }
 
+/* A second attach's set: the replicas new to the connection join it. */
+static void mdr_follow_test_merge(struct kunit *test)
+{
+	struct mdr_follow *f = mdr_follow_new(test);
+	struct sockaddr_storage more[3] = {
+		mdr_v4(3, 4791), mdr_v4(4, 4791), mdr_v4(2, 4792),
+	};
+
+	KUNIT_EXPECT_EQ(test, mdr_follow_merge(f, more, 3), 0U);
+	KUNIT_EXPECT_EQ(test, f->nr, 5U);
+	/* the round robin goes on where it was, then reaches the new ones */
+	KUNIT_EXPECT_TRUE(test, mdr_is(mdr_follow_pick(f), 3));
+	KUNIT_EXPECT_TRUE(test, mdr_is(mdr_follow_pick(f), 4));
+	KUNIT_EXPECT_TRUE(test, mdr_addr_same(mdr_follow_pick(f), &more[2]));
+	KUNIT_EXPECT_TRUE(test, mdr_is(mdr_follow_pick(f), 1));
+	/* the same set again adds nothing */
+	KUNIT_EXPECT_EQ(test, mdr_follow_merge(f, more, 3), 0U);
+	KUNIT_EXPECT_EQ(test, f->nr, 5U);
+}
+
+/* A set that does not fit: what fits joins, the rest is counted. */
+static void mdr_follow_test_merge_full(struct kunit *test)
+{
+	struct mdr_follow *f = mdr_follow_new(test);
+	struct sockaddr_storage more[MDR_REPLICAS_MAX];
+	unsigned int i;
+
+	for (i = 0; i < MDR_REPLICAS_MAX; i++)
+		more[i] = mdr_v4(10 + i, 4791);
+	KUNIT_EXPECT_EQ(test, mdr_follow_merge(f, more, MDR_REPLICAS_MAX), 3U);
+	KUNIT_EXPECT_EQ(test, f->nr, (unsigned int)MDR_REPLICAS_MAX);
+	KUNIT_EXPECT_TRUE(test, mdr_is(&f->set[2], 3));
+	KUNIT_EXPECT_TRUE(test, mdr_addr_same(&f->set[7], &more[4]));
+	KUNIT_EXPECT_EQ(test, mdr_follow_merge(f, more, MDR_REPLICAS_MAX), 3U);
+}
+
 static void mdr_follow_test_leader_addr(struct kunit *test)
 {
 	struct mdr_leader_info l6 = {
@@ -243,6 +279,8 @@ static struct kunit_case mdr_follow_test_cases[] = {
 	KUNIT_CASE(mdr_follow_test_wait_bounded),
 	KUNIT_CASE(mdr_follow_test_lost_leader),
 	KUNIT_CASE(mdr_follow_test_epochs),
+	KUNIT_CASE(mdr_follow_test_merge),
+	KUNIT_CASE(mdr_follow_test_merge_full),
 	KUNIT_CASE(mdr_follow_test_leader_addr),
 	{}
 };

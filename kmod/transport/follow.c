@@ -156,6 +156,42 @@ enum mdr_follow_verdict mdr_follow_refused(struct mdr_follow *f,
 	return MDR_FOLLOW_GO;
 }
 
+/**
+ * mdr_follow_merge() - another attach's replicas join the connection's
+ * @f:		the state
+ * @set:	the replicas that attach named
+ * @nr:		addresses in @set
+ *
+ * Volumes of one group share a connection, so a second attach whose set
+ * differs (a replica added to the group since the first) must not have
+ * its replicas ignored: each address not in @f's set yet is added, while
+ * there is room. One the group dropped since stays, and only costs a
+ * refused connect when its turn comes. The round robin goes on where it
+ * was.
+ *
+ * Return: how many addresses of @set found no room (0: all are in).
+ */
+unsigned int mdr_follow_merge(struct mdr_follow *f,
+			      const struct sockaddr_storage *set,
+			      unsigned int nr)
+{
+	unsigned int i, j, left = 0;
+
+	for (i = 0; i < nr && i < MDR_REPLICAS_MAX; i++) {
+		for (j = 0; j < f->nr; j++)
+			if (mdr_addr_same(&f->set[j], &set[i]))
+				break;
+		if (j < f->nr)
+			continue;
+		if (f->nr == MDR_REPLICAS_MAX) {
+			left++;
+			continue;
+		}
+		f->set[f->nr++] = set[i];
+	}
+	return left;
+}
+
 /* A leader served on the connection: the hops are over. */
 void mdr_follow_served(struct mdr_follow *f)
 {

@@ -84,6 +84,9 @@ const struct sockaddr_storage *mdr_follow_pick(struct mdr_follow *f);
 void mdr_follow_lost(struct mdr_follow *f);
 enum mdr_follow_verdict mdr_follow_refused(struct mdr_follow *f,
 					   const struct mdr_leader_info *l);
+unsigned int mdr_follow_merge(struct mdr_follow *f,
+			      const struct sockaddr_storage *set,
+			      unsigned int nr);
 void mdr_follow_served(struct mdr_follow *f);
 bool mdr_follow_epoch_ok(struct mdr_follow *f, u64 epoch);
 int mdr_leader_addr(const struct mdr_leader_info *l,

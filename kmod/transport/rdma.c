@@ -2680,11 +2680,13 @@ static int mdr_conn_show(struct seq_file *m, void *unused)
 	struct mdr_req *req;
 	u16 qd = 0, credits = 0, version = 0;
 	struct sockaddr_storage now;
+	unsigned int replicas;
 	u64 epoch;
 
 	spin_lock_irqsave(&c->lock, flags);
 	now = c->follow.now;
 	epoch = c->follow.epoch;
+	replicas = c->follow.nr;
 	q = c->q;
 	if (q) {
 		qd = q->acc.queue_depth;
@@ -2703,7 +2705,7 @@ static int mdr_conn_show(struct seq_file *m, void *unused)
 	seq_printf(m, "target: %pISpc tenant %u host %016llx\n",
 		   &c->target.addr, c->target.tenant, c->target.host_id);
 	seq_printf(m, "group: %llu\nreplicas: %u\nreplica: %pISpc\nepoch: %llu\n",
-		   c->target.group, c->follow.nr, &now, epoch);
+		   c->target.group, replicas, &now, epoch);
 	seq_printf(m, "node_id: %016llx\nboot_id: %016llx\n", c->node_id,
 		   c->boot_id);
 	seq_printf(m, "version: %u\nqueue_depth: %u\npush_credits: %u\n",
@@ -2861,6 +2863,29 @@ static int mdr_conn_rekey(struct mdr_conn *c, struct key *key)
 	return 0;
 }
 
+/*
+ * A volume of the connection's group attached with its own replica set:
+ * the replicas new to the connection join it (mdr_follow_merge()).
+ * Context: process, mdr_conns_mutex held.
+ */
+static void mdr_conn_merge(struct mdr_conn *c, const struct mdr_target *t)
+{
+	unsigned int before, after, left;
+	unsigned long flags;
+
+	spin_lock_irqsave(&c->lock, flags);
+	before = c->follow.nr;
+	left = mdr_follow_merge(&c->follow, t->replicas, t->nr_replicas);
+	after = c->follow.nr;
+	spin_unlock_irqrestore(&c->lock, flags);
+	if (after > before)
+		mdr_conn_info(c, "an attach adds %u replicas to the group's %u\n",
+			      after - before, before);
+	if (left)
+		mdr_conn_warn_rl(c, "an attach names %u replicas beyond the %u a connection keeps: they are not used\n",
+				 left, MDR_REPLICAS_MAX);
+}
+
 /* A user of the connection to @t, connected; or ERR_PTR(). */
 static struct mdr_conn *mdr_conn_get(const struct mdr_target *t)
 {
@@ -2881,6 +2906,8 @@ static struct mdr_conn *mdr_conn_get(const struct mdr_target *t)
 				mutex_unlock(&mdr_conns_mutex);
 				return ERR_PTR(-EINVAL);
 			}
+			if (t->group)
+				mdr_conn_merge(c, t);
 			c->users++;
 			mutex_unlock(&mdr_conns_mutex);
 			return c;

@@ -150,7 +150,9 @@ struct mdr_ioctl_replica {
  * names the leader, and the module goes there; when the connection breaks
  * or a replica names none, it tries the next replica of @replicas, with
  * the reconnect backoff. The group's replicas must know the host's key:
- * an attach with @count needs target.key.
+ * an attach with @count needs target.key. Volumes of one group (and
+ * tenant) share a connection: a later attach's replicas that it lacks
+ * join its set, up to MDR_REPLICAS_MAX.
  */
 struct mdr_ioctl_group {
 	__u64 group;
