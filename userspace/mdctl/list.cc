@@ -50,9 +50,10 @@ constexpr std::string_view kListUsage =
 	"\n"
 	"List the attached volumes: device, volume id and name, size, extent size,\n"
 	"storage node, tenant, state (active, lease-expired, dying), openers,\n"
-	"cached extents, IOs in flight, the location cache hit rate, and the\n"
-	"replica group ('-' for a node of its own). Of a group, the node is the\n"
-	"replica the module is connected to: the leader, once one answered.\n"
+	"cached extents, IOs in flight, the location cache hit rate, the replica\n"
+	"group, and the highest epoch of its leaders the module has seen serve (0\n"
+	"before one has; both '-' for a node of its own). Of a group, the node is\n"
+	"the replica the module is connected to: the leader, once one answered.\n"
 	"\n"
 	"Options:\n"
 	"  -o, --output FORMAT  table (default) or json\n"
@@ -125,7 +126,7 @@ int cmd_list(Args args, const Env &env)
 	Table table({{"DEVICE", false}, {"VOLUME_ID", true}, {"NAME", false}, {"SIZE", true},
 		     {"EXTENT", true}, {"NODE", false}, {"TENANT", true}, {"STATE", false},
 		     {"OPEN", true}, {"CACHED", true}, {"INFLIGHT", true}, {"HIT_RATE", true},
-		     {"GROUP", true}});
+		     {"GROUP", true}, {"EPOCH", true}});
 	for (const mdr::VolumeInfo &v : volumes.value()) {
 		std::string state(volume_state(v.flags));
 		if (v.flags & MDR_VOL_READONLY)
@@ -136,7 +137,8 @@ int cmd_list(Args args, const Env &env)
 			   std::to_string(v.target.tenant), state, std::to_string(v.open_count),
 			   std::to_string(v.cached), std::to_string(v.inflight),
 			   format_hit_rate(cache_counters(env, v.index)),
-			   v.group ? std::to_string(v.group) : "-"});
+			   v.group ? std::to_string(v.group) : "-",
+			   v.group ? std::to_string(v.epoch) : "-"});
 	}
 	table.print(env.out);
 	return kExitOk;

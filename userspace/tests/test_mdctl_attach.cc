@@ -206,8 +206,9 @@ static void test_attach_group_by_name(void **)
 	assert_non_null(strstr(o.out.c_str(), "\"group\":7,\"replicas\":[\"192.0.2.3:4791\","
 					      "\"192.0.2.4:4800\",\"192.0.2.2:4791\"]}"));
 	o = w.run({"list"});
-	assert_non_null(strstr(o.out.c_str(), "  GROUP\n"));
-	assert_non_null(strstr(o.out.c_str(), "      7\n"));
+	assert_non_null(strstr(o.out.c_str(), "  GROUP  EPOCH\n"));
+	// no leader has served it yet: epoch 0
+	assert_non_null(strstr(o.out.c_str(), "      7      0\n"));
 
 	// The node among the --replica (port 0 is 4791): not twice.
 	w.volume("logs", 1ULL << 30, 4);

@@ -475,13 +475,13 @@ static void test_list(void **)
 	assert_true(o.err.empty());
 	assert_string_equal(o.out.c_str(),
 		"DEVICE                VOLUME_ID  NAME     SIZE  EXTENT  NODE            TENANT"
-		"  STATE             OPEN  CACHED  INFLIGHT  HIT_RATE  GROUP\n"
+		"  STATE             OPEN  CACHED  INFLIGHT  HIT_RATE  GROUP  EPOCH\n"
 		"/dev/mdr0                    42  db    1.5 GiB   4 MiB  192.0.2.2:4791       0"
-		"  active               1     300         4     97.5%      -\n"
+		"  active               1     300         4     97.5%      -      -\n"
 		"/dev/mdr1  18446744073709551615  -       512 B   1 GiB  [::1]:4800           7"
-		"  lease-expired,ro     0       0         0         -      9\n"
+		"  lease-expired,ro     0       0         0         -      9      4\n"
 		"/dev/mdr2                     5  x       1 TiB   4 MiB  192.0.2.2:4791       0"
-		"  dying                0       0         0         -      -\n");
+		"  dying                0       0         0         -      -      -\n");
 
 	o = w.run({"list", "-o", "json"});
 	assert_int_equal(o.status, 0);
