@@ -7,17 +7,13 @@
 // Runs as root inside a VM with mdroute loaded. Exit: 0 pass, 1 fail,
 // 77 skip (no /dev/mdroute-control).
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <string>
 
-#include <fcntl.h>
 #include <sys/ioctl.h>
-#include <unistd.h>
 
 #include "lib/client/control.h"
 
-#include "tests/common/cmocka_cxx.h"
+#include "tests/vm/control_tests.h"
 
 static int g_fd = -1;
 
@@ -212,15 +208,5 @@ int main()
 		cmocka_unit_test(test_control_class),
 	};
 
-	g_fd = open(mdr::kControlPath, O_RDWR | O_CLOEXEC);
-	if (g_fd < 0) {
-		int err = errno;
-
-		printf("mdr-test-ioctl-abi: cannot open %s: %s\n", mdr::kControlPath,
-		       strerror(err));
-		return err == ENOENT ? 77 : 1;
-	}
-	int failed = cmocka_run_group_tests(tests, nullptr, nullptr);
-	close(g_fd);
-	return failed ? 1 : 0;
+	return run_control_tests("mdr-test-ioctl-abi", g_fd, tests);
 }

@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <cstring>
 
-#include <fcntl.h>
 #include <linux/keyctl.h>
 #include <linux/mdroute_wire.h>
 #include <sys/ioctl.h>
@@ -24,7 +23,7 @@
 
 #include "lib/client/control.h"
 
-#include "tests/common/cmocka_cxx.h"
+#include "tests/vm/control_tests.h"
 
 static int g_fd = -1;
 static int32_t g_key;	// a logon key of MDR_HOST_KEY_MIN..MAX bytes
@@ -339,15 +338,5 @@ int main()
 		cmocka_unit_test(test_nothing_attached),
 	};
 
-	g_fd = open(mdr::kControlPath, O_RDWR | O_CLOEXEC);
-	if (g_fd < 0) {
-		int err = errno;
-
-		printf("mdr-test-ioctl-attach: cannot open %s: %s\n", mdr::kControlPath,
-		       strerror(err));
-		return err == ENOENT ? 77 : 1;
-	}
-	int failed = cmocka_run_group_tests(tests, add_host_key, nullptr);
-	close(g_fd);
-	return failed ? 1 : 0;
+	return run_control_tests("mdr-test-ioctl-attach", g_fd, tests, add_host_key);
 }
