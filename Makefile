@@ -18,6 +18,19 @@ MDR_KVER = $(shell KVER='$(KVER)' bash -c '. tools/lib.sh && mdr_kver')
 KDIR ?= /lib/modules/$(MDR_KVER)/build
 BUILD ?= build
 CMAKE_FLAGS := -DMDR_RELEASE=$(MDR_RELEASE) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# ccache, when installed, compiles user space: a clean checkout (CI's)
+# then recompiles only what changed since the cache last saw it. The
+# cache's paths are taken relative to the tree, so two checkouts share
+# it; debug info may then name the directory it was first built in.
+# tools/check keeps the cache in $MDR_CACHE/ccache. CCACHE= turns it off.
+CCACHE ?= $(shell command -v ccache 2>/dev/null)
+ifneq ($(CCACHE),)
+CMAKE_FLAGS += -DCMAKE_C_COMPILER_LAUNCHER=$(CCACHE) -DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE)
+export CCACHE_BASEDIR ?= $(CURDIR)
+export CCACHE_NOHASHDIR ?= 1
+else
+CMAKE_FLAGS += -UCMAKE_C_COMPILER_LAUNCHER -UCMAKE_CXX_COMPILER_LAUNCHER
+endif
 JOBS ?= $(shell nproc)
 
 .PHONY: all module userspace userspace-release userspace-asan check demo bench \
