@@ -86,6 +86,8 @@
 #define MDR_BACKOFF_MAX_MS	30000
 #define MDR_LEASE_TICK_MS	1000	/* lease work runs at least this often */
 #define MDR_AGAIN_MS		250	/* an OPEN answered AGAIN: ask again */
+#define MDR_AGAIN_SOON_MS	50	/* ... by a replica not leading yet */
+#define MDR_AGAIN_SOON		5	/* ... the first so many times */
 #define MDR_FREE_HOPS		3	/* hops to a named leader without backoff */
 #define MDR_HIST_BUCKETS	12	/* lookup latency: <16 us ... >=16 ms */
 
@@ -2439,6 +2441,45 @@ static void mdr_lease_work_within(struct mdr_conn *c, unsigned long delay)
 }
 
 /*
+ * How soon to ask again after an OPEN answered AGAIN (@reply). A replica
+ * that does not lead names the leader within a moment of its election,
+ * or begins to serve within a moment of winning it: the first
+ * MDR_AGAIN_SOON such refusals on a connection are asked again after
+ * MDR_AGAIN_SOON_MS, the later ones (mdr_follow_refused() moves on after
+ * MDR_FOLLOW_WAITS) and other AGAINs (a fenced host) after MDR_AGAIN_MS.
+ * A pass sends one OPEN to a replica that does not lead, not one for
+ * each volume (mdr_lease_one()).
+ */
+static u64 mdr_again_ns(struct mdr_conn *c, const struct mdr_msg *reply)
+{
+	unsigned int waits = 0;
+	unsigned long flags;
+
+	if (reply->status == MDR_ST_NOT_LEADER) {
+		spin_lock_irqsave(&c->lock, flags);
+		waits = c->follow.waits;
+		spin_unlock_irqrestore(&c->lock, flags);
+	}
+	return (waits && waits <= MDR_AGAIN_SOON ? MDR_AGAIN_SOON_MS :
+						    MDR_AGAIN_MS) * NSEC_PER_MSEC;
+}
+
+/*
+ * OPEN @tv in a lease pass. Return: false when the pass ends here: the
+ * replica does not lead, so it opens none of the other volumes either;
+ * *@next is lowered to when to ask again.
+ */
+static bool mdr_lease_reopen(struct mdr_conn *c, struct mdr_tvol *tv,
+			     struct mdr_msg *reply, u64 *next)
+{
+	reply->status = MDR_ST_OK;	/* an RPC that fails may not set it */
+	if (mdr_tv_open(c, tv, reply) != -EAGAIN)
+		return true;
+	*next = min(*next, ktime_get_ns() + mdr_again_ns(c, reply));
+	return reply->status != MDR_ST_NOT_LEADER;
+}
+
+/*
  * One volume's turn in a lease pass: OPEN it when the node forgot its
  * lease (STALE) or it is not open on the live queue yet, RENEW it when
  * due. Under its rpc_mutex, so that close waits for this volume's RPC
@@ -2466,9 +2507,8 @@ static bool mdr_lease_one(struct mdr_conn *c, struct mdr_tvol *tv,
 	spin_unlock_irqrestore(&c->lock, flags);
 	if (!live || reopen) {
 		/* a replica that is taking over, or knows no leader yet */
-		if (reopen && mdr_tv_open(c, tv, reply) == -EAGAIN)
-			*next = min(*next, ktime_get_ns() +
-				    MDR_AGAIN_MS * NSEC_PER_MSEC);
+		if (reopen)
+			live = mdr_lease_reopen(c, tv, reply, next);
 		mutex_unlock(&tv->rpc_mutex);
 		return live;
 	}
@@ -2484,9 +2524,10 @@ static bool mdr_lease_one(struct mdr_conn *c, struct mdr_tvol *tv,
 		} else if (ret == -ESTALE) {
 			/* may already have let a move go ahead */
 			set_bit(MDR_TV_REOPEN, &tv->flags);
-			if (mdr_tv_open(c, tv, reply) == -EAGAIN)
-				*next = min(*next, ktime_get_ns() +
-					    MDR_AGAIN_MS * NSEC_PER_MSEC);
+			if (!mdr_lease_reopen(c, tv, reply, next)) {
+				mutex_unlock(&tv->rpc_mutex);
+				return false;
+			}
 		} else {
 			/* try again soon, before the deadline */
 			*next = min(*next, ktime_get_ns() +
@@ -3019,11 +3060,12 @@ static struct mdr_tvol *mdr_rdma_open(const struct mdr_target *t,
 	end = jiffies + g_fast_io_fail_tmo * HZ;
 	do {
 		ret = mdr_conn_wait_live(c, end);
+		reply->status = MDR_ST_OK;
 		if (!ret)
 			ret = mdr_tv_open(c, tv, reply);
 		/* a replica taking over, or that knows no leader yet */
 		if (ret == -EAGAIN)
-			msleep(MDR_AGAIN_MS);
+			msleep(mdr_again_ns(c, reply) / NSEC_PER_MSEC);
 	} while ((ret == -ENOTCONN || ret == -ETIMEDOUT || ret == -EAGAIN) &&
 		 time_before(jiffies, end));
 	if (ret) {
