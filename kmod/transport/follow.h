@@ -68,8 +68,11 @@ struct mdr_follow {
 	unsigned int hops;
 };
 
-/* Refusals waited on, on one connection, before the host moves on. */
-#define MDR_FOLLOW_WAITS	16
+/*
+ * Refusals waited on, on one connection, before the host moves on: about
+ * 4 s, as the transport asks (40 at 50 ms, then every 250 ms).
+ */
+#define MDR_FOLLOW_WAITS	48
 
 /* What the transport does about a refusal that named (or not) a leader. */
 enum mdr_follow_verdict {

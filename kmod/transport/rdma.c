@@ -87,7 +87,7 @@
 #define MDR_LEASE_TICK_MS	1000	/* lease work runs at least this often */
 #define MDR_AGAIN_MS		250	/* an OPEN answered AGAIN: ask again */
 #define MDR_AGAIN_SOON_MS	50	/* ... by a replica not leading yet */
-#define MDR_AGAIN_SOON		5	/* ... the first so many times */
+#define MDR_AGAIN_SOON		40	/* ... the first so many times (2 s) */
 #define MDR_FREE_HOPS		3	/* hops to a named leader without backoff */
 #define MDR_HIST_BUCKETS	12	/* lookup latency: <16 us ... >=16 ms */
 
@@ -2442,10 +2442,12 @@ static void mdr_lease_work_within(struct mdr_conn *c, unsigned long delay)
 
 /*
  * How soon to ask again after an OPEN answered AGAIN (@reply). A replica
- * that does not lead names the leader within a moment of its election,
- * or begins to serve within a moment of winning it: the first
- * MDR_AGAIN_SOON such refusals on a connection are asked again after
- * MDR_AGAIN_SOON_MS, the later ones (mdr_follow_refused() moves on after
+ * that does not lead names the leader as soon as etcd tells it of the
+ * election (which under TCG ends 1 to 3 s after the old leader died): the
+ * first MDR_AGAIN_SOON such refusals on a connection are asked again
+ * after MDR_AGAIN_SOON_MS, so the host hears of the new leader within
+ * 50 ms of the replica, at one small RPC a connection every 50 ms; the
+ * later ones (mdr_follow_refused() moves on after
  * MDR_FOLLOW_WAITS) and other AGAINs (a fenced host) after MDR_AGAIN_MS.
  * A pass sends one OPEN to a replica that does not lead, not one for
  * each volume (mdr_lease_one()).
