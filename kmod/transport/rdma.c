@@ -1081,6 +1081,21 @@ static const char *__mdr_check_serving(struct mdr_conn *c,
 	return NULL;
 }
 
+/*
+ * A refusal of a replica that does not lead: NOT_LEADER; or, from a
+ * replica of a group that has not served since the host came to it
+ * (hops), AGAIN to an OPEN, which is how mdnode answers while it takes
+ * over (it names no leader then, itself included). Both are refusals
+ * that name none to mdr_follow_refused(): waited on, then passed.
+ * Context: conn->lock held.
+ */
+static bool mdr_not_leading(struct mdr_conn *c, const struct mdr_msg *m)
+{
+	return m->status == MDR_ST_NOT_LEADER ||
+	       (c->target.group && c->follow.hops &&
+		m->opcode == MDR_OP_OPEN && m->status == MDR_ST_AGAIN);
+}
+
 /* A reply arrived: match it to its RPC. Context: softirq. */
 static int mdr_reply(struct mdr_queue *q, const struct mdr_msg *m,
 		     const char **why)
@@ -1148,8 +1163,12 @@ static int mdr_reply(struct mdr_queue *q, const struct mdr_msg *m,
 	 * Before the waiter learns of it: a waiter that asks again must not
 	 * find this queue live and ask the same replica.
 	 */
-	if (m->status == MDR_ST_NOT_LEADER) {
-		verdict = mdr_follow_refused(&c->follow, &m->leader);
+	if (mdr_not_leading(c, m)) {
+		static const struct mdr_leader_info none;
+
+		verdict = mdr_follow_refused(&c->follow,
+					     m->status == MDR_ST_NOT_LEADER ?
+					     &m->leader : &none);
 		/* NEXT: passed over for a while, as one that failed */
 		if (verdict != MDR_FOLLOW_WAIT &&
 		    __mdr_conn_break(c, q, verdict == MDR_FOLLOW_NEXT)) {
@@ -2441,44 +2460,50 @@ static void mdr_lease_work_within(struct mdr_conn *c, unsigned long delay)
 }
 
 /*
- * How soon to ask again after an OPEN answered AGAIN (@reply). A replica
- * that does not lead names the leader as soon as etcd tells it of the
- * election (which under TCG ends 1 to 3 s after the old leader died): the
- * first MDR_AGAIN_SOON such refusals on a connection are asked again
- * after MDR_AGAIN_SOON_MS, so the host hears of the new leader within
- * 50 ms of the replica, at one small RPC a connection every 50 ms; the
- * later ones (mdr_follow_refused() moves on after
- * MDR_FOLLOW_WAITS) and other AGAINs (a fenced host) after MDR_AGAIN_MS.
+ * How soon to ask again after an OPEN answered AGAIN. A replica that does
+ * not lead names the leader as soon as etcd tells it of the election
+ * (which under TCG ends 1 to 3 s after the old leader died), and one that
+ * won serves once it has taken over: the first MDR_AGAIN_SOON refusals of
+ * mdr_not_leading() on a connection are asked again after
+ * MDR_AGAIN_SOON_MS, so the host hears of either within 50 ms of the
+ * replica, at one small RPC a connection every 50 ms; the later ones
+ * (mdr_follow_refused() moves on after MDR_FOLLOW_WAITS) and other AGAINs
+ * (a fenced host) after MDR_AGAIN_MS.
  * A pass sends one OPEN to a replica that does not lead, not one for
  * each volume (mdr_lease_one()).
  */
-static u64 mdr_again_ns(struct mdr_conn *c, const struct mdr_msg *reply)
+static u64 mdr_again_ns(struct mdr_conn *c)
 {
-	unsigned int waits = 0;
 	unsigned long flags;
+	unsigned int waits;
 
-	if (reply->status == MDR_ST_NOT_LEADER) {
-		spin_lock_irqsave(&c->lock, flags);
-		waits = c->follow.waits;
-		spin_unlock_irqrestore(&c->lock, flags);
-	}
+	/* waits: refusals of mdr_not_leading() since a leader served */
+	spin_lock_irqsave(&c->lock, flags);
+	waits = c->follow.waits;
+	spin_unlock_irqrestore(&c->lock, flags);
 	return (waits && waits <= MDR_AGAIN_SOON ? MDR_AGAIN_SOON_MS :
 						    MDR_AGAIN_MS) * NSEC_PER_MSEC;
 }
 
 /*
  * OPEN @tv in a lease pass. Return: false when the pass ends here: the
- * replica does not lead, so it opens none of the other volumes either;
- * *@next is lowered to when to ask again.
+ * replica does not lead (it refused since a leader last served), so it
+ * opens none of the other volumes either; *@next is lowered to when to
+ * ask again.
  */
 static bool mdr_lease_reopen(struct mdr_conn *c, struct mdr_tvol *tv,
 			     struct mdr_msg *reply, u64 *next)
 {
-	reply->status = MDR_ST_OK;	/* an RPC that fails may not set it */
+	unsigned long flags;
+	bool refused;
+
 	if (mdr_tv_open(c, tv, reply) != -EAGAIN)
 		return true;
-	*next = min(*next, ktime_get_ns() + mdr_again_ns(c, reply));
-	return reply->status != MDR_ST_NOT_LEADER;
+	*next = min(*next, ktime_get_ns() + mdr_again_ns(c));
+	spin_lock_irqsave(&c->lock, flags);
+	refused = c->follow.waits;
+	spin_unlock_irqrestore(&c->lock, flags);
+	return !refused;
 }
 
 /*
@@ -3062,12 +3087,11 @@ static struct mdr_tvol *mdr_rdma_open(const struct mdr_target *t,
 	end = jiffies + g_fast_io_fail_tmo * HZ;
 	do {
 		ret = mdr_conn_wait_live(c, end);
-		reply->status = MDR_ST_OK;
 		if (!ret)
 			ret = mdr_tv_open(c, tv, reply);
 		/* a replica taking over, or that knows no leader yet */
 		if (ret == -EAGAIN)
-			msleep(mdr_again_ns(c, reply) / NSEC_PER_MSEC);
+			msleep(mdr_again_ns(c) / NSEC_PER_MSEC);
 	} while ((ret == -ENOTCONN || ret == -ETIMEDOUT || ret == -EAGAIN) &&
 		 time_before(jiffies, end));
 	if (ret) {
