@@ -364,6 +364,48 @@ void NodeCore::begin_windows(LeaseBounds inherited)
 	windows_ms_ = now_ms_();
 	first_new_volume_ = store.next_volume_id();
 	inherited_ = inherited;
+	opened_here_.clear();
+}
+
+void NodeCore::opened_here(uint64_t volume_id, const Session &s)
+{
+	// Older kernels keep what they cached when another process opens
+	// the volume: they stay holders to wait out.
+	if (s.peer.version >= wire::kEpochVersion)
+		opened_here_.insert({volume_id, s.peer.host_id});
+}
+
+void NodeCore::drop_holder(uint64_t volume_id, uint64_t host_id)
+{
+	if (!accepting() || !store.holder(volume_id, host_id))
+		return;
+	change(store.prepare_holder_drop(volume_id, host_id), [](int, const Applied *) {});
+}
+
+void NodeCore::maybe_complete_holders()
+{
+	if (!store.holders_unknown() || completing_holders_ || !accepting() ||
+	    in_restart_lease())
+		return;
+	completing_holders_ = true;
+	change(store.prepare_holders_complete(), [this](int err, const Applied *) {
+		completing_holders_ = false;
+		if (!err)
+			log_info("the hosts that may hold leases on volumes from before "
+				 "holders were journaled are known from now on");
+	});
+}
+
+bool NodeCore::holders_reached(uint64_t volume_id) const
+{
+	const Volume *v = store.volume(volume_id);
+
+	if (!v || !v->holders_known)
+		return false;
+	for (uint64_t host : v->holders)
+		if (!opened_here_.contains({volume_id, host}))
+			return false;
+	return true;
 }
 
 int64_t NodeCore::restart_lease_left() const

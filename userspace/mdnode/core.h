@@ -28,8 +28,10 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/util/result.h"
@@ -315,6 +317,28 @@ struct NodeCore {
 	// elect this one (replication.md, "Why no two leaders accept
 	// changes").
 	void begin_windows(LeaseBounds inherited);
+	// Whether every host that may hold a lease on the volume from a
+	// process before has opened it again here (on a connection of
+	// version 7 or later, whose kernel drops what it cached when another
+	// process opens it: transport.md, "Following the leader"), so that
+	// no host caches an entry this process does not push changes of.
+	// False while the volume's holders are not known (store.h,
+	// "Holders"). What lets an ALLOC go ahead within the restart lease.
+	bool holders_reached(uint64_t volume_id) const;
+	// A lease was granted here (HostRpc::do_open()): s opened the volume.
+	void opened_here(uint64_t volume_id, const Session &s);
+	// The host holds no lease on the volume any more (it closed it, or
+	// the lease lapsed): HOLDER_DROP journaled, answered by no one. Not
+	// journaled (the host stays a holder: a longer wait, never a
+	// shorter one) when it is no holder or the change is refused.
+	void drop_holder(uint64_t volume_id, uint64_t host_id);
+	// From tick(): HOLDERS_COMPLETE when a volume's holders are not
+	// known, once this process serves past the restart lease, every
+	// lease that may be out there being its own, each journaled with its
+	// HOLDER_ADD. A replica serves only from
+	// begin_windows() on (Node::begin_leading(), in the step that makes
+	// it accept), so its restart lease is that of its takeover.
+	void maybe_complete_holders();
 	// The volume existed before the start: hosts may hold leases on it
 	// this process never granted.
 	bool from_before_start(uint64_t volume_id) const
@@ -370,6 +394,10 @@ private:
 	LeaseBounds inherited_{};
 	// Volumes with smaller ids existed before the start.
 	uint64_t first_new_volume_;
+	// (volume, host) opened here since windows_ms_ by a kernel that
+	// drops its cache on it (holders_reached()).
+	std::set<std::pair<uint64_t, uint64_t>> opened_here_;
+	bool completing_holders_ = false;	// HOLDERS_COMPLETE in flight
 	// journal.stats().records when the last checkpoint began: a
 	// follower's records reach the journal outside change().
 	uint64_t checkpointed_records_ = 0;

@@ -42,6 +42,25 @@ void HostRpc::do_open(Session &s, uint64_t req_id, const wire::OpenReq &r)
 			    (unsigned long long)v->id);
 		return core_.reply_error(s.peer.id, req_id, MDR_OP_OPEN, -EAGAIN);
 	}
+	// The host is journaled as a holder before it gets a lease, so that
+	// the process after this one knows it may hold one (store.h,
+	// "Holders"). Asked again once that is durable: what was checked
+	// above may have changed meanwhile, the connection may be gone.
+	if (!core_.store.holder(v->id, s.peer.host_id)) {
+		const ConnId conn = s.peer.id;
+
+		core_.change(core_.store.prepare_holder_add(v->id, s.peer.host_id),
+			     [this, conn, req_id, r](int err, const Applied *) {
+			Session *again = core_.session(conn);
+
+			if (!again)
+				return;
+			if (err)
+				return core_.reply_error(conn, req_id, MDR_OP_OPEN, err);
+			do_open(*again, req_id, r);
+		});
+		return;
+	}
 
 	auto window = core_.net->expose_table(
 		s.peer.id, v->id, std::as_bytes(std::span(v->table.entries())));
@@ -53,6 +72,7 @@ void HostRpc::do_open(Session &s, uint64_t req_id, const wire::OpenReq &r)
 	core_.leases.grant({v->id, s.peer.host_id}, s.peer.id,
 			   core_.now() + core_.opts.lease_ms + core_.opts.drift_margin_ms);
 	s.opened.insert(v->id);
+	core_.opened_here(v->id, s);
 	core_.reply(s.peer.id, req_id, wire::OpenRep{
 		.volume_id = v->id,
 		.size = v->size,
@@ -83,6 +103,7 @@ void HostRpc::do_close(Session &s, uint64_t req_id, const wire::CloseReq &r)
 		return core_.reply_error(s.peer.id, req_id, MDR_OP_CLOSE, -ENOENT);
 	core_.leases.erase({r.volume_id, s.peer.host_id});
 	core_.reply(s.peer.id, req_id, wire::CloseRep{});
+	core_.drop_holder(r.volume_id, s.peer.host_id);
 	// Without a lease it is no longer waited for, ack or not.
 	core_.lease_gone(r.volume_id, s.peer.host_id);
 }
@@ -141,12 +162,15 @@ void HostRpc::do_alloc(Session &s, uint64_t req_id, const wire::AllocReq &r)
 
 	// Hosts of the process before may cache this extent as unallocated
 	// and read zeros where the writer's data would be: no push reaches
-	// them until they open again (NodeCore::in_restart_lease()). The host
+	// them until they open again (NodeCore::in_restart_lease()), unless
+	// each of them has opened the volume here already, which dropped
+	// what it cached (NodeCore::holders_reached()). The host
 	// routes its write again within a second. An extent already mapped
 	// waits too: the process before may have committed it and died before
 	// its fan-out told those hosts (alloc_journal()), and the writer asking
 	// again here must not write before their leases ran out.
-	if (core_.from_before_start(r.volume_id) && core_.in_restart_lease()) {
+	if (core_.from_before_start(r.volume_id) && core_.in_restart_lease() &&
+	    !core_.holders_reached(r.volume_id)) {
 		if (auto *c = std::get_if<Change>(&prep.value()))
 			(void)core_.store.abort(*c);
 		log_info_rl("volume %llu extent %llu: not allocated until the leases "

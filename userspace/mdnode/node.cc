@@ -240,8 +240,11 @@ void Node::tick()
 	core_.maybe_checkpoint();
 	// A host whose lease ran out sends no more IO to the volume until it
 	// opens it again; what it sent before is waited out io_hold_ms more.
-	for (const auto &[key, conn] : ex.lapsed)
+	for (const auto &[key, conn] : ex.lapsed) {
 		core_.lease_lapsed(key.volume_id, key.host_id);
+		core_.drop_holder(key.volume_id, key.host_id);
+	}
+	core_.maybe_complete_holders();
 	for (const LeaseKey &key : ex.gone)
 		core_.lease_gone(key.volume_id, key.host_id);
 	// Pushes held back go when they can; overdue ones cut their connection.

@@ -34,6 +34,9 @@ constexpr Format kFormats[] = {
 	{kHostRemove, "HOST_REMOVE", 16},
 	{kDeviceRecord, "DEVICE_RECORD", 144},
 	{kDeviceForget, "DEVICE_FORGET", 16},
+	{kHolderAdd, "HOLDER_ADD", 24},
+	{kHolderDrop, "HOLDER_DROP", 24},
+	{kHoldersComplete, "HOLDERS_COMPLETE", 8},
 };
 
 const Format *format(uint16_t type)
@@ -102,7 +105,7 @@ Change encode_record(const Record &r)
 	switch (r.type) {
 	case kVolumeCreate:
 		out.le32(r.tenant).le64(r.volume_id).le64(r.size)
-			.le32(r.extent_shift).le32(0).name(r.name);
+			.le32(r.extent_shift).le32(r.flags).name(r.name);
 		break;
 	case kVolumeDelete:
 		out.le32(0).le64(r.volume_id);
@@ -132,6 +135,13 @@ Change encode_record(const Record &r)
 		break;
 	case kDeviceForget:
 		out.le32(r.dev_id).le64(0);
+		break;
+	case kHolderAdd:
+	case kHolderDrop:
+		out.le32(0).le64(r.volume_id).le64(r.host_id);
+		break;
+	case kHoldersComplete:
+		out.le32(0);
 		break;
 	}
 	Change c{r.type, out.take()};
@@ -164,7 +174,10 @@ mdr::Result<Record> decode_record(uint16_t type, std::span<const uint8_t> payloa
 		r.volume_id = in.le64();
 		r.size = in.le64();
 		r.extent_shift = in.le32();
-		reserved |= in.le32() != 0;
+		const uint32_t flags = in.le32();
+		if (flags & ~uint32_t{kCreateHolders})
+			return mdr::Error(-EINVAL, what + ": unknown flags");
+		r.flags = uint16_t(flags);
 		std::optional<std::string> name = in.name();
 		if (!name)
 			return mdr::Error(-EINVAL, what + ": the name is not NUL-padded");
@@ -233,6 +246,15 @@ mdr::Result<Record> decode_record(uint16_t type, std::span<const uint8_t> payloa
 		r.dev_id = in.le32();
 		reserved |= in.le64() != 0;
 		break;
+	case kHolderAdd:
+	case kHolderDrop:
+		reserved |= in.le32() != 0;
+		r.volume_id = in.le64();
+		r.host_id = in.le64();
+		break;
+	case kHoldersComplete:
+		reserved |= in.le32() != 0;
+		break;
 	}
 	if (reserved)
 		return mdr::Error(-EINVAL, what + ": a reserved field is not zero");
@@ -241,17 +263,20 @@ mdr::Result<Record> decode_record(uint16_t type, std::span<const uint8_t> payloa
 
 std::string describe_record(const Record &r)
 {
-	if (r.of_host()) {
-		char id[24];
+	const std::string what = std::string("record ") + format(r.type)->name;
+	char host[24];
 
-		std::snprintf(id, sizeof(id), "%016llx", (unsigned long long)r.host_id);
-		return std::string("record ") + format(r.type)->name + " (host " + id + ")";
-	}
+	std::snprintf(host, sizeof(host), "%016llx", (unsigned long long)r.host_id);
+	if (r.of_host())
+		return what + " (host " + host + ")";
 	if (r.of_device())
-		return std::string("record ") + format(r.type)->name + " (device " +
-		       std::to_string(r.dev_id) + ")";
-	std::string s = std::string("record ") + format(r.type)->name +
-			" (volume " + std::to_string(r.volume_id);
+		return what + " (device " + std::to_string(r.dev_id) + ")";
+	if (r.type == kHoldersComplete)
+		return what;
+	if (r.of_holders())
+		return what + " (volume " + std::to_string(r.volume_id) + ", host " + host + ")";
+
+	std::string s = what + " (volume " + std::to_string(r.volume_id);
 
 	if (!r.whole_volume())
 		s += ", extent " + std::to_string(r.index);

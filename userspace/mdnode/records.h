@@ -13,7 +13,9 @@
 //
 //   1 VOLUME_CREATE, 96 bytes
 //	 0 __le16 version, reserved   4 __le32 tenant   8 __le64 volume_id
-//	16 __le64 size (bytes)       24 __le32 extent_shift, 28 reserved
+//	16 __le64 size (bytes)       24 __le32 extent_shift
+//	28 __le32 flags (1 HOLDERS: every holder is journaled from the
+//	   create on; 0 in a record of a node from before holders)
 //	32 char name[64], NUL-padded
 //   2 VOLUME_DELETE, 16 bytes
 //	 0 __le16 version, reserved   4 __le32 reserved   8 __le64 volume_id
@@ -50,6 +52,16 @@
 //	16 char identity[128], NUL-padded: the WWID, else the serial
 //  11 DEVICE_FORGET, 16 bytes: the device id has no recorded disk
 //	 0 __le16 version, reserved   4 __le32 dev_id     8 __le64 reserved
+//  (12 LOG_MARK and 13 EPOCH are a replica's: repl_journal.h)
+//  14 HOLDER_ADD, 24 bytes: the host may hold a lease on the volume from
+//     now on (journaled before an OPEN is granted: store.h, "Holders")
+//	 0 __le16 version, reserved   4 __le32 reserved   8 __le64 volume_id
+//	16 __le64 host_id
+//  15 HOLDER_DROP, 24 bytes: the host holds no lease on the volume (it
+//     closed it, or its lease lapsed); the same layout
+//  16 HOLDERS_COMPLETE, 8 bytes: every volume's holders are journaled
+//     from now on (volumes created by a node from before holders)
+//	 0 __le16 version, reserved   4 __le32 reserved
 // The host records hold keys: the data directory is root's alone
 // (Documentation/security.md).
 #ifndef MDNODE_RECORDS_H
@@ -86,6 +98,9 @@ enum RecordType : uint16_t {
 	// store. LOG_MARK is its own, EPOCH a record of the group's log.
 	kLogMark = 12,
 	kEpochRecord = 13,
+	kHolderAdd = 14,
+	kHolderDrop = 15,
+	kHoldersComplete = 16,
 };
 
 // A device's identity in DEVICE_RECORD and the snapshot: NUL-padded, so
@@ -94,6 +109,8 @@ inline constexpr size_t kDeviceIdentityLen = 128;
 
 // HOST_ADD's flags.
 inline constexpr uint16_t kHostAddReplace = 1;
+// VOLUME_CREATE's flags.
+inline constexpr uint16_t kCreateHolders = 1;
 
 // A record to journal, from Store::prepare_*(). Once the journal has it
 // durably, pass it to Store::commit(); if the journal failed, to
@@ -127,8 +144,8 @@ struct Record {
 	uint64_t pstart = 0;		// 512-byte sectors
 	uint32_t new_dev = 0;		// MOVE_BEGIN
 	uint64_t new_pstart = 0;	// MOVE_BEGIN
-	uint64_t host_id = 0;		// HOST_*
-	uint16_t flags = 0;		// HOST_ADD: kHostAdd*
+	uint64_t host_id = 0;		// HOST_*, HOLDER_ADD, HOLDER_DROP
+	uint16_t flags = 0;		// HOST_ADD: kHostAdd*; CREATE: kCreate*
 	std::vector<uint8_t> secret{};	// HOST_ADD: the host's key
 	std::string identity{};		// DEVICE_RECORD (size: its bytes)
 
@@ -139,6 +156,11 @@ struct Record {
 	}
 	bool of_host() const { return type == kHostAdd || type == kHostRemove; }
 	bool of_device() const { return type == kDeviceRecord || type == kDeviceForget; }
+	// Reserve nothing and exclude no other change (store.h, "Holders").
+	bool of_holders() const
+	{
+		return type == kHolderAdd || type == kHolderDrop || type == kHoldersComplete;
+	}
 	ExtentKey key() const
 	{
 		if (of_host())

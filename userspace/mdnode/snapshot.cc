@@ -3,8 +3,8 @@
 // snapshot.cc - see store.h: the committed state as one checkpoint, and
 // back.
 //
-// Snapshot, version 3 (little-endian):
-//	header, 24 bytes: 0 __le32 magic "MDRS", 4 __le16 version (3),
+// Snapshot, version 4 (little-endian):
+//	header, 24 bytes: 0 __le32 magic "MDRS", 4 __le16 version (4),
 //		6 __le16 reserved, 8 __le64 next_volume_id, 16 __le64 nr_volumes
 //	then per volume, by ascending id, 104 bytes: 0 __le64 volume_id,
 //		8 __le64 size, 16 __le64 generation, 24 __le32 extent_shift,
@@ -18,7 +18,14 @@
 //	then the recorded devices: __le64 nr_devices, and per device, by
 //		ascending id, 144 bytes: 0 __le32 dev_id, 4 __le32 reserved,
 //		8 __le64 size, 16 char identity[128], NUL-padded
-// Version 2 is version 3 without the recorded devices: read as one with
+//	then the holders (store.h, "Holders"): __le64 nr_unknown, and the
+//		ids of the volumes whose holders are not known, ascending,
+//		8 bytes each; then __le64 nr_holders, and per holder, by
+//		ascending volume then host, 16 bytes: 0 __le64 volume_id,
+//		8 __le64 host_id
+// Version 3 is version 4 without the holders: read as one with none, of
+// no volume known (a node from before holders were journaled, whose
+// hosts it cannot know). Version 2 is version 3 without the recorded devices: read as one with
 // none (a node from before devices were recorded; the start-up check
 // records them). Version 1 is version 2 without the host registry: read
 // as one with no host (a node from before hosts authenticate).
@@ -41,9 +48,11 @@ using namespace store_checks;
 namespace {
 
 constexpr uint32_t kSnapshotMagic = 0x5352444d;	// "MDRS" as LE bytes
-constexpr uint16_t kSnapshotVersion = 3, kSnapshotNoDevices = 2, kSnapshotNoHosts = 1;
+constexpr uint16_t kSnapshotVersion = 4, kSnapshotNoHolders = 3, kSnapshotNoDevices = 2,
+		   kSnapshotNoHosts = 1;
 constexpr size_t kSnapshotHeader = 24, kSnapshotVolume = 104, kSnapshotEntry = 32;
 constexpr size_t kSnapshotHost = 80, kSnapshotDevice = 16 + kDeviceIdentityLen;
+constexpr size_t kSnapshotHolder = 16;
 
 } // namespace
 
@@ -71,6 +80,19 @@ std::vector<uint8_t> Store::snapshot() const
 	out.le64(recorded_.size());
 	for (const auto &[id, d] : recorded_)
 		out.le32(id).le32(0).le64(d.size).name(d.identity, kDeviceIdentityLen);
+
+	uint64_t nr_holders = 0;
+
+	out.le64(holders_unknown_);
+	for (const auto &[id, v] : volumes_) {
+		nr_holders += v.holders.size();
+		if (!v.holders_known)
+			out.le64(id);
+	}
+	out.le64(nr_holders);
+	for (const auto &[id, v] : volumes_)
+		for (uint64_t host : v.holders)
+			out.le64(id).le64(host);
 	return out.take();
 }
 
@@ -80,7 +102,8 @@ mdr::Status Store::load_snapshot(std::span<const uint8_t> bytes)
 		return mdr::Error(-EINVAL, "snapshot: " + what);
 	};
 
-	if (!volumes_.empty() || !pending_.empty() || !hosts_.empty() || !recorded_.empty())
+	if (!volumes_.empty() || !pending_.empty() || holder_changes_ || !hosts_.empty() ||
+	    !recorded_.empty())
 		return mdr::Error(-EBUSY, "snapshot: the store is not empty");
 	if (bytes.size() < kSnapshotHeader)
 		return bad(std::to_string(bytes.size()) + " bytes, shorter than a header");
@@ -91,8 +114,7 @@ mdr::Status Store::load_snapshot(std::span<const uint8_t> bytes)
 	if (in.le32() != kSnapshotMagic)
 		return bad("bad magic");
 	const uint16_t version = in.le16();
-	if (version != kSnapshotVersion && version != kSnapshotNoDevices &&
-	    version != kSnapshotNoHosts)
+	if (version < kSnapshotNoHosts || version > kSnapshotVersion)
 		return bad("unknown version " + std::to_string(version));
 	if (in.le16() != 0)
 		return bad("a reserved field is not zero");
@@ -159,17 +181,21 @@ mdr::Status Store::load_snapshot(std::span<const uint8_t> bytes)
 			next_index = index + 1;
 		}
 	}
-	if (version != kSnapshotNoHosts)
+	if (version >= kSnapshotNoDevices)
 		if (mdr::Status ok = loaded.load_hosts(in); !ok.ok())
 			return ok;
-	if (version == kSnapshotVersion)
+	if (version >= kSnapshotNoHolders)
 		if (mdr::Status ok = loaded.load_devices(in); !ok.ok())
+			return ok;
+	if (version == kSnapshotVersion)
+		if (mdr::Status ok = loaded.load_holders(in); !ok.ok())
 			return ok;
 	if (in.left() != 0)
 		return bad(std::to_string(in.left()) + " bytes after the last " +
 			   (version == kSnapshotNoHosts	   ? "volume"
 			    : version == kSnapshotNoDevices ? "host"
-							    : "device"));
+			    : version == kSnapshotNoHolders ? "device"
+							    : "holder"));
 	*this = std::move(loaded);
 	return {};
 }
@@ -268,6 +294,66 @@ mdr::Status Store::load_devices(Reader &in)
 		if (mdr::Result<Applied> done = apply_device_record(r); !done.ok())
 			return fail(done, "snapshot: " + what);
 		last_id = r.dev_id;
+	}
+	return {};
+}
+
+// The holders of a snapshot: of volumes it holds, none twice.
+mdr::Status Store::load_holders(Reader &in)
+{
+	auto bad = [](const std::string &what) {
+		return mdr::Error(-EINVAL, "snapshot: " + what);
+	};
+
+	if (in.left() < 8)
+		return bad("ends before the holders");
+
+	// Loaded as a node from before holders created them: none known.
+	const uint64_t nr_unknown = in.le64();
+	uint64_t last_id = 0;
+
+	for (auto &[id, v] : volumes_)
+		v.holders_known = true;
+	holders_unknown_ = 0;
+	for (uint64_t n = 0; n < nr_unknown; n++) {
+		if (in.left() < 8)
+			return bad("ends within volume " + std::to_string(n + 1) + " of " +
+				   std::to_string(nr_unknown) + " of unknown holders");
+
+		const uint64_t id = in.le64();
+		auto v = volumes_.find(id);
+
+		if (id <= last_id || v == volumes_.end())
+			return bad("volume " + std::to_string(id) +
+				   " of unknown holders: out of order, or no such volume");
+		v->second.holders_known = false;
+		holders_unknown_++;
+		last_id = id;
+	}
+	if (in.left() < 8)
+		return bad("ends before the holders");
+
+	const uint64_t nr_holders = in.le64();
+	std::pair<uint64_t, uint64_t> last{0, 0};
+
+	for (uint64_t n = 0; n < nr_holders; n++) {
+		if (in.left() < kSnapshotHolder)
+			return bad("ends within holder " + std::to_string(n + 1) + " of " +
+				   std::to_string(nr_holders));
+
+		const std::pair<uint64_t, uint64_t> h{in.le64(), in.le64()};
+		auto v = volumes_.find(h.first);
+		const std::string what = "holder " + std::to_string(n + 1) + " (volume " +
+					 std::to_string(h.first) + ")";
+
+		if (h <= last)
+			return bad(what + ": out of order or twice");
+		if (v == volumes_.end())
+			return bad(what + ": no such volume");
+		if (!h.second)
+			return bad(what + ": host 0");
+		v->second.holders.insert(h.second);
+		last = h;
 	}
 	return {};
 }

@@ -113,6 +113,20 @@ mdr::Result<Store::Taken> Store::take_change(const Change &change)
 		return mdr::Error(-ENOENT, decoded.message() + ": not a change in flight");
 
 	const Record &r = decoded.value();
+
+	if (r.of_holders()) {
+		// Not in pending_ (store.h, "Holders"): counted only.
+		auto drop = holder_drops_.find({r.volume_id, r.host_id});
+
+		if (!holder_changes_ || (r.type == kHolderDrop && drop == holder_drops_.end()))
+			return mdr::Error(-ENOENT, describe_record(r) + " is not in flight");
+		holder_changes_--;
+		if (r.type == kHolderDrop)
+			holder_drops_.erase(drop);
+		return Taken{std::move(decoded).value(),
+			     Pending{change.type, change.payload, std::nullopt}};
+	}
+
 	auto it = pending_.find(r.key());
 
 	if (it == pending_.end() || it->second.type != change.type ||
@@ -144,7 +158,7 @@ mdr::Result<Change> Store::prepare_create(std::string_view name, uint64_t size,
 {
 	Record r{.type = kVolumeCreate, .size = size,
 		 .extent_shift = extent_shift ? extent_shift : MDR_WIRE_EXTENT_SHIFT_DEFAULT,
-		 .tenant = tenant, .name = std::string(name)};
+		 .tenant = tenant, .name = std::string(name), .flags = kCreateHolders};
 
 	if (mdr::Status ok = check_volume(r.name, r.size, r.extent_shift); !ok.ok())
 		return mdr::Error(ok.error(), ok.message());
@@ -413,6 +427,40 @@ HostPage Store::list_hosts(uint64_t cursor, size_t max) const
 }
 
 // ---------------------------------------------------------------------------
+// Holders.
+
+Change Store::reserve_holders(const Record &r)
+{
+	holder_changes_++;
+	if (r.type == kHolderDrop)
+		holder_drops_.insert({r.volume_id, r.host_id});
+	return encode_record(r);
+}
+
+Change Store::prepare_holder_add(uint64_t volume_id, uint64_t host_id)
+{
+	return reserve_holders({.type = kHolderAdd, .volume_id = volume_id, .host_id = host_id});
+}
+
+Change Store::prepare_holder_drop(uint64_t volume_id, uint64_t host_id)
+{
+	return reserve_holders({.type = kHolderDrop, .volume_id = volume_id, .host_id = host_id});
+}
+
+Change Store::prepare_holders_complete()
+{
+	return reserve_holders({.type = kHoldersComplete});
+}
+
+bool Store::holder(uint64_t volume_id, uint64_t host_id) const
+{
+	const Volume *v = volume(volume_id);
+
+	return v && v->holders.contains(host_id) &&
+	       !holder_drops_.contains({volume_id, host_id});
+}
+
+// ---------------------------------------------------------------------------
 // The recorded devices.
 
 mdr::Result<Change> Store::prepare_device_record(const RecordedDevice &d)
@@ -468,7 +516,7 @@ mdr::Status Store::abort(const Change &change)
 
 mdr::Status Store::replay(uint16_t type, std::span<const uint8_t> payload)
 {
-	if (!pending_.empty())
+	if (!pending_.empty() || holder_changes_)
 		return mdr::Error(-EBUSY, "replay with changes in flight");
 
 	mdr::Result<Record> r = decode_record(type, payload);
@@ -585,7 +633,7 @@ std::vector<mdr::wire::Device> Store::listed_devices() const
 Counts Store::counts() const
 {
 	return Counts{.volumes = volumes_.size(), .extents = allocated_,
-		      .in_flight = pending_.size(), .moving = moves_.size(),
+		      .in_flight = pending_.size() + holder_changes_, .moving = moves_.size(),
 		      .hosts = hosts_.size()};
 }
 

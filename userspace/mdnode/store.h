@@ -40,6 +40,23 @@
 // disks recorded for device ids (DEVICE_RECORD, DEVICE_FORGET), which the
 // start-up check (startup_devices.cc) holds the configured devices to.
 //
+// Holders (HOLDER_ADD, HOLDER_DROP, HOLDERS_COMPLETE): the hosts that may
+// hold a lease on each volume, so that a process that starts to serve
+// (a restart, a new leader of the group) knows whom the leases of the
+// process before went to (NodeCore::holders_reached()). A host is added
+// before an OPEN of it is granted, and dropped when it closes the volume
+// or its lease lapses; dropping it late, or never, only makes the next
+// process wait longer. A volume's set is whole (holders_known) from its
+// VOLUME_CREATE on, which says so (kCreateHolders); a volume created by a
+// node from before holders were journaled becomes so by HOLDERS_COMPLETE,
+// journaled once a process has served past the leases of the process
+// before it, every one of which it recorded. Holder changes reserve nothing and exclude no
+// other change: a HOLDER_ADD whose volume was deleted while it was in
+// flight changes nothing, and holder() counts a host whose drop is in
+// flight as no holder, so its next OPEN journals a HOLDER_ADD after it.
+// They count as changes in flight (counts()): no checkpoint is taken
+// while one is.
+//
 // A MOVE_BEGIN without its MOVE_DONE or MOVE_ABORT is a move in progress
 // (moves()): the server finishes it or, after a restart, aborts it. While
 // an extent moves, it is FROZEN at its old place: nothing else is prepared
@@ -80,6 +97,10 @@ struct Volume {
 	uint64_t generation;	// 1 at create, + 1 per resize
 	uint64_t allocated;	// mapped extents
 	Table table;		// ceil(size / extent size) entries
+	// Hosts that may hold a lease on it: HOLDER_ADD, not yet HOLDER_DROP;
+	// every one of them when holders_known (store.h, "Holders")
+	std::set<uint64_t> holders{};
+	bool holders_known = false;
 
 	bool operator==(const Volume &) const = default;
 };
@@ -227,6 +248,18 @@ public:
 		return recorded_;
 	}
 
+	// Holders (above). None of these fails: a volume that does not exist
+	// is the caller's to refuse first.
+	Change prepare_holder_add(uint64_t volume_id, uint64_t host_id);
+	Change prepare_holder_drop(uint64_t volume_id, uint64_t host_id);
+	Change prepare_holders_complete();
+	// The host is a committed holder of the volume, with no drop of it
+	// in flight.
+	bool holder(uint64_t volume_id, uint64_t host_id) const;
+	// Volumes whose holders are not known (created by a node from
+	// before holders were journaled, until HOLDERS_COMPLETE).
+	uint64_t holders_unknown() const { return holders_unknown_; }
+
 	// Moves in progress, by (volume, index).
 	std::vector<Move> moves() const;
 	const Move *move(uint64_t volume_id, uint64_t index) const;
@@ -364,6 +397,9 @@ private:
 	// snapshot, into this Store.
 	mdr::Status load_hosts(Reader &in);
 	mdr::Status load_devices(Reader &in);
+	mdr::Status load_holders(Reader &in);
+	mdr::Result<Applied> apply_holders(const Record &r);
+	Change reserve_holders(const Record &r);
 	mdr::Result<Volume *> extent_volume(const Record &r);
 	mdr::Status map_extent(Volume &v, uint64_t index, uint32_t dev_id,
 			       uint64_t pstart, uint64_t generation);
@@ -383,6 +419,11 @@ private:
 	std::map<uint64_t, RegisteredHost> hosts_;
 	std::map<uint32_t, RecordedDevice> recorded_;
 	uint64_t next_id_ = 1;
+	// Holders (above): changes in flight, the drops among them, and
+	// the volumes without holders_known, counted as they change.
+	uint64_t holder_changes_ = 0;
+	std::multiset<std::pair<uint64_t, uint64_t>> holder_drops_;
+	uint64_t holders_unknown_ = 0;
 };
 
 } // namespace mdnode

@@ -59,6 +59,10 @@ mdr::Result<Applied> Store::apply(const Record &r, std::optional<Table> table)
 			return apply_device_record(r);
 		case kDeviceForget:
 			return apply_device_forget(r);
+		case kHolderAdd:
+		case kHolderDrop:
+		case kHoldersComplete:
+			return apply_holders(r);
 		default:
 			return apply_alloc(r);
 		}
@@ -90,7 +94,10 @@ mdr::Result<Applied> Store::apply_create(const Record &r, std::optional<Table> t
 			 Volume{.id = r.volume_id, .name = r.name, .size = r.size,
 				.extent_shift = r.extent_shift, .tenant = r.tenant,
 				.generation = 1, .allocated = 0,
-				.table = std::move(*table)});
+				.table = std::move(*table),
+				.holders_known = (r.flags & kCreateHolders) != 0});
+	if (!(r.flags & kCreateHolders))
+		holders_unknown_++;
 	next_id_ = std::max(next_id_, r.volume_id + 1);
 	return Applied{.volume_id = r.volume_id};
 }
@@ -113,6 +120,7 @@ mdr::Result<Applied> Store::apply_delete(const Record &r)
 	Applied done{.volume_id = r.volume_id, .old_table = std::move(v.table)};
 
 	allocated_ -= v.allocated;	// frozen extents refused the delete
+	holders_unknown_ -= !v.holders_known;
 	names_.erase(v.name);
 	volumes_.erase(it);
 	return done;
@@ -325,6 +333,29 @@ mdr::Result<Applied> Store::apply_device_forget(const Record &r)
 	if (!recorded_.erase(r.dev_id))
 		return mdr::Error(-ENOENT, "no disk is recorded for the device");
 	return Applied{};
+}
+
+// Store.h, "Holders": of a volume deleted since, nothing to change.
+mdr::Result<Applied> Store::apply_holders(const Record &r)
+{
+	if (r.type == kHoldersComplete) {
+		for (auto &[id, v] : volumes_)
+			v.holders_known = true;
+		holders_unknown_ = 0;
+		return Applied{};
+	}
+	if (!r.host_id)
+		return mdr::Error(-EINVAL, "host 0");
+
+	auto it = volumes_.find(r.volume_id);
+
+	if (it != volumes_.end()) {
+		if (r.type == kHolderAdd)
+			it->second.holders.insert(r.host_id);
+		else
+			it->second.holders.erase(r.host_id);
+	}
+	return Applied{.volume_id = r.volume_id};
 }
 
 mdr::Status Store::map_extent(Volume &v, uint64_t index, uint32_t dev_id,

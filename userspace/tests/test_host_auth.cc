@@ -71,46 +71,12 @@ struct Rig : NodeRig {
 	// A node on the store the journal in dir recovers (as mdnode starts).
 	void start() { NodeRig::start({{1, "/dev/fake-a", "SER-A", 64 * MiB}}, opts, dir); }
 
-	uint16_t add_host(ConnId a, uint64_t host, uint32_t tenant, const std::string &key,
-			  uint16_t flags = 0)
-	{
-		auto req = mdr::host_add_request(bytes(kAdminKey), peers.at(a).nonce, host,
-						 tenant, flags, bytes(key));
-		assert_true(req.ok());
-		return call(a, 5, req.value());
-	}
-
-	mdr::HostTranscript transcript(ConnId c, const mdr::Nonce &host_nonce)
-	{
-		const PeerInfo &p = peers.at(c);
-		return {.node_nonce = p.nonce, .host_nonce = host_nonce, .host_id = p.host_id,
-			.node_id = kNodeId, .boot_id = kBootId, .tenant = p.tenant,
-			.version = p.version, .host_qpn = p.host_qpn, .node_qpn = p.node_qpn};
-	}
-
-	// The host's proof of key on connection c.
-	wire::HostAuthReq proof(ConnId c, const std::string &key)
-	{
-		wire::HostAuthReq r{.nonce = mdr::random_nonce().value()};
-		r.mac = mdr::host_mac(bytes(key), mdr::AuthLabel::host, transcript(c, r.nonce));
-		return r;
-	}
-
 	// A host connection of version 3 (or the one given) that proved key;
 	// mdnode's proof checked.
 	ConnId host(uint32_t tenant, uint64_t host_id, const std::string &key = kKey,
 		    uint16_t version = 0)
 	{
-		const ConnId c = unproven(tenant, host_id, version);
-		const wire::HostAuthReq r = proof(c, key);
-		send(c, 1, r);
-		wire::Msg m = one(c);
-		auto *rep = std::get_if<wire::HostAuthRep>(&m.body);
-		if (!rep)
-			fail_msg("host auth: status %u", status_of(m));
-		assert_true(mdr::mac_equal(rep->mac, mdr::host_mac(bytes(key), mdr::AuthLabel::node,
-								   transcript(c, r.nonce))));
-		return c;
+		return proven_host(tenant, host_id, key, version);
 	}
 
 	// A version 3 (or version) host connection that has not
@@ -465,7 +431,7 @@ void test_registry_survives_restart(void **)
 		// A snapshot without the registry: version 1, no trailer.
 		auto empty = Store::create({{1, "/dev/fake-a", "SER-A", 64 * MiB}}).value();
 		std::vector<uint8_t> v1 = empty.snapshot();
-		assert_int_equal(v1.size(), 24 + 8 + 8);
+		assert_int_equal(v1.size(), 24 + 8 + 8 + 16);
 		v1.resize(24);
 		v1[4] = 1;
 		auto old = Store::create({{1, "/dev/fake-a", "SER-A", 64 * MiB}}).value();

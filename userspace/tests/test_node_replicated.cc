@@ -84,11 +84,31 @@ public:
 	mdnode::repl::AnswerQueue answers;
 };
 
+// The create of a volume of 4 MiB of tenant 1.
+wire::VolCreateReq volume_of_4m(const char *name)
+{
+	return {.size = 4 * MiB, .extent_shift = kShift, .tenant = 1, .name = name};
+}
+
 struct Replica : Rig {
 	Replica()
 	{
 		log.journal = journal.get();
 		node->replicate(log);
+	}
+
+	void settle() override
+	{
+		flush();
+		log.answers.release(log.next - 1);
+	}
+
+	// One request, committed: its status.
+	uint16_t change(ConnId conn, uint64_t req_id, const wire::Body &body)
+	{
+		send(conn, req_id, body);
+		settle();
+		return status_of(one(conn));
 	}
 
 	FakeLog log;
@@ -127,12 +147,13 @@ void test_change_answered_at_commit(void **)
 	// An ALLOC the same way: its host hears of it only at the commit.
 	const uint64_t vol = r.store->volume("v")->id;
 	const ConnId h = r.host(1, 0xa);
-	r.open(h, vol);
+	r.open(h, vol);	// its HOLDER_ADD at index 3
+	assert_int_equal(r.log.types[2], mdnode::kHolderAdd);
 	r.send(h, 3, wire::AllocReq{.volume_id = vol, .index = 0});
 	r.flush();
 	assert_true(r.quiet(h));
 	assert_int_equal(r.store->volume(vol)->allocated, 0);
-	r.log.answers.release(3);
+	r.log.answers.release(4);
 	expect_alloc(r, r.one(h), 3, vol, 0);
 }
 
@@ -195,7 +216,7 @@ void test_follower_refuses(void **)
 	}
 	r.flush();
 	assert_int_equal(r.journal->stats().records, records);
-	assert_int_equal(r.log.next, 2);
+	assert_int_equal(r.log.next, 3);	// the create, the open's HOLDER_ADD
 	assert_non_null(r.store->volume("v"));
 	assert_null(r.store->volume("w"));
 	// Reads go on.
@@ -207,7 +228,7 @@ void test_follower_refuses(void **)
 	r.send(adm, 21, wire::VolCreateReq{.size = MiB, .extent_shift = kShift, .tenant = 1,
 					   .name = "w"});
 	r.flush();
-	r.log.answers.release(2);
+	r.log.answers.release(3);
 	assert_int_equal(status_of(r.one(adm)), MDR_ST_OK);
 	assert_non_null(r.store->volume("w"));
 }
@@ -221,18 +242,9 @@ void test_new_leader_waits_out_old_leases(void **)
 {
 	Replica r;
 	const ConnId adm = r.admin();
-	auto change = [&r](ConnId conn, uint64_t req_id, const wire::Body &body) {
-		r.send(conn, req_id, body);
-		r.flush();
-		r.log.answers.release(r.log.next - 1);
-		return status_of(r.one(conn));
-	};
-	const wire::VolCreateReq v{.size = 4 * MiB, .extent_shift = kShift, .tenant = 1,
-				   .name = "v"};
-	assert_int_equal(change(adm, 1, v), MDR_ST_OK);
-	wire::VolCreateReq u = v;
-	u.name = "u";
-	assert_int_equal(change(adm, 2, u), MDR_ST_OK);
+	const wire::VolCreateReq v = volume_of_4m("v");
+	assert_int_equal(r.change(adm, 1, v), MDR_ST_OK);
+	assert_int_equal(r.change(adm, 2, volume_of_4m("u")), MDR_ST_OK);
 	const uint64_t vol = r.store->volume("v")->id;
 	// Long after the process's start: only the windows begun below count.
 	r.now += 3600 * 1000;
@@ -241,31 +253,104 @@ void test_new_leader_waits_out_old_leases(void **)
 	r.node->begin_leading(inherited);
 	const ConnId h = r.host(1, 0xa);
 	r.open(h, vol);
-	assert_int_equal(change(h, 3, wire::AllocReq{.volume_id = vol, .index = 0}),
+	assert_int_equal(r.change(h, 3, wire::AllocReq{.volume_id = vol, .index = 0}),
 			 MDR_ST_AGAIN);
 	wire::VolCreateReq w = v;
 	w.name = "w";
-	assert_int_equal(change(adm, 4, w), MDR_ST_OK);
+	assert_int_equal(r.change(adm, 4, w), MDR_ST_OK);
 	const uint64_t fresh = r.store->volume("w")->id;
 	r.open(h, fresh);
-	assert_int_equal(change(h, 5, wire::AllocReq{.volume_id = fresh, .index = 0}),
+	assert_int_equal(r.change(h, 5, wire::AllocReq{.volume_id = fresh, .index = 0}),
 			 MDR_ST_OK);
 
 	// Past its own lease bound, not the inherited one (the host's lease
 	// taken again, as it ran out meanwhile).
 	r.now += kHeldMs + 1;
 	r.open(h, vol);
-	assert_int_equal(change(h, 6, wire::AllocReq{.volume_id = vol, .index = 0}),
+	assert_int_equal(r.change(h, 6, wire::AllocReq{.volume_id = vol, .index = 0}),
 			 MDR_ST_AGAIN);
 	r.now += 2000;
 	r.open(h, vol);
-	assert_int_equal(change(h, 7, wire::AllocReq{.volume_id = vol, .index = 0}),
+	assert_int_equal(r.change(h, 7, wire::AllocReq{.volume_id = vol, .index = 0}),
 			 MDR_ST_OK);
 	// The IO part: a delete of a volume from before waits for it too.
-	assert_int_equal(change(adm, 8, wire::VolDeleteReq{.name = "u"}), MDR_ST_BUSY);
+	assert_int_equal(r.change(adm, 8, wire::VolDeleteReq{.name = "u"}), MDR_ST_BUSY);
 	r.now += kIoHoldMs + 3000;
-	assert_int_equal(change(adm, 9, wire::VolDeleteReq{.name = "u"}), MDR_ST_OK);
+	assert_int_equal(r.change(adm, 9, wire::VolDeleteReq{.name = "u"}), MDR_ST_OK);
 	assert_null(r.store->volume("u"));
+}
+
+// A new leader knows from the log which hosts may hold leases on a volume
+// (HOLDER_ADD before each first OPEN, HOLDER_DROP at a CLOSE): once every
+// one of them has opened it here on a kernel that then drops its cache
+// (version 7), an ALLOC in it goes ahead within the inherited lease. A
+// holder on an older kernel, or one not back yet, keeps it waiting.
+void test_new_leader_allocates_once_holders_reopened(void **)
+{
+	Replica r;
+	const ConnId adm = r.admin();
+	const std::string key = "0123456789abcdef0123456789abcdef";
+	auto host = [&r, adm, &key](uint64_t id, uint16_t version) {
+		assert_int_equal(r.add_host(adm, id, 1, key), MDR_ST_OK);
+		return r.proven_host(1, id, key, version);
+	};
+	assert_int_equal(r.change(adm, 1, volume_of_4m("v")), MDR_ST_OK);
+	assert_int_equal(r.change(adm, 2, volume_of_4m("u")), MDR_ST_OK);
+	const uint64_t vol = r.store->volume("v")->id;
+	const uint64_t old_vol = r.store->volume("u")->id;
+	assert_true(r.store->volume(vol)->holders_known);
+
+	const ConnId a = host(0xa, wire::kEpochVersion);
+	const ConnId b = host(0xb, wire::kEpochVersion);
+	const ConnId c = host(0xc, wire::kEpochVersion - 1);
+	r.open(a, vol);
+	r.open(b, vol);
+	r.open(a, old_vol);
+	r.open(c, old_vol);
+	assert_true(r.store->holder(vol, 0xa) && r.store->holder(vol, 0xb));
+	// An OPEN again of a holder journals nothing.
+	const uint64_t shipped = r.log.next;
+	r.open(a, vol);
+	assert_int_equal(r.log.next, shipped);
+	// b closes: dropped, once the log has it.
+	assert_int_equal(r.call(b, 5, wire::CloseReq{.volume_id = vol}), MDR_ST_OK);
+	assert_false(r.store->holder(vol, 0xb));
+	r.settle();
+	assert_int_equal(r.log.types.back(), mdnode::kHolderDrop);
+	assert_false(r.store->volume(vol)->holders.contains(0xb));
+
+	// Leading again, long after: the leases of before are waited out...
+	r.now += 3600 * 1000;
+	r.node->begin_leading({uint32_t(kHeldMs) + 2000, kIoHoldMs + 3000});
+	r.open(a, vol);
+	r.open(a, old_vol);
+	// ...but for a volume whose holders all came back: a alone holds v.
+	assert_int_equal(r.change(a, 6, wire::AllocReq{.volume_id = vol, .index = 0}), MDR_ST_OK);
+	// u: c's kernel keeps what it cached, whether it came back or not.
+	assert_int_equal(r.change(a, 7, wire::AllocReq{.volume_id = old_vol, .index = 0}),
+			 MDR_ST_AGAIN);
+	r.open(c, old_vol);
+	assert_int_equal(r.change(a, 8, wire::AllocReq{.volume_id = old_vol, .index = 0}),
+			 MDR_ST_AGAIN);
+	// b opens v (again, or here first): an ALLOC of a in v goes ahead,
+	// and b hears of it before a does.
+	auto b_back = [&](uint64_t req_id, uint64_t index) {
+		r.open(b, vol);
+		r.send(a, req_id, wire::AllocReq{.volume_id = vol, .index = index});
+		r.settle();
+		r.ack(b, r.one(b));
+		assert_int_equal(status_of(r.one(a)), MDR_ST_OK);
+	};
+	// A host new to v since: a holder now, and back already.
+	b_back(9, 1);
+
+	// Taken over again: b not back yet keeps v waiting.
+	r.now += 3600 * 1000;
+	r.node->begin_leading({uint32_t(kHeldMs), kIoHoldMs});
+	r.open(a, vol);
+	assert_int_equal(r.change(a, 10, wire::AllocReq{.volume_id = vol, .index = 2}),
+			 MDR_ST_AGAIN);
+	b_back(11, 2);
 }
 
 // A replica that stops serving cuts its hosts and keeps its admins.
@@ -457,6 +542,7 @@ int main()
 		cmocka_unit_test(test_group_status),
 		cmocka_unit_test(test_replica_changes),
 		cmocka_unit_test(test_new_leader_waits_out_old_leases),
+		cmocka_unit_test(test_new_leader_allocates_once_holders_reopened),
 		cmocka_unit_test(test_stop_serving_hosts),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -59,6 +59,7 @@ void test_open_returns_the_table_and_the_connections_rkey(void **)
 
 	// By name, from another host of the tenant, on its own connection.
 	r.send(h2, 9, wire::OpenReq{.flags = MDR_OPEN_F_BY_NAME, .name = "db1"});
+	r.flush();	// its HOLDER_ADD, journaled before the lease
 	const wire::Msg m2 = r.one(h2);
 	auto *rep2 = std::get_if<wire::OpenRep>(&m2.body);
 	assert_non_null(rep2);
@@ -131,6 +132,7 @@ void test_open_without_a_registration_takes_no_lease(void **)
 
 	r.net.rkey_error = -ENOMEM;
 	r.send(h, 5, wire::OpenReq{.volume_id = vol});
+	r.flush();
 	assert_int_equal(status_of(r.one(h)), MDR_ST_NOMEM);
 	assert_int_equal(r.info(adm, "v").vol.open_count, 0);
 	assert_int_equal(r.call(h, 6, wire::RenewReq{.volume_id = vol}), MDR_ST_STALE);

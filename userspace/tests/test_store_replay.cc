@@ -101,7 +101,7 @@ void test_replay_refuses_what_does_not_fit(void **)
 		"39 bytes, not 40");
 	refused(mdnode::kExtentAlloc, patched(ext1, 0, 2, 2), -EINVAL, "unknown version 2");
 	refused(mdnode::kExtentAlloc, patched(ext1, 2, 1, 2), -EINVAL, "reserved");
-	refused(mdnode::kVolumeCreate, patched(create_rec, 28, 1, 4), -EINVAL, "reserved");
+	refused(mdnode::kVolumeCreate, patched(create_rec, 28, 3, 4), -EINVAL, "unknown flags");
 	refused(12, alloc_rec, -EINVAL, "unknown type 12");
 	std::vector<uint8_t> unpadded = patched(create_rec, 8, 5, 8);
 	for (size_t i = 32; i < 96; i++)
@@ -160,17 +160,21 @@ void test_snapshot_refuses_what_does_not_fit(void **)
 		assert_true(s == make_store());
 	};
 
-	assert_int_equal(snap.size(), 24 + 104 + 2 * 32 + 8 + 8);
+	assert_int_equal(snap.size(), 24 + 104 + 2 * 32 + 8 + 8 + 16);
 	refused(patched(snap, 0, 0, 4), -EINVAL, "bad magic");
 	refused({snap.begin(), snap.begin() + 10}, -EINVAL, "shorter than a header");
-	refused({snap.begin(), snap.end() - 1}, -EINVAL, "ends before the recorded devices");
-	refused({snap.begin(), snap.end() - 9}, -EINVAL, "ends before the host registry");
-	refused({snap.begin(), snap.end() - 17}, -EINVAL, "ends within");
+	refused({snap.begin(), snap.end() - 1}, -EINVAL, "ends before the holders");
+	refused({snap.begin(), snap.end() - 17}, -EINVAL, "ends before the recorded devices");
+	refused({snap.begin(), snap.end() - 25}, -EINVAL, "ends before the host registry");
+	refused({snap.begin(), snap.end() - 33}, -EINVAL, "ends within");
 	refused({snap.begin(), snap.begin() + 100}, -EINVAL, "ends within volume 1");
 	std::vector<uint8_t> longer = snap;
 	longer.push_back(0);
-	refused(longer, -EINVAL, "1 bytes after the last device");
-	refused(patched(snap, 4, 4, 2), -EINVAL, "unknown version 4");
+	refused(longer, -EINVAL, "1 bytes after the last holder");
+	refused(patched(snap, 4, 5, 2), -EINVAL, "unknown version 5");
+	const size_t holders = snap.size() - 16;
+	refused(patched(snap, holders, 1, 8), -EINVAL, "of unknown holders");
+	refused(patched(snap, holders + 8, 1, 8), -EINVAL, "ends within holder 1 of 1");
 	refused(patched(snap, 24 + 104 + 2 * 32, 1, 8), -EINVAL, "ends within host 1 of 1");
 	refused(patched(snap, 8, 1, 8), -EINVAL, "below the next id");
 	refused(patched(snap, 24 + 24, 15, 4), -EINVAL, "extent shift 15");
@@ -182,6 +186,75 @@ void test_snapshot_refuses_what_does_not_fit(void **)
 
 	// Only into an empty store.
 	assert_int_equal(live.load_snapshot(snap).error(), -EBUSY);
+}
+
+// Holders (store.h): added and dropped by records, live and at replay
+// alike; a drop in flight makes the host no holder at once; a holder of a
+// volume deleted meanwhile changes nothing; a volume created by a node
+// from before holders (its VOLUME_CREATE without the flag) has holders
+// unknown until HOLDERS_COMPLETE, through snapshots too.
+void test_holders(void **)
+{
+	Store live = make_store();
+	Log log;
+	const uint64_t a = create(live, log, "a", 4 * MiB);
+	const uint64_t b = create(live, log, "b", 4 * MiB);
+
+	assert_true(live.volume(a)->holders_known);
+	commit(live, log, live.prepare_holder_add(a, 0x11));
+	commit(live, log, live.prepare_holder_add(a, 0x22));
+	commit(live, log, live.prepare_holder_add(b, 0x11));
+	assert_true(live.holder(a, 0x11) && live.holder(a, 0x22) && live.holder(b, 0x11));
+	assert_false(live.holder(b, 0x22));
+
+	const Change drop = live.prepare_holder_drop(a, 0x22);
+	assert_false(live.holder(a, 0x22));
+	assert_true(live.volume(a)->holders.contains(0x22));
+	assert_int_equal(live.counts().in_flight, 1);
+	assert_int_equal(live.replay(drop.type, drop.payload).error(), -EBUSY);
+	commit(live, log, drop);
+	assert_int_equal(live.counts().in_flight, 0);
+	assert_false(live.volume(a)->holders.contains(0x22));
+
+	// Added while its volume goes: nothing.
+	const Change late = live.prepare_holder_add(b, 0x33);
+	commit(live, log, prepared(live.prepare_delete(b)));
+	commit(live, log, late);
+	assert_null(live.volume(b));
+	assert_int_equal(live.abort(late).error(), -ENOENT);
+
+	// A volume of a node from before: its create without the flag.
+	mdnode::Record old{.type = mdnode::kVolumeCreate, .volume_id = 7, .size = 4 * MiB,
+			   .extent_shift = 16, .tenant = 0, .name = "old"};
+	const Change old_create = mdnode::encode_record(old);
+	assert_true(live.replay(old_create.type, old_create.payload).ok());
+	log.push_back(old_create);
+	assert_false(live.volume(7)->holders_known);
+	assert_int_equal(live.holders_unknown(), 1);
+
+	Store again = replayed(log);
+	assert_true(again == live);
+	Store loaded = make_store();
+	assert_true(loaded.load_snapshot(live.snapshot()).ok());
+	assert_true(loaded == live);
+	assert_true(loaded.snapshot() == live.snapshot());
+	assert_false(loaded.volume(7)->holders_known);
+	assert_true(loaded.holder(a, 0x11));
+
+	// A snapshot of version 3 (no holders section): none known.
+	std::vector<uint8_t> v3 = live.snapshot();
+	v3.resize(v3.size() - 8 - 8 * live.holders_unknown() - 8 - 16 * 1);
+	v3[4] = 3;
+	Store older = make_store();
+	assert_true(older.load_snapshot(v3).ok());
+	assert_false(older.volume(a)->holders_known);
+	assert_true(older.volume(a)->holders.empty());
+	assert_int_equal(older.holders_unknown(), 2);
+
+	commit(live, log, live.prepare_holders_complete());
+	assert_true(live.volume(7)->holders_known);
+	assert_int_equal(live.holders_unknown(), 0);
+	assert_true(replayed(log) == live);
 }
 
 void test_nothing_replays_with_changes_in_flight(void **)
@@ -211,6 +284,7 @@ int main()
 		cmocka_unit_test(test_replay_refuses_what_does_not_fit),
 		cmocka_unit_test(test_snapshot_round_trip),
 		cmocka_unit_test(test_snapshot_refuses_what_does_not_fit),
+		cmocka_unit_test(test_holders),
 		cmocka_unit_test(test_nothing_replays_with_changes_in_flight),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -134,6 +134,7 @@ void NodeRig::start(std::vector<mdnode::Device> devices, const mdnode::NodeOptio
 	if (!j.ok())
 		fail_msg("journal: %s", j.message().c_str());
 	journal = std::move(j).value();
+	options = o;
 	node = std::make_unique<mdnode::Node>(o, *store, *journal, [this] { return now; });
 	node->attach(net);
 }
@@ -252,11 +253,54 @@ uint64_t NodeRig::create(ConnId admin_conn, const wire::VolCreateReq &req)
 wire::OpenRep NodeRig::open(ConnId conn, uint64_t volume_id)
 {
 	send(conn, 3, wire::OpenReq{.volume_id = volume_id});
+	// The first OPEN of a host journals it as a holder first.
+	settle();
 	wire::Msg m = one(conn);
 	auto *rep = std::get_if<wire::OpenRep>(&m.body);
 	if (!rep)
 		fail_msg("open %llu: status %u", (unsigned long long)volume_id, status_of(m));
 	return *rep;
+}
+
+uint16_t NodeRig::add_host(ConnId a, uint64_t host, uint32_t tenant, const std::string &key,
+			   uint16_t flags)
+{
+	auto req = mdr::host_add_request(bytes(kAdminKey), peers.at(a).nonce, host, tenant, flags,
+					 bytes(key));
+	assert_true(req.ok());
+	send(a, 5, req.value());
+	settle();
+	return status_of(one(a));
+}
+
+mdr::HostTranscript NodeRig::transcript(ConnId c, const mdr::Nonce &host_nonce) const
+{
+	const mdnode::PeerInfo &p = peers.at(c);
+	return {.node_nonce = p.nonce, .host_nonce = host_nonce, .host_id = p.host_id,
+		.node_id = options.node_id, .boot_id = options.boot_id, .tenant = p.tenant,
+		.version = p.version, .host_qpn = p.host_qpn, .node_qpn = p.node_qpn};
+}
+
+wire::HostAuthReq NodeRig::proof(ConnId c, const std::string &key) const
+{
+	wire::HostAuthReq r{.nonce = mdr::random_nonce().value()};
+	r.mac = mdr::host_mac(bytes(key), mdr::AuthLabel::host, transcript(c, r.nonce));
+	return r;
+}
+
+ConnId NodeRig::proven_host(uint32_t tenant, uint64_t host_id, const std::string &key,
+			    uint16_t version)
+{
+	const ConnId c = establish(peer(MDR_ROLE_HOST, tenant, host_id, version));
+	const wire::HostAuthReq r = proof(c, key);
+	send(c, 1, r);
+	wire::Msg m = one(c);
+	auto *rep = std::get_if<wire::HostAuthRep>(&m.body);
+	if (!rep)
+		fail_msg("host auth: status %u", status_of(m));
+	assert_true(mdr::mac_equal(rep->mac, mdr::host_mac(bytes(key), mdr::AuthLabel::node,
+							   transcript(c, r.nonce))));
+	return c;
 }
 
 wire::InvalidateAck NodeRig::ack_of(ConnId host, const wire::Invalidate &push, uint32_t flags,

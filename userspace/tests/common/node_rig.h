@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/auth/auth.h"
 #include "lib/wire/wire.h"
 #include "mdnode/journal.h"
 #include "mdnode/node.h"
@@ -139,6 +140,9 @@ public:
 	void send(ConnId conn, uint64_t req_id, const wire::Body &body);
 	// Every change in flight made durable, its callbacks run.
 	void flush();
+	// Every change in flight taking effect: flush(), and on a replica's
+	// rig its commit too.
+	virtual void settle() { flush(); }
 	// Everything sent to conn since the last take(), decoded as the
 	// client decodes it.
 	std::vector<wire::Msg> take(ConnId conn);
@@ -153,6 +157,17 @@ public:
 	// An OPEN by id that must succeed.
 	wire::OpenRep open(ConnId conn, uint64_t volume_id);
 
+	// HOST_ADD of host with key, through admin connection a: its status.
+	uint16_t add_host(ConnId a, uint64_t host, uint32_t tenant, const std::string &key,
+			  uint16_t flags = 0);
+	// What a host's proof on connection c covers, and the proof of key.
+	mdr::HostTranscript transcript(ConnId c, const mdr::Nonce &host_nonce) const;
+	wire::HostAuthReq proof(ConnId c, const std::string &key) const;
+	// A host connection of version (0: host_version, which must be 3 or
+	// later) that proved key; mdnode's proof checked.
+	ConnId proven_host(uint32_t tenant, uint64_t host_id, const std::string &key,
+			   uint16_t version = 0);
+
 	// The ack of a push in the connection's version's form; on version 2
 	// and later with the flags and dirty granules given.
 	wire::InvalidateAck ack_of(ConnId host, const wire::Invalidate &push, uint32_t flags = 0,
@@ -161,6 +176,7 @@ public:
 	void ack(ConnId host, const wire::Msg &m, uint32_t flags = 0, uint64_t dirty = 0);
 
 	std::string dir;	// the rig's directory
+	mdnode::NodeOptions options;	// the node's, as start() was given them
 	int64_t now = 1000000;
 	std::optional<mdnode::Store> store;
 	std::unique_ptr<mdnode::Journal> journal;
