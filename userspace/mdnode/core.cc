@@ -375,9 +375,11 @@ void NodeCore::opened_here(uint64_t volume_id, const Session &s)
 		opened_here_.insert({volume_id, s.peer.host_id});
 }
 
-void NodeCore::drop_holder(uint64_t volume_id, uint64_t host_id)
+void NodeCore::drop_holder(uint64_t volume_id, uint64_t host_id, bool lapsed)
 {
-	if (!accepting() || !store.holder(volume_id, host_id))
+	// A lapse within the restart lease ends this lease, maybe not the
+	// host's lease of before (a longer one).
+	if (!accepting() || !store.holder(volume_id, host_id) || (lapsed && in_restart_lease()))
 		return;
 	change(store.prepare_holder_drop(volume_id, host_id), [](int, const Applied *) {});
 }
@@ -400,7 +402,10 @@ bool NodeCore::holders_reached(uint64_t volume_id) const
 {
 	const Volume *v = store.volume(volume_id);
 
-	if (!v || !v->holders_known)
+	// A lease granted here must lapse no earlier than the leases of
+	// before, or a fan-out settled by its lapse (and a HOLDER_DROP)
+	// would come while the host may still use an old one.
+	if (!v || !v->holders_known || restart_bounds().held_ms > own_bounds(opts).held_ms)
 		return false;
 	for (uint64_t host : v->holders)
 		if (!opened_here_.contains({volume_id, host}))

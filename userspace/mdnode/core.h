@@ -321,17 +321,21 @@ struct NodeCore {
 	// process before has opened it again here (on a connection of
 	// version 7 or later, whose kernel drops what it cached when another
 	// process opens it: transport.md, "Following the leader"), so that
-	// no host caches an entry this process does not push changes of.
+	// each gets the pushes of this process, and none caches, once its
+	// reopen is through, an entry this process does not push changes of.
 	// False while the volume's holders are not known (store.h,
-	// "Holders"). What lets an ALLOC go ahead within the restart lease.
+	// "Holders"), and when the leases of before may outlast those
+	// granted here. What lets an ALLOC go ahead within the restart lease
+	// (HostRpc::do_alloc(): each holder hears of the extent first).
 	bool holders_reached(uint64_t volume_id) const;
 	// A lease was granted here (HostRpc::do_open()): s opened the volume.
 	void opened_here(uint64_t volume_id, const Session &s);
 	// The host holds no lease on the volume any more (it closed it, or
 	// the lease lapsed): HOLDER_DROP journaled, answered by no one. Not
 	// journaled (the host stays a holder: a longer wait, never a
-	// shorter one) when it is no holder or the change is refused.
-	void drop_holder(uint64_t volume_id, uint64_t host_id);
+	// shorter one) when it is no holder, the change is refused, or a
+	// lapse comes within the restart lease.
+	void drop_holder(uint64_t volume_id, uint64_t host_id, bool lapsed);
 	// From tick(): HOLDERS_COMPLETE when a volume's holders are not
 	// known, once this process serves past the restart lease, every
 	// lease that may be out there being its own, each journaled with its

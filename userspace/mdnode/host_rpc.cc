@@ -44,8 +44,9 @@ void HostRpc::do_open(Session &s, uint64_t req_id, const wire::OpenReq &r)
 	}
 	// The host is journaled as a holder before it gets a lease, so that
 	// the process after this one knows it may hold one (store.h,
-	// "Holders"). Asked again once that is durable: what was checked
-	// above may have changed meanwhile, the connection may be gone.
+	// "Holders"). Asked again once that is durable, as Node::handle()
+	// would: what was checked above may have changed meanwhile, the
+	// connection may be gone or going, this replica no longer leading.
 	if (!core_.store.holder(v->id, s.peer.host_id)) {
 		const ConnId conn = s.peer.id;
 
@@ -53,10 +54,12 @@ void HostRpc::do_open(Session &s, uint64_t req_id, const wire::OpenReq &r)
 			     [this, conn, req_id, r](int err, const Applied *) {
 			Session *again = core_.session(conn);
 
-			if (!again)
+			if (!again || again->closing)
 				return;
 			if (err)
 				return core_.reply_error(conn, req_id, MDR_OP_OPEN, err);
+			if (!core_.accepting())
+				return core_.refuse_not_leading(*again, req_id, MDR_OP_OPEN);
 			do_open(*again, req_id, r);
 		});
 		return;
@@ -103,7 +106,7 @@ void HostRpc::do_close(Session &s, uint64_t req_id, const wire::CloseReq &r)
 		return core_.reply_error(s.peer.id, req_id, MDR_OP_CLOSE, -ENOENT);
 	core_.leases.erase({r.volume_id, s.peer.host_id});
 	core_.reply(s.peer.id, req_id, wire::CloseRep{});
-	core_.drop_holder(r.volume_id, s.peer.host_id);
+	core_.drop_holder(r.volume_id, s.peer.host_id, false);
 	// Without a lease it is no longer waited for, ack or not.
 	core_.lease_gone(r.volume_id, s.peer.host_id);
 }
@@ -163,14 +166,17 @@ void HostRpc::do_alloc(Session &s, uint64_t req_id, const wire::AllocReq &r)
 	// Hosts of the process before may cache this extent as unallocated
 	// and read zeros where the writer's data would be: no push reaches
 	// them until they open again (NodeCore::in_restart_lease()), unless
-	// each of them has opened the volume here already, which dropped
-	// what it cached (NodeCore::holders_reached()). The host
+	// each of them holds a lease here already: then each hears of the
+	// extent before the writer does, mapped now or before (below), and
+	// drops the rest of what it cached once its reopen is through
+	// (NodeCore::holders_reached()). The host
 	// routes its write again within a second. An extent already mapped
 	// waits too: the process before may have committed it and died before
 	// its fan-out told those hosts (alloc_journal()), and the writer asking
 	// again here must not write before their leases ran out.
-	if (core_.from_before_start(r.volume_id) && core_.in_restart_lease() &&
-	    !core_.holders_reached(r.volume_id)) {
+	const bool of_before = core_.from_before_start(r.volume_id) && core_.in_restart_lease();
+
+	if (of_before && !core_.holders_reached(r.volume_id)) {
 		if (auto *c = std::get_if<Change>(&prep.value()))
 			(void)core_.store.abort(*c);
 		log_info_rl("volume %llu extent %llu: not allocated until the leases "
@@ -180,10 +186,24 @@ void HostRpc::do_alloc(Session &s, uint64_t req_id, const wire::AllocReq &r)
 		return core_.reply_error(conn, req_id, MDR_OP_ALLOC, -EAGAIN);
 	}
 	if (auto *entry = std::get_if<mdr_wire_entry>(&prep.value())) {
-		// Already mapped: idempotent.
-		return core_.reply(conn, req_id, wire::AllocRep{.volume_id = r.volume_id,
-							  .index = r.index,
+		// Already mapped: idempotent. Within the leases of before, the
+		// process before may have mapped it and died before its fan-out;
+		// a holder whose reopen here is not through yet (its OPEN's
+		// answer lost, or still on its way) still caches it unallocated
+		// under its old lease: every holder hears of it first. A
+		// holder's lease granted here lapses no earlier than the leases
+		// of before (holders_reached()), so the fan-out settled by a
+		// lapse settles none of them early.
+		if (!of_before)
+			return core_.reply(conn, req_id,
+					   wire::AllocRep{.volume_id = r.volume_id, .index = r.index,
 							  .entry = wire::decode_entry(*entry)});
+		alloc_waiters_[key].emplace_back(conn, req_id);
+		const mdr_wire_entry mapped = *entry;
+		pushes_.fan_out(key.first, key.second, 1, wire::decode_entry(mapped).generation,
+				MDR_INVAL_ALLOC, host,
+				[this, key, mapped] { alloc_answer(key, 0, mapped); });
+		return;
 	}
 	alloc_waiters_[key].emplace_back(conn, req_id);
 	Change c = std::move(std::get<Change>(prep.value()));

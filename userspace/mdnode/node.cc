@@ -242,7 +242,7 @@ void Node::tick()
 	// opens it again; what it sent before is waited out io_hold_ms more.
 	for (const auto &[key, conn] : ex.lapsed) {
 		core_.lease_lapsed(key.volume_id, key.host_id);
-		core_.drop_holder(key.volume_id, key.host_id);
+		core_.drop_holder(key.volume_id, key.host_id, true);
 	}
 	core_.maybe_complete_holders();
 	for (const LeaseKey &key : ex.gone)

@@ -319,9 +319,10 @@ void test_new_leader_allocates_once_holders_reopened(void **)
 	assert_int_equal(r.log.types.back(), mdnode::kHolderDrop);
 	assert_false(r.store->volume(vol)->holders.contains(0xb));
 
-	// Leading again, long after: the leases of before are waited out...
+	// Leading again, long after, at the bounds it grants by itself: the
+	// leases of before are waited out...
 	r.now += 3600 * 1000;
-	r.node->begin_leading({uint32_t(kHeldMs) + 2000, kIoHoldMs + 3000});
+	r.node->begin_leading({uint32_t(kHeldMs), kIoHoldMs});
 	r.open(a, vol);
 	r.open(a, old_vol);
 	// ...but for a volume whose holders all came back: a alone holds v.
@@ -343,14 +344,32 @@ void test_new_leader_allocates_once_holders_reopened(void **)
 	};
 	// A host new to v since: a holder now, and back already.
 	b_back(9, 1);
+	// An extent mapped already (by the leader before, whose push may
+	// never have gone): b hears of it again before a's answer, since its
+	// reopen may not be through on its side.
+	b_back(10, 1);
+
+	// Taken over again with leases of before longer than its own: those
+	// may outlast b's here, whoever came back; and b's lease lapsing here
+	// meanwhile does not drop it.
+	r.now += 3600 * 1000;
+	r.node->begin_leading({uint32_t(kHeldMs) + 2000, kIoHoldMs});
+	r.open(a, vol);
+	r.open(b, vol);
+	assert_int_equal(r.change(a, 11, wire::AllocReq{.volume_id = vol, .index = 3}),
+			 MDR_ST_AGAIN);
+	r.now += kHeldMs + 1;
+	r.node->tick();
+	r.settle();
+	assert_true(r.store->holder(vol, 0xb));
 
 	// Taken over again: b not back yet keeps v waiting.
 	r.now += 3600 * 1000;
 	r.node->begin_leading({uint32_t(kHeldMs), kIoHoldMs});
 	r.open(a, vol);
-	assert_int_equal(r.change(a, 10, wire::AllocReq{.volume_id = vol, .index = 2}),
+	assert_int_equal(r.change(a, 12, wire::AllocReq{.volume_id = vol, .index = 2}),
 			 MDR_ST_AGAIN);
-	b_back(11, 2);
+	b_back(13, 2);
 }
 
 // A replica that stops serving cuts its hosts and keeps its admins.
