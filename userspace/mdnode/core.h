@@ -339,9 +339,9 @@ struct NodeCore {
 	// From tick(): HOLDERS_COMPLETE when a volume's holders are not
 	// known, once this process serves past the restart lease, every
 	// lease that may be out there being its own, each journaled with its
-	// HOLDER_ADD. A replica serves only from
-	// begin_windows() on (Node::begin_leading(), in the step that makes
-	// it accept), so its restart lease is that of its takeover.
+	// HOLDER_ADD. A replica serves only from begin_windows() on
+	// (Node::begin_leading(), in the step that makes it accept), so its
+	// restart lease is that of its takeover.
 	void maybe_complete_holders();
 	// The volume existed before the start: hosts may hold leases on it
 	// this process never granted.

@@ -334,7 +334,7 @@ mdr::Status Store::load_holders(Reader &in)
 		return bad("ends before the holders");
 
 	const uint64_t nr_holders = in.le64();
-	std::pair<uint64_t, uint64_t> last{0, 0};
+	std::optional<std::pair<uint64_t, uint64_t>> last;
 
 	for (uint64_t n = 0; n < nr_holders; n++) {
 		if (in.left() < kSnapshotHolder)
@@ -346,12 +346,10 @@ mdr::Status Store::load_holders(Reader &in)
 		const std::string what = "holder " + std::to_string(n + 1) + " (volume " +
 					 std::to_string(h.first) + ")";
 
-		if (h <= last)
+		if (last && h <= *last)
 			return bad(what + ": out of order or twice");
 		if (v == volumes_.end())
 			return bad(what + ": no such volume");
-		if (!h.second)
-			return bad(what + ": host 0");
 		v->second.holders.insert(h.second);
 		last = h;
 	}

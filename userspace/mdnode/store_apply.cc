@@ -335,7 +335,9 @@ mdr::Result<Applied> Store::apply_device_forget(const Record &r)
 	return Applied{};
 }
 
-// Store.h, "Holders": of a volume deleted since, nothing to change.
+// Store.h, "Holders": of a volume deleted since, nothing to change. Any
+// host id: a host of wire version 1 or 2 names its own, 0 included, and a
+// record the state refused would stop the node (commit_journaled()).
 mdr::Result<Applied> Store::apply_holders(const Record &r)
 {
 	if (r.type == kHoldersComplete) {
@@ -344,8 +346,6 @@ mdr::Result<Applied> Store::apply_holders(const Record &r)
 		holders_unknown_ = 0;
 		return Applied{};
 	}
-	if (!r.host_id)
-		return mdr::Error(-EINVAL, "host 0");
 
 	auto it = volumes_.find(r.volume_id);
 

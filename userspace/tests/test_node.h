@@ -34,9 +34,16 @@ inline constexpr uint32_t kShift = 16;	// 64 KiB extents: plenty on a small devi
 struct Rig : NodeRig {
 	explicit Rig(mdnode::NodeOptions o = options()) : NodeRig("mdr-node", 2)
 	{
-		start({{1, "/dev/fake-a", "SER-A", 64 * MiB}, {2, "/dev/fake-b", "SER-B", 32 * MiB}},
-		      o, dir);
+		start(devices(), o, dir);
 	}
+
+	static std::vector<mdnode::Device> devices()
+	{
+		return {{1, "/dev/fake-a", "SER-A", 64 * MiB}, {2, "/dev/fake-b", "SER-B", 32 * MiB}};
+	}
+
+	// mdnode started again on its journal, as after a crash.
+	void restart() { start(devices(), NodeRig::options, dir); }
 
 	static mdnode::NodeOptions options()
 	{

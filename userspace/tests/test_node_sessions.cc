@@ -122,6 +122,26 @@ void test_tenant_cannot_open_another_tenants_volume(void **)
 	assert_true(r.quiet(adm));
 }
 
+// A host of wire version 1 or 2 names its own id, 0 too: its OPEN journals
+// it as a holder like any other, and the journal replays into the same
+// state (a record the state refused would stop the node).
+void test_host_zero_is_a_holder(void **)
+{
+	Rig r;
+	const ConnId adm = r.admin();
+	const uint64_t vol = r.create(adm, "v", 4 * MiB, 1);
+	const ConnId h = r.host(1, 0);
+
+	r.open(h, vol);
+	assert_true(r.store->holder(vol, 0));
+	assert_int_equal(r.call(h, 4, wire::CloseReq{.volume_id = vol}), MDR_ST_OK);
+	r.flush();
+	assert_false(r.store->volume(vol)->holders.contains(0));
+	r.open(h, vol);
+	r.restart();
+	assert_true(r.store->holder(vol, 0));
+}
+
 // A table that cannot be registered fails the OPEN without a lease.
 void test_open_without_a_registration_takes_no_lease(void **)
 {
@@ -266,6 +286,7 @@ int main()
 		cmocka_unit_test(test_open_returns_the_table_and_the_connections_rkey),
 		cmocka_unit_test(test_epoch_record_starts_sealed),
 		cmocka_unit_test(test_tenant_cannot_open_another_tenants_volume),
+		cmocka_unit_test(test_host_zero_is_a_holder),
 		cmocka_unit_test(test_open_without_a_registration_takes_no_lease),
 		cmocka_unit_test(test_admin_rpcs_are_refused_on_host_connections),
 		cmocka_unit_test(test_admin_connections_need_the_key),

@@ -204,7 +204,10 @@ void test_holders(void **)
 	commit(live, log, live.prepare_holder_add(a, 0x11));
 	commit(live, log, live.prepare_holder_add(a, 0x22));
 	commit(live, log, live.prepare_holder_add(b, 0x11));
+	// A host of version 1 or 2 names its id, 0 too.
+	commit(live, log, live.prepare_holder_add(a, 0));
 	assert_true(live.holder(a, 0x11) && live.holder(a, 0x22) && live.holder(b, 0x11));
+	assert_true(live.holder(a, 0));
 	assert_false(live.holder(b, 0x22));
 
 	const Change drop = live.prepare_holder_drop(a, 0x22);
@@ -239,11 +242,11 @@ void test_holders(void **)
 	assert_true(loaded == live);
 	assert_true(loaded.snapshot() == live.snapshot());
 	assert_false(loaded.volume(7)->holders_known);
-	assert_true(loaded.holder(a, 0x11));
+	assert_true(loaded.holder(a, 0x11) && loaded.holder(a, 0));
 
 	// A snapshot of version 3 (no holders section): none known.
 	std::vector<uint8_t> v3 = live.snapshot();
-	v3.resize(v3.size() - 8 - 8 * live.holders_unknown() - 8 - 16 * 1);
+	v3.resize(v3.size() - 8 - 8 * live.holders_unknown() - 8 - 16 * 2);
 	v3[4] = 3;
 	Store older = make_store();
 	assert_true(older.load_snapshot(v3).ok());
