@@ -15,6 +15,7 @@
 #include "mdnode/loop.h"
 #include "mdnode/node.h"
 #include "mdnode/repl_checkpoint.h"
+#include "mdnode/startup.h"
 
 namespace mdnode {
 
@@ -71,6 +72,11 @@ mdr::Result<std::unique_ptr<GroupReplica>> GroupReplica::start(const ReplicaSett
 		return mdr::Error(f.error(), "the log listener on " + self->address + ":" +
 					     std::to_string(self->port) + ": " + f.message());
 	r->follower_ = std::move(f).value();
+	// From any address, as the leader's link connects: the route decides.
+	auto probe = repl::ReplicaProbe::create(s.group, "");
+	if (!probe.ok())
+		return mdr::Error(probe.error(), probe.message());
+	r->probe_ = std::move(probe).value();
 
 	GroupOptions go;
 	go.group = std::to_string(s.group);
@@ -84,6 +90,10 @@ mdr::Result<std::unique_ptr<GroupReplica>> GroupReplica::start(const ReplicaSett
 	go.drift_margin_ms = s.drift_margin_ms;
 	go.bootstrap = s.replicas;
 	go.may_bootstrap = log.last.index == 0 && log.last.epoch == 0;
+	auto d = Deposer::start(go.etcd, "/mdroute/groups/" + go.group + "/leader");
+	if (!d.ok())
+		return mdr::Error(d.error(), "group " + std::to_string(s.group) + ": " + d.message());
+	r->deposer_ = std::move(d).value();
 	GroupReplica *raw = r.get();
 	auto m = GroupMember::start(std::move(go),
 				    [raw](const GroupState &st) { raw->on_group(st); });
@@ -105,7 +115,17 @@ void GroupReplica::add_to(EventLoop &loop)
 {
 	loop.add_fd("group", member_->fd(), [this] { member_->process(); });
 	loop.add({"repl-follower", [this] { return follower_->fds(); }, kReplBudget,
-		  [this](int fd, unsigned budget) { return follower_->process(fd, budget); }});
+		  [this](int fd, unsigned budget) {
+			  const bool more = follower_->process(fd, budget);
+			  if (uint64_t e = follower_->take_hangup())
+				  on_hangup(e, steady_ms());
+			  return more;
+		  }});
+	loop.add_fd("repl-probe", probe_->fd(), [this] {
+		probe_->process();
+		probe_tick(steady_ms());
+	});
+	loop.add_fd("depose", deposer_->fd(), [this] { deposed(); });
 	loop.add({"repl-leader",
 		  [this] { return link_ ? link_->fds() : std::vector<int>{}; }, kReplBudget,
 		  [this](int fd, unsigned budget) {
@@ -427,6 +447,7 @@ void GroupReplica::tick(int64_t now_ms)
 	// As the hosts' transport does: hold nothing on a removed device.
 	if (follower_->device_lost())
 		return stop("the RDMA device of its log listener was removed");
+	probe_tick(now_ms);
 	if (!shipper_)
 		return;
 	if (!member_->serving(GroupMember::Clock::now()))

@@ -18,6 +18,12 @@
 //			it stale): every change waiting is answered AGAIN,
 //			hosts are cut, and failed() asks the process to stop
 //
+// A dead leader (group_dead_leader.cc, replication.md "A dead leader"): a
+// follower whose leader's side ended the log connection probes that
+// leader's log port (ReplicaProbe); once nothing listens there, the
+// process is gone and its etcd lease is revoked (Deposer), so that the
+// group elects the next leader without waiting the lease out.
+//
 // The log in its journal (repl_journal.h): a leader journals a LOG_MARK
 // and the record of each change, a follower a mark and the records of each
 // batch, so that a restart (start() with the RecoveredLog) knows where its
@@ -90,9 +96,11 @@
 #include "mdnode/config.h"
 #include "mdnode/core.h"
 #include "mdnode/group.h"
+#include "mdnode/group_depose.h"
 #include "mdnode/journal.h"
 #include "mdnode/repl_answer.h"
 #include "mdnode/repl_journal.h"
+#include "mdnode/repl_probe.h"
 #include "mdnode/repl_rdma.h"
 #include "mdnode/store.h"
 
@@ -198,6 +206,13 @@ private:
 	// An added replica taken back before it joined (a remove of it).
 	void cancel_learner();
 
+	// A dead leader (group_dead_leader.cc): the leader's side ended the
+	// log connection of epoch; a probe of its process, under way; the
+	// outcome of a deposition.
+	void on_hangup(uint64_t epoch, int64_t now_ms);
+	void probe_tick(int64_t now_ms);
+	void deposed();
+
 	void on_group(const GroupState &s);
 	mdr::wire::Leader known_leader(const GroupState &s) const;
 	void lead(uint64_t epoch);
@@ -227,6 +242,15 @@ private:
 	Journal &journal_;
 	std::unique_ptr<GroupMember> member_;
 	std::unique_ptr<repl::RdmaFollower> follower_;
+	std::unique_ptr<repl::ReplicaProbe> probe_;
+	std::unique_ptr<Deposer> deposer_;
+	struct Probing {
+		uint64_t epoch;
+		ReplicaArg leader;
+		int64_t until;	// ms: no more probes after it
+		int64_t last;	// ms: the last probe's start
+	};
+	std::optional<Probing> probing_;
 	// The leader's, from its win to its stop.
 	std::unique_ptr<repl::RdmaShipLink> link_;
 	std::unique_ptr<repl::LogShipper> shipper_;

@@ -14,7 +14,7 @@ namespace mdnode::repl {
 
 namespace {
 
-enum Kind : uint16_t { kReq = 1, kAcc = 2, kRej = 3 };
+enum Kind : uint16_t { kReq = 1, kAcc = 2, kRej = 3, kProbe = 4 };
 
 // The smallest control message: a header alone (LOG_STATE_REQ).
 constexpr uint32_t kMinControl = 16;
@@ -69,7 +69,7 @@ const char *reject_name(uint16_t reason)
 {
 	static const char *const names[] = {
 		nullptr, "stale epoch", "busy", "invalid request", "ring out of bounds",
-		"another group", "failed", "no resources",
+		"another group", "failed", "no resources", "probe answered",
 	};
 
 	return reason < std::size(names) && names[reason] ? names[reason] : "unknown";
@@ -100,6 +100,21 @@ std::vector<std::byte> encode_conn_rej(const ConnRej &r)
 
 	w.le16(r.reason).le16(0).le32(0).le64(r.fenced_epoch);
 	return take(w);
+}
+
+std::vector<std::byte> encode_conn_probe(uint64_t group)
+{
+	Writer w = header(kProbe);
+
+	w.le64(group);
+	return take(w);
+}
+
+bool is_conn_probe(std::span<const std::byte> bytes)
+{
+	return parse<bool>(bytes, kConnProbeBytes, kProbe, "probe",
+			   [](Reader &) -> mdr::Result<bool> { return true; })
+		.ok();
 }
 
 // Each field is read in its order: an initializer list runs left to right.
@@ -154,7 +169,7 @@ mdr::Result<ConnRej> parse_conn_rej(std::span<const std::byte> bytes)
 
 		if (reserved || reserved_too)
 			return bad(-EINVAL, "reject", "reserved bytes not 0");
-		if (j.reason < kRejStale || j.reason > kRejNoMem)
+		if (j.reason < kRejStale || j.reason > kRejProbe)
 			return bad(-EINVAL, "reject", "reason " + num(j.reason));
 		if (j.reason == kRejStale && j.fenced_epoch == 0)
 			return bad(-EINVAL, "reject", "stale, fenced to epoch 0");

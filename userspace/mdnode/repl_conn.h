@@ -20,7 +20,7 @@
 //	offset size
 //	     0    4  magic 0x5052444d ("MDRP" in a dump)
 //	     4    2  format version, 1
-//	     6    2  kind: 1 request, 2 accept, 3 reject
+//	     6    2  kind: 1 request, 2 accept, 3 reject, 4 probe
 //
 // Request (leader -> follower, connect private data), 48 bytes:
 //	     8    8  group id
@@ -43,6 +43,11 @@
 //	     8    2  reason (RejectReason)
 //	    10    6  reserved, 0
 //	    16    8  fenced_epoch: the epoch it is fenced to
+// Probe (any replica -> a replica, connect private data), 16 bytes:
+//	     8    8  group id of the asker
+// A probe asks only whether a process listens there: its answer is a
+// reject of reason kRejProbe (or none at all: the leader probe,
+// repl_probe.h, reads rdma_cm's own reject of a port nobody listens on).
 //
 // rdma_cm hands private data over padded with zeros (to 56 bytes for a
 // request, 196 for an accept, 148 for a reject), so a parser takes any
@@ -69,6 +74,7 @@ inline constexpr uint32_t kConnMagic = 0x5052444d;	// "MDRP"
 inline constexpr size_t kConnReqBytes = 48;
 inline constexpr size_t kConnAccBytes = 72;
 inline constexpr size_t kConnRejBytes = 24;
+inline constexpr size_t kConnProbeBytes = 16;
 // rdma_cm's room for private data in a REQ, a REP and a REJ.
 static_assert(kConnReqBytes <= 56 && kConnAccBytes <= 196 && kConnRejBytes <= 148);
 
@@ -99,6 +105,7 @@ enum RejectReason : uint16_t {
 	kRejGroup = 5,		// another group's leader
 	kRejFailed = 6,		// it cannot take a log (a journal failed)
 	kRejNoMem = 7,		// it could not set the connection up
+	kRejProbe = 8,		// a probe, answered: this replica's process runs
 };
 const char *reject_name(uint16_t reason);
 
@@ -111,6 +118,10 @@ struct ConnRej {
 std::vector<std::byte> encode_conn_req(const ConnReq &r);
 std::vector<std::byte> encode_conn_acc(const ConnAcc &a);
 std::vector<std::byte> encode_conn_rej(const ConnRej &r);
+std::vector<std::byte> encode_conn_probe(uint64_t group);
+// Whether a connect's private data is a probe (header and length; the
+// group is not checked: any asker is answered the same).
+bool is_conn_probe(std::span<const std::byte> bytes);
 // Errors naming the message and field: -EMSGSIZE for fewer bytes than the
 // message's, -EPROTONOSUPPORT for another version, -EINVAL for a magic,
 // kind or field out of range.

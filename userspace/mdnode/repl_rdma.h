@@ -190,7 +190,7 @@ struct FollowerOptions {
 };
 
 struct FollowerStats {
-	uint64_t requests = 0, accepts = 0, refusals = 0, fences = 0;
+	uint64_t requests = 0, accepts = 0, refusals = 0, fences = 0, probes = 0;
 	uint64_t notifies = 0, controls = 0, durables = 0, coalesced = 0;
 	uint16_t last_reject = 0;	// RejectReason
 	std::string last_error;
@@ -228,6 +228,13 @@ public:
 	// The RDMA device of its listener was removed: its removal waits
 	// until this follower is destroyed, and the replica must stop.
 	bool device_lost() const { return device_lost_; }
+	// The epoch of the last leader connection the leader's side ended
+	// (its DREQ: what a dead process's connections send), once; 0 when
+	// none did since the last call. A hint, not proof: a live leader
+	// ends a connection too (a follower it dropped or removed, its own
+	// stop), so the owner proves the process gone before acting on it
+	// (repl_probe.h).
+	uint64_t take_hangup();
 	const FollowerStats &stats() const { return stats_; }
 
 private:
@@ -255,6 +262,7 @@ private:
 	std::unique_ptr<LogReceiver> rx_;
 	uint64_t fenced_;
 	bool device_lost_ = false;
+	uint64_t hangup_ = 0;
 	FollowerStats stats_;
 };
 

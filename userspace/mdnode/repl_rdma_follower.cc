@@ -167,6 +167,8 @@ bool RdmaFollower::process(int fd, unsigned budget)
 	return more;
 }
 
+uint64_t RdmaFollower::take_hangup() { return std::exchange(hangup_, 0); }
+
 uint64_t RdmaFollower::epoch() const { return rx_ ? rx_->epoch() : 0; }
 bool RdmaFollower::connected() const { return conn_ && conn_->broken.empty(); }
 LogPosition RdmaFollower::last() const { return rx_ ? rx_->last() : opts_.last; }
@@ -246,6 +248,11 @@ void RdmaFollower::on_cm_event(rdma_cm_event *ev)
 	}
 	if (!conn_ || conn_->ep->cm() != id || type == RDMA_CM_EVENT_ESTABLISHED)
 		return;
+	// The leader's side ended it: its process may be gone (a dead
+	// process's rdma_cm ids are destroyed, each sending its DREQ). This
+	// side's own ends never come here: end() lets go of the id first.
+	if (type == RDMA_CM_EVENT_DISCONNECTED)
+		hangup_ = conn_->epoch;
 	end(rdma_event_str(type));
 }
 
@@ -265,7 +272,13 @@ void RdmaFollower::on_request(rdma_cm_event *ev)
 	const auto *p = static_cast<const std::byte *>(ev->param.conn.private_data);
 	auto req = parse_conn_req({p, p ? ev->param.conn.private_data_len : 0u});
 
+	const bool probe = is_conn_probe({p, p ? ev->param.conn.private_data_len : 0u});
+
 	rdma_ack_cm_event(ev);	// what we need is copied; id stays ours
+	if (probe) {
+		stats_.probes++;
+		return refuse(id, kRejProbe);
+	}
 	stats_.requests++;
 	if (!req.ok()) {
 		log_warn_rl("leader %s refused: %s", mdr::verbs::peer_address(id).c_str(),

@@ -11,7 +11,7 @@
 // theirs says; a replica out of it never campaigns; the leader's swap
 // changes it, and one guarded by an epoch that is over changes nothing.
 // The member records, read back by leader and follower alike: where each
-// replica serves hosts.
+// replica serves hosts. A Deposer ends a silent leader's epoch at once.
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "mdnode/group.h"
+#include "mdnode/group_depose.h"
 #include "mdnode/loop.h"
 #include "tests/common/etcd_rig.h"
 
@@ -129,10 +130,11 @@ struct Pair {
 	std::unique_ptr<Member> a, b;
 	Member *l = nullptr, *f = nullptr;
 
-	bool start(const std::string &g, int request_timeout_ms = 800)
+	bool start(const std::string &g, int request_timeout_ms = 800, int ttl_s = 1)
 	{
 		GroupOptions oa = options(g, "r1"), ob = options(g, "r2");
 		oa.etcd.request_timeout_ms = ob.etcd.request_timeout_ms = request_timeout_ms;
+		oa.ttl_s = ob.ttl_s = ttl_s;
 		a = make(oa);
 		b = make(ob);
 		if (!a || !b || !(l = wait_leader(*a, *b)))
@@ -245,6 +247,52 @@ static void test_frozen_leader_stops_before_takeover(void **)
 	assert_true(stopped - limit < milliseconds(100));
 	assert_true(f->state().epoch > old_epoch);
 
+	l->m->resume_renewals();
+	assert_true(run_until(p.both(), [&] { return follows(*l, *f); }, 3000));
+	assert_false(l->m->serving(Clock::now()));
+}
+
+// A Deposer ends the epoch of a leader that no longer renews (as a dead
+// process does not) at once: the other leads well under the TTL of 4 s. A
+// deposition of an epoch that is over revokes nothing; epoch 0 is refused.
+static void test_depose_ends_the_epoch_at_once(void **)
+{
+	Pair p;
+	assert_true(p.start("t12", 800, 4));
+	Member *l = p.l, *f = p.f;
+	const int64_t old_epoch = l->state().epoch;
+
+	mdr::etcd::Options eo;
+	eo.endpoints = g_rig->endpoints();
+	eo.request_timeout_ms = 800;
+	auto d = mdnode::Deposer::start(eo, "/mdroute/groups/t12/leader");
+	assert_true(d.ok());
+	mdnode::Deposer &dep = *d.value();
+	assert_int_equal(dep.depose(0).error(), -EINVAL);
+
+	l->m->pause_renewals();
+	const auto t0 = Clock::now();
+	assert_true(dep.depose(old_epoch).ok());
+	std::optional<mdnode::Deposer::Outcome> o;
+	assert_true(run_until(p.both(), [&] {
+		if (!o)
+			o = dep.take();
+		return o && f->leads();
+	}, 3000));
+	assert_true(f->state().since - t0 < milliseconds(1500));
+	assert_int_equal(o->epoch, old_epoch);
+	assert_true(o->revoked.ok() && o->revoked.value());
+	assert_true(f->state().epoch > old_epoch);
+
+	// The epoch is over: a second deposition finds the key another's.
+	assert_true(dep.depose(old_epoch).ok());
+	o.reset();
+	assert_true(run_until(p.both(), [&] { return (o = dep.take()).has_value(); }, 2000));
+	assert_true(o->revoked.ok() && !o->revoked.value());
+	assert_true(f->leads());
+	assert_true(f->m->serving(Clock::now()));
+
+	// Thawed, the deposed one finds its lease gone and follows.
 	l->m->resume_renewals();
 	assert_true(run_until(p.both(), [&] { return follows(*l, *f); }, 3000));
 	assert_false(l->m->serving(Clock::now()));
@@ -584,6 +632,7 @@ int main()
 		cmocka_unit_test(test_one_leads_the_other_follows),
 #ifdef MDR_TEST_HOOKS
 		cmocka_unit_test(test_frozen_leader_stops_before_takeover),
+		cmocka_unit_test(test_depose_ends_the_epoch_at_once),
 #endif
 		cmocka_unit_test(test_resign_hands_over),
 		cmocka_unit_test(test_step_down_holds_the_campaign),

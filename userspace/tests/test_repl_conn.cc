@@ -6,7 +6,7 @@
 // refused alone with its own error; a leader takes an accept only for the
 // epoch and ring it asked; a follower admits by group, fenced epoch, ring
 // bounds and a settled log; a receive is a notify or a control message
-// only as the protocol shapes them.
+// only as the protocol shapes them. A probe is told from a request.
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -130,7 +130,7 @@ void test_each_field_refused(void **)
 	expect(parse_conn_acc(Bytes(a.begin(), a.begin() + 48)), -EMSGSIZE, "48 bytes");
 	// Stale, fenced to nothing: no follower says that.
 	expect(parse_conn_rej(encode_conn_rej({kRejStale, 0})), -EINVAL, "fenced to epoch 0");
-	for (uint16_t r = kRejStale; r <= kRejNoMem; r++)
+	for (uint16_t r = kRejStale; r <= kRejProbe; r++)
 		assert_string_not_equal(reject_name(r), "unknown");
 }
 
@@ -219,6 +219,31 @@ void test_receives(void **)
 
 } // namespace
 
+// A probe is told from a request by its kind alone, padded as rdma_cm
+// pads; a request is no probe, nor is a probe a request, and a probe cut
+// short or of another version is none.
+static void test_probe(void **)
+{
+	const Bytes p = encode_conn_probe(9);
+
+	assert_int_equal(p.size(), kConnProbeBytes);
+	assert_true(is_conn_probe(p));
+	Bytes padded = p;
+	padded.resize(56);
+	assert_true(is_conn_probe(padded));
+	assert_false(is_conn_probe(encode_conn_req(kReq)));
+	expect(parse_conn_req(padded), -EINVAL, "kind 4");
+	assert_false(is_conn_probe(Bytes(p.begin(), p.end() - 1)));
+	assert_false(is_conn_probe(patched(p, 4, 2, 2)));
+	assert_false(is_conn_probe(patched(p, 0, 4, 0)));
+	assert_string_equal(reject_name(kRejProbe), "probe answered");
+	// Its answer, as the prober reads it.
+	auto j = parse_conn_rej(encode_conn_rej({kRejProbe, 3}));
+	assert_true(j.ok());
+	assert_int_equal(j.value().reason, kRejProbe);
+	expect(parse_conn_rej(encode_conn_rej({kRejProbe + 1, 3})), -EINVAL, "reason 9");
+}
+
 int main()
 {
 	const struct CMUnitTest tests[] = {
@@ -227,6 +252,7 @@ int main()
 		cmocka_unit_test(test_accept_against_request),
 		cmocka_unit_test(test_admission),
 		cmocka_unit_test(test_receives),
+		cmocka_unit_test(test_probe),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -17,7 +17,9 @@
 //
 // Why two candidates never both believe they lead over overlapping intervals
 // (given that only campaigns write the key, that is, nothing deletes it but
-// the expiry or revoke of its lease, and that a candidate's clock measures an
+// the expiry or revoke of its lease, that a lease is revoked only by its
+// holder after it stopped or by another once the holder's process is gone
+// (mdnode's group_depose.h), and that a candidate's clock measures an
 // interval of ttl seconds with an error under drift_margin):
 //
 // 1. A holds the key under lease LA. Its valid_until is t0 + TTL, where t0 is
@@ -33,7 +35,8 @@
 //    since t0 was taken before sending; a lost answer leaves the old
 //    valid_until in force.
 // 3. B's create succeeds only in a transaction that found the key absent,
-//    so after LA expired (or A revoked it in resign(), after A stopped). B
+//    so after LA expired (or A revoked it in resign(), after A stopped, or
+//    a replica revoked it after A's process ended: A believes nothing). B
 //    believes it leads only from the moment that answer arrives.
 // 4. Hence A's interval ends before LA's expiry, and B's begins after it:
 //    they are disjoint. Each create of the key has a higher store revision

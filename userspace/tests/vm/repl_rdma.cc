@@ -18,6 +18,11 @@
 //		reaching b and its reconnect is refused as stale (deposed by
 //		3), b's log takes nothing of epoch 2 after the fence, and the
 //		old leader still commits with c
+//	probe	a probe of b's log port finds its process alive (b counts it,
+//		as no leader's request); the old leader's end makes c see
+//		the hangup of epoch 2; with c stopped, a probe of its port
+//		finds it gone, as does one of a port nobody listens on; one of
+//		an address no device has proves nothing
 //
 //	mdr-test-repl-rdma --follower 192.0.2.11 --follower 192.0.2.12 [--port 4800]
 //
@@ -38,6 +43,7 @@
 #include <vector>
 
 #include "mdnode/loop.h"
+#include "mdnode/repl_probe.h"
 #include "mdnode/repl_rdma.h"
 #include "tests/repl_store.h"
 
@@ -142,6 +148,7 @@ struct Rig {
 	Follower b, c;
 	std::unique_ptr<Shipping> old;		// epoch 2's leader
 	std::unique_ptr<Shipping> newer;	// epoch 3's
+	std::unique_ptr<ReplicaProbe> probe;
 
 	Rig()
 	{
@@ -182,6 +189,8 @@ struct Rig {
 					  return false;
 				  }});
 		};
+		if (probe)
+			loop.add_fd("probe", probe->fd(), [this] { probe->process(); });
 		journal("journal", [this] { return leader.journal.get(); });
 		journal("journal-b", [this] { return b.replica->journal.get(); });
 		journal("journal-c", [this] { return c.replica->journal.get(); });
@@ -192,6 +201,8 @@ struct Rig {
 				s->shipper->tick(now_ms());
 				s->link->tick();
 			}
+			if (probe)
+				probe->tick(now_ms());
 			if (done() || now_ms() > deadline)
 				loop.stop();
 		}).ok());
@@ -363,6 +374,49 @@ void test_fenced(void **)
 	       r.b.rdma->fenced_epoch(), kEpoch, at.index, r.c.replica->applied);
 }
 
+// One probe of address:port, to its verdict.
+ReplicaProbe::Verdict probe(const std::string &address, uint16_t port)
+{
+	Rig &r = *g_rig;
+
+	r.probe->start(address, port, now_ms(), 2000);
+	r.run_until([&] { return r.probe->verdict() != ReplicaProbe::Verdict::pending; },
+		    "a probe's verdict");
+	printf("probe: %s:%u: %s (%s)\n", address.c_str(), port, verdict_name(r.probe->verdict()),
+	       r.probe->detail().c_str());
+	return r.probe->verdict();
+}
+
+void test_probe(void **)
+{
+	Rig &r = *g_rig;
+	using V = ReplicaProbe::Verdict;
+
+	auto p = ReplicaProbe::create(kGroup, "");
+	assert_true(p.ok());
+	r.probe = std::move(p).value();
+
+	const uint64_t requests = r.b.rdma->stats().requests;
+	assert_true(probe(r.b.at.address, g_args.port) == V::alive);
+	assert_int_equal(r.b.rdma->stats().probes, 1);
+	assert_int_equal(r.b.rdma->stats().requests, requests);
+	assert_true(r.newer->link->connected("b"));
+
+	// The old leader goes: c, which it still shipped to, sees it hang up.
+	(void)r.c.rdma->take_hangup();
+	r.old.reset();
+	r.run_until([&] { return !r.c.rdma->connected(); }, "c's hangup");
+	assert_int_equal(r.c.rdma->take_hangup(), kEpoch);
+	assert_int_equal(r.c.rdma->take_hangup(), 0);
+
+	r.c.rdma.reset();
+	assert_true(probe(r.c.at.address, g_args.port) == V::gone);
+	assert_true(probe(r.b.at.address, uint16_t(g_args.port + 1)) == V::gone);
+	assert_true(probe("192.0.2.250", g_args.port) == V::unknown);
+	printf("ok: probe: a listener alive, a stopped one and a free port gone, no device "
+	       "unknown\n");
+}
+
 int usage()
 {
 	fprintf(stderr, "usage: mdr-test-repl-rdma --follower ADDR --follower ADDR [--port N]\n");
@@ -404,6 +458,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_stream),
 		cmocka_unit_test(test_restart),
 		cmocka_unit_test(test_fenced),
+		cmocka_unit_test(test_probe),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown) ? 1 : 0;
 }

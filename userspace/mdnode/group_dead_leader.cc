@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// group_dead_leader.cc - a follower that sees its leader's process die ends
+// that leader's epoch at once (replication.md, "A dead leader").
+//
+//	hangup	the leader's side ended the log connection (its DREQ: what
+//		the connections of a process that died send)
+//	probe	is anything listening on that leader's log port? Asked again
+//		every kProbeAgainMs while the answer proves nothing, for one
+//		TTL at most (after that the lease has run out anyway)
+//	depose	nothing listens: the process is gone; its etcd lease is
+//		revoked (Deposer), the key goes with it, and every replica's
+//		campaign goes on as after an expiry
+//
+// Only for the leader etcd names now, at the epoch of the connection that
+// ended: a hangup of an epoch that is over, or of a leader that answers,
+// changes nothing. Both followers may do it; the second finds the key
+// gone or made again and revokes nothing. What the group then does is
+// what it does after an expiry: the leader it elects waits out the dead
+// one's leases as ever (held_ms from when it serves), and they were all
+// granted before the process died, so before that.
+#include <algorithm>
+
+#include "mdnode/group_replica.h"
+#include "mdnode/log.h"
+
+namespace mdnode {
+
+namespace {
+
+MDNODE_LOG_SUBSYSTEM("group");
+
+// One probe's time: rdma_cm resolves and connects in milliseconds on a
+// live network; a host that is down does not answer at all.
+constexpr int kProbeTimeoutMs = 500;
+// Between two probes that proved nothing: the dead process's listener
+// may go a moment after its connections (another file of the process).
+constexpr int64_t kProbeAgainMs = 100;
+
+} // namespace
+
+void GroupReplica::on_hangup(uint64_t epoch, int64_t now_ms)
+{
+	if (shipper_ || stopped_ || epoch != known_epoch_ || known_leader_id_ == 0 ||
+	    known_leader_id_ == settings_.self || deposer_->busy())
+		return;
+	auto it = std::find_if(members_.begin(), members_.end(),
+			       [this](const ReplicaArg &a) { return a.id == known_leader_id_; });
+	if (it == members_.end())
+		return;
+	log_info("group %llu: leader %u of epoch %llu ended its log connection; probing %s:%u",
+		 (unsigned long long)settings_.group, known_leader_id_, (unsigned long long)epoch,
+		 it->address.c_str(), it->port);
+	probing_ = {epoch, *it, now_ms + int64_t(settings_.ttl_s) * 1000, now_ms};
+	probe_->start(it->address, it->port, now_ms, kProbeTimeoutMs);
+	probe_tick(now_ms);
+}
+
+void GroupReplica::probe_tick(int64_t now_ms)
+{
+	if (!probing_)
+		return;
+	const uint64_t epoch = probing_->epoch;
+	auto done = [&](const char *what) {
+		log_info("group %llu: leader %u of epoch %llu: %s (%s)",
+			 (unsigned long long)settings_.group, probing_->leader.id,
+			 (unsigned long long)epoch, what, probe_->detail().c_str());
+		probe_->cancel();
+		probing_.reset();
+	};
+
+	if (shipper_ || stopped_ || epoch != known_epoch_) {
+		probe_->cancel();
+		probing_.reset();
+		return;
+	}
+	probe_->tick(now_ms);
+	switch (probe_->verdict()) {
+	case repl::ReplicaProbe::Verdict::pending:
+		return;
+	case repl::ReplicaProbe::Verdict::gone:
+		if (mdr::Status s = deposer_->depose(int64_t(epoch)); !s.ok())
+			log_warn("group %llu: cannot depose epoch %llu: %s",
+				 (unsigned long long)settings_.group, (unsigned long long)epoch,
+				 s.message().c_str());
+		return done("its process is gone; revoking its etcd lease");
+	case repl::ReplicaProbe::Verdict::alive:
+		return done("its process answers; its etcd lease decides");
+	case repl::ReplicaProbe::Verdict::none:
+	case repl::ReplicaProbe::Verdict::unknown:
+		break;
+	}
+	if (now_ms >= probing_->until)
+		return done("nothing proved it gone within a TTL; its etcd lease decides");
+	if (now_ms >= probing_->last + kProbeAgainMs) {
+		log_info_rl("group %llu: leader %u of epoch %llu: a probe proved nothing (%s)",
+			    (unsigned long long)settings_.group, probing_->leader.id,
+			    (unsigned long long)epoch, probe_->detail().c_str());
+		probing_->last = now_ms;
+		probe_->start(probing_->leader.address, probing_->leader.port, now_ms,
+			      kProbeTimeoutMs);
+	}
+}
+
+void GroupReplica::deposed()
+{
+	auto o = deposer_->take();
+	if (!o)
+		return;
+	if (!o->revoked.ok())
+		log_warn("group %llu: epoch %lld not deposed: %s", (unsigned long long)settings_.group,
+			 (long long)o->epoch, o->revoked.message().c_str());
+	else
+		log_info("group %llu: epoch %lld %s", (unsigned long long)settings_.group,
+			 (long long)o->epoch,
+			 o->revoked.value() ? "deposed: its leader key is gone"
+					    : "was over already (its key gone or made again)");
+}
+
+} // namespace mdnode
