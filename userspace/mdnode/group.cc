@@ -580,11 +580,25 @@ mdr::Result<GroupConfig> GroupMember::read_config(bool put_ok)
 
 std::optional<std::string> GroupMember::not_member(const GroupConfig &c) const
 {
-	if (!self_id_ || c.find(self_id_))
+	if (!self_id_)
 		return std::nullopt;
-	return "replica " + opts_.replica + " is not in the group's replica set (revision " +
-	       std::to_string(c.revision) + "): a learner or a replica removed, it does not "
-	       "campaign";
+	const ReplicaArg *in = c.find(self_id_);
+	if (!in)
+		return "replica " + opts_.replica + " is not in the group's replica set (revision " +
+		       std::to_string(c.revision) + "): a learner or a replica removed, it does "
+		       "not campaign";
+	// Its log listener is where its own settings put it. Where the set
+	// says otherwise, a leader could not reach it, nor could its
+	// followers tell whether it runs (group_dead_leader.cc probes the
+	// set's address): it does not lead.
+	for (const ReplicaArg &own : opts_.bootstrap)
+		if (own.id == self_id_ && (own.address != in->address || own.port != in->port))
+			return "replica " + opts_.replica + " listens for its log at " +
+			       own.address + ":" + std::to_string(own.port) +
+			       ", where the group's replica set (revision " +
+			       std::to_string(c.revision) + ") has it at " + in->address + ":" +
+			       std::to_string(in->port) + ": it does not campaign";
+	return std::nullopt;
 }
 
 // A leader's change of the set (change_config()): the swap at the revision

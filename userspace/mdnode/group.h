@@ -16,9 +16,10 @@
 //					the options give one to start it with
 //
 // The replica set (config): read before each campaign, and again right
-// after one is won, before the win is posted; a replica not in the set
-// does not campaign, and one that won and finds itself out of the set
-// deletes the key at once and does not lead. The read after the win is
+// after one is won, before the win is posted; a replica not in the set,
+// or one the set places elsewhere than its own bootstrap entry (where its
+// log listener is), does not campaign, and one that won and finds itself
+// so deletes the key at once and does not lead. The read after the win is
 // etcd's linearizable read, later than the key's creation: any change of
 // the set by an earlier leader (guarded by that leader's epoch, below)
 // either happened before it, and is seen, or can no longer happen, so the

@@ -6,11 +6,13 @@
 //	hangup	the leader's side ended the log connection (its DREQ: what
 //		the connections of a process that died send)
 //	probe	is anything listening on that leader's log port? Asked again
-//		every kProbeAgainMs while the answer proves nothing, for one
-//		TTL at most (after that the lease has run out anyway)
+//		every kProbeAgainMs while the answer proves nothing (one that
+//		gets no answer takes kProbeTimeoutMs), for one TTL at most
+//		(after that the lease has run out anyway)
 //	depose	nothing listens: the process is gone; its etcd lease is
 //		revoked (Deposer), the key goes with it, and every replica's
-//		campaign goes on as after an expiry
+//		campaign goes on as after an expiry. Asked again, within the
+//		TTL, when etcd fails it
 //
 // Only for the leader etcd names now, at the epoch of the connection that
 // ended: a hangup of an epoch that is over, or of a leader that answers,
@@ -42,36 +44,56 @@ constexpr int64_t kProbeAgainMs = 100;
 void GroupReplica::on_hangup(uint64_t epoch, int64_t now_ms)
 {
 	if (shipper_ || stopped_ || epoch != known_epoch_ || known_leader_id_ == 0 ||
-	    known_leader_id_ == settings_.self || deposer_->busy())
+	    known_leader_id_ == settings_.self || (probing_ && probing_->epoch == epoch))
 		return;
 	auto it = std::find_if(members_.begin(), members_.end(),
 			       [this](const ReplicaArg &a) { return a.id == known_leader_id_; });
 	if (it == members_.end())
 		return;
-	log_info("group %llu: leader %u of epoch %llu ended its log connection; probing %s:%u",
-		 (unsigned long long)settings_.group, known_leader_id_, (unsigned long long)epoch,
-		 it->address.c_str(), it->port);
-	probing_ = {epoch, *it, now_ms + int64_t(settings_.ttl_s) * 1000, now_ms};
+	// Rate-limited: a live leader that drops this follower again and
+	// again (a connection it refuses) makes a hangup each time.
+	log_info_rl("group %llu: leader %u of epoch %llu ended its log connection; probing "
+		    "%s:%u", (unsigned long long)settings_.group, known_leader_id_,
+		    (unsigned long long)epoch, it->address.c_str(), it->port);
+	probing_ = Probing{epoch, *it, now_ms + int64_t(settings_.ttl_s) * 1000, now_ms};
 	probe_->start(it->address, it->port, now_ms, kProbeTimeoutMs);
 	probe_tick(now_ms);
 }
 
+// Probing, then deposing: a deposition refused (one of another epoch
+// under way) or failed (etcd) is asked again every kProbeAgainMs, within
+// the TTL.
 void GroupReplica::probe_tick(int64_t now_ms)
 {
 	if (!probing_)
 		return;
-	const uint64_t epoch = probing_->epoch;
+	Probing &p = *probing_;
 	auto done = [&](const char *what) {
-		log_info("group %llu: leader %u of epoch %llu: %s (%s)",
-			 (unsigned long long)settings_.group, probing_->leader.id,
-			 (unsigned long long)epoch, what, probe_->detail().c_str());
+		log_info_rl("group %llu: leader %u of epoch %llu: %s (%s)",
+			    (unsigned long long)settings_.group, p.leader.id,
+			    (unsigned long long)p.epoch, what, probe_->detail().c_str());
 		probe_->cancel();
 		probing_.reset();
 	};
 
-	if (shipper_ || stopped_ || epoch != known_epoch_) {
+	if (shipper_ || stopped_ || p.epoch != known_epoch_) {
 		probe_->cancel();
 		probing_.reset();
+		return;
+	}
+	if (p.gone) {
+		if (p.asked || now_ms < p.last + kProbeAgainMs)
+			return;
+		if (now_ms >= p.until)
+			return done("not deposed within a TTL; its etcd lease decides");
+		p.last = now_ms;
+		if (mdr::Status s = deposer_->depose(int64_t(p.epoch)); !s.ok()) {
+			log_warn_rl("group %llu: epoch %llu not deposed yet: %s",
+				    (unsigned long long)settings_.group,
+				    (unsigned long long)p.epoch, s.message().c_str());
+			return;
+		}
+		p.asked = true;
 		return;
 	}
 	probe_->tick(now_ms);
@@ -79,26 +101,27 @@ void GroupReplica::probe_tick(int64_t now_ms)
 	case repl::ReplicaProbe::Verdict::pending:
 		return;
 	case repl::ReplicaProbe::Verdict::gone:
-		if (mdr::Status s = deposer_->depose(int64_t(epoch)); !s.ok())
-			log_warn("group %llu: cannot depose epoch %llu: %s",
-				 (unsigned long long)settings_.group, (unsigned long long)epoch,
-				 s.message().c_str());
-		return done("its process is gone; revoking its etcd lease");
+		log_warn("group %llu: leader %u of epoch %llu: its process is gone (%s); revoking "
+			 "its etcd lease", (unsigned long long)settings_.group, p.leader.id,
+			 (unsigned long long)p.epoch, probe_->detail().c_str());
+		probe_->cancel();
+		p.gone = true;
+		p.last = now_ms - kProbeAgainMs;
+		return probe_tick(now_ms);
 	case repl::ReplicaProbe::Verdict::alive:
 		return done("its process answers; its etcd lease decides");
 	case repl::ReplicaProbe::Verdict::none:
 	case repl::ReplicaProbe::Verdict::unknown:
 		break;
 	}
-	if (now_ms >= probing_->until)
+	if (now_ms >= p.until)
 		return done("nothing proved it gone within a TTL; its etcd lease decides");
-	if (now_ms >= probing_->last + kProbeAgainMs) {
+	if (now_ms >= p.last + kProbeAgainMs) {
 		log_info_rl("group %llu: leader %u of epoch %llu: a probe proved nothing (%s)",
-			    (unsigned long long)settings_.group, probing_->leader.id,
-			    (unsigned long long)epoch, probe_->detail().c_str());
-		probing_->last = now_ms;
-		probe_->start(probing_->leader.address, probing_->leader.port, now_ms,
-			      kProbeTimeoutMs);
+			    (unsigned long long)settings_.group, p.leader.id,
+			    (unsigned long long)p.epoch, probe_->detail().c_str());
+		p.last = now_ms;
+		probe_->start(p.leader.address, p.leader.port, now_ms, kProbeTimeoutMs);
 	}
 }
 
@@ -107,14 +130,22 @@ void GroupReplica::deposed()
 	auto o = deposer_->take();
 	if (!o)
 		return;
-	if (!o->revoked.ok())
-		log_warn("group %llu: epoch %lld not deposed: %s", (unsigned long long)settings_.group,
-			 (long long)o->epoch, o->revoked.message().c_str());
-	else
-		log_info("group %llu: epoch %lld %s", (unsigned long long)settings_.group,
-			 (long long)o->epoch,
-			 o->revoked.value() ? "deposed: its leader key is gone"
-					    : "was over already (its key gone or made again)");
+	const bool ours = probing_ && probing_->gone && int64_t(probing_->epoch) == o->epoch;
+
+	if (!o->revoked.ok()) {
+		log_warn_rl("group %llu: epoch %lld not deposed: %s",
+			    (unsigned long long)settings_.group, (long long)o->epoch,
+			    o->revoked.message().c_str());
+		if (ours)
+			probing_->asked = false;	// asked again from the tick
+		return;
+	}
+	log_info("group %llu: epoch %lld %s", (unsigned long long)settings_.group,
+		 (long long)o->epoch,
+		 o->revoked.value() ? "deposed: its leader key is gone"
+				    : "was over already (its key gone or made again)");
+	if (ours)
+		probing_.reset();
 }
 
 } // namespace mdnode

@@ -220,9 +220,13 @@ void GroupReplica::on_group(const GroupState &s)
 	known_leader_ = known_leader(s);
 	known_epoch_ = s.epoch > 0 ? uint64_t(s.epoch) : 0;
 	known_leader_id_ = 0;
-	if (known_epoch_)
-		std::from_chars(s.leader_id.data(), s.leader_id.data() + s.leader_id.size(),
-				known_leader_id_);
+	if (known_epoch_) {
+		const char *end = s.leader_id.data() + s.leader_id.size();
+
+		// The whole id, or none: "12x" names no replica.
+		if (std::from_chars(s.leader_id.data(), end, known_leader_id_).ptr != end)
+			known_leader_id_ = 0;
+	}
 	if (s.role == GroupState::Role::leader && s.epoch > 0) {
 		if (!shipper_ && !stopped_) {
 			// The set the epoch begins with, read after the win.

@@ -247,8 +247,10 @@ private:
 	struct Probing {
 		uint64_t epoch;
 		ReplicaArg leader;
-		int64_t until;	// ms: no more probes after it
-		int64_t last;	// ms: the last probe's start
+		int64_t until;		// ms: nothing more after it
+		int64_t last;		// ms: the last probe's or deposition's start
+		bool gone = false;	// proved: deposing from now on
+		bool asked = false;	// a deposition in flight
 	};
 	std::optional<Probing> probing_;
 	// The leader's, from its win to its stop.

@@ -242,6 +242,16 @@ int run(const Config &cfg)
 
 	notify_systemd("STOPPING=1\nSTATUS=stopping: making the journal durable, "
 		       "writing a checkpoint");
+	// A replica stops on every way out, a failed journal's too: hosts
+	// cut, copies cancelled, a leader's key handed over now rather than
+	// at its TTL. Then the copies' IO in flight ends, before its log
+	// listener goes with it (its destructor): a follower that finds
+	// nothing listening there takes this process for gone and may elect
+	// a successor at once (repl_probe.h).
+	if (replica) {
+		replica->shut_down();
+		node.wait_copies();
+	}
 	// No checkpoint from a journal that failed: what it holds is what
 	// the next start recovers.
 	if (rc == kExitJournalFailed)
@@ -250,8 +260,6 @@ int run(const Config &cfg)
 	// (a follower's uncommitted ones): a checkpoint of the store would
 	// claim them. It only makes the journal durable.
 	if (replica) {
-		// A leader hands over now rather than at its key's TTL.
-		replica->shut_down();
 		if (auto st = j.flush(); !st.ok()) {
 			log_error("shutdown: %s", st.message().c_str());
 			return j.failed() ? kExitJournalFailed : kExitFailure;

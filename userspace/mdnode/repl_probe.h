@@ -5,23 +5,30 @@
 // (RdmaFollower) holds, carrying a probe (repl_conn.h).
 //
 //	gone	the peer's connection manager refused the request itself, as
-//		one for a port nobody listens on (REJ reason
+//		one for a port nobody listens on on that device (REJ reason
 //		IB_CM_REJ_INVALID_SERVICE_ID): no process holds the listener
 //	alive	a process answered: its reject (kRejProbe from a replica of
 //		this release, kRejInvalid from an older one), or an accept
-//	unknown	no answer in time, an address or route that does not
-//		resolve, an unreachable host. A host that is down or cut off
-//		answers like this: it proves nothing, and neither does it
+//	unknown	anything else: no answer in time, an address or route that
+//		does not resolve, an unreachable host (a host that is down or
+//		cut off answers like this), a reject of another reason. rdma_cm
+//		rejects with reason 28 and no private data for many causes in
+//		a live process, so such a reject proves nothing; replicas that
+//		share a host and an RDMA device share the port's service id,
+//		and a dead one among them is never proved gone (the lease
+//		decides)
 //
 // Why "gone" means the process ended: the listener is an rdma_cm id of
-// the replica's own, which lives as long as its GroupReplica, that is as
-// long as the process (a replica that stops, stop() or a removed RDMA
-// device, exits; main.cc). The kernel drops the id only when the process
-// destroys it or closes its rdma_cm file, at its exit; and a process that
-// exits serves nothing after it: no answer, no renewal, no table a host
-// may READ (its memory regions go with its verbs file). What it submitted
-// to a device before it died is what any stop leaves in flight
-// (replication.md, "Fencing a deposed leader").
+// the replica's own, which it holds from its start to its end: a replica
+// that stops (stop(), a removed RDMA device, a failed journal) cancels
+// its copies, waits for the IO they have in flight and only then lets
+// its GroupReplica go (main.cc), and exits. Otherwise the kernel drops
+// the listener when the process dies, with its rdma_cm file. A process
+// that died serves nothing after: no answer, no renewal; the tables a
+// host may READ are frozen (nothing writes them) and their regions go
+// with its verbs file. A process that was killed may leave device IO in
+// flight: what any stop leaves (replication.md, "Fencing a deposed
+// leader").
 //
 // A process started again on the same port is alive, not the one probed:
 // the verdict is then "alive", and the caller falls back to the etcd

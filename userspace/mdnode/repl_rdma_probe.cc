@@ -10,7 +10,6 @@
 #include <cstring>
 #include <iterator>
 #include <optional>
-#include <span>
 #include <utility>
 #include <vector>
 
@@ -28,21 +27,6 @@ namespace {
 // the IBTA's REJ reasons (the kernel's include/rdma/ib_cm.h). rdma_cm
 // hands it to the active side as the REJECTED event's status.
 constexpr int kRejNoListener = 8;
-
-// The reason of a reject a process sent (rdma_reject()), and also of one
-// rdma_cm sends itself when no id of its listens on the request's address
-// and port while another does on the port (the service id) elsewhere on
-// the device, as replicas sharing a host do: then without private data,
-// where a replica's own reject always has its ConnRej.
-constexpr int kRejConsumer = 28;	// IB_CM_REJ_CONSUMER_DEFINED
-
-bool all_zero(std::span<const std::byte> b)
-{
-	for (std::byte c : b)
-		if (c != std::byte{0})
-			return false;
-	return true;
-}
 
 } // namespace
 
@@ -175,9 +159,11 @@ void ReplicaProbe::on_event(rdma_cm_event *ev)
 		if (parse_conn_rej(pdata).ok())
 			return finish(Verdict::alive, "its process answered (reject reason " +
 						      std::to_string(status) + ")");
-		if (status == kRejConsumer && all_zero(pdata))
-			return finish(Verdict::gone, "no listener on the address and port "
-						     "(rdma_cm's own reject)");
+		// Any other reject proves nothing: rdma_cm and librdmacm reject
+		// with reason 28 and no private data for many causes in a live
+		// process (a request they could not set up, a listener being
+		// torn down, an address check), as for an address nobody
+		// listens on where the port is another's on the same device.
 		return finish(Verdict::unknown, "rejected, reason " + std::to_string(status) +
 						", " + std::to_string(pdata.size()) +
 						" bytes of private data");

@@ -9,7 +9,8 @@
 // The replica set (group_config.h): its text refused when it is not one;
 // the first member puts its bootstrap set, later ones read it whatever
 // theirs says; a replica out of it never campaigns; the leader's swap
-// changes it, and one guarded by an epoch that is over changes nothing.
+// changes it, and one guarded by an epoch that is over changes nothing; a
+// replica the set places elsewhere than its own listener never campaigns.
 // The member records, read back by leader and follower alike: where each
 // replica serves hosts. A Deposer ends a silent leader's epoch at once.
 #include <cerrno>
@@ -547,6 +548,27 @@ static void test_config_bootstrap_and_swap(void **)
 	}, 4000));
 }
 
+// A replica whose own settings put its log listener elsewhere than the
+// set does never campaigns, and says where each has it.
+static void test_config_elsewhere_does_not_campaign(void **)
+{
+	auto a = make(config_options("c4", 1, {1, 2, 3}));
+	assert_true(a != nullptr);
+	assert_true(run_until({a.get()}, [&] { return a->leads(); }, 4000));
+
+	GroupOptions ob = config_options("c4", 2, {1, 2, 3});
+	ob.bootstrap[1].port = 4801;
+	auto b = make(ob);
+	assert_true(b != nullptr);
+	assert_true(run_until({a.get(), b.get()}, [&] {
+		return !b->seen.empty() && b->seen.back().config;
+	}, 4000));
+	assert_non_null(strstr(b->state().reason.c_str(), "listens for its log at 10.0.1.2:4801"));
+	assert_non_null(strstr(b->state().reason.c_str(), "has it at 10.0.1.2:4800"));
+	assert_true(a->m->resign().ok());
+	assert_false(run_until({b.get()}, [&] { return b->leads(); }, 2000));
+}
+
 // The epoch's key gone (a successor's campaign could have made it again):
 // the leader's swap changes nothing.
 static void test_config_swap_of_an_epoch_over(void **)
@@ -642,6 +664,7 @@ int main()
 		cmocka_unit_test(test_config_text),
 		cmocka_unit_test(test_config_bootstrap_and_swap),
 		cmocka_unit_test(test_config_swap_of_an_epoch_over),
+		cmocka_unit_test(test_config_elsewhere_does_not_campaign),
 		cmocka_unit_test(test_config_missing_for_a_replica_with_a_log),
 		cmocka_unit_test(test_member_records_give_host_addresses),
 	};
