@@ -255,6 +255,9 @@ private:
 	std::optional<Probing> probing_;
 	// The leader's, from its win to its stop.
 	std::unique_ptr<repl::RdmaShipLink> link_;
+	// Memory for the link's mirrors, mapped at start (RdmaShipLink::
+	// create()): a ring's size for each other replica of the settings.
+	std::vector<mdr::verbs::Mapping> mirrors_;
 	std::unique_ptr<repl::LogShipper> shipper_;
 	std::optional<repl::LeaderGate> gate_;
 	repl::AnswerQueue answers_;

@@ -113,7 +113,12 @@ class RdmaShipLink final : public ShipLink {
 public:
 	// -EINVAL for options that cannot work (no followers, an id 0, a
 	// send_depth below 8, check_ring()); errors of rdma_cm's channel.
-	static mdr::Result<std::unique_ptr<RdmaShipLink>> create(const LinkOptions &opts);
+	// mirrors: memory mapped ahead for the followers' mirrors (of
+	// ring_bytes each, Mapping's pages in place), taken as members are
+	// added; a member without one has its mirror mapped at its first
+	// connection.
+	static mdr::Result<std::unique_ptr<RdmaShipLink>> create(
+		const LinkOptions &opts, std::vector<mdr::verbs::Mapping> mirrors = {});
 	~RdmaShipLink() override;
 	RdmaShipLink(const RdmaShipLink &) = delete;
 	RdmaShipLink &operator=(const RdmaShipLink &) = delete;
@@ -171,6 +176,7 @@ private:
 	LogShipper *shipper_ = nullptr;
 	mdr::verbs::EventChannelPtr ec_;
 	std::map<std::string, std::unique_ptr<Conn>> conns_;
+	std::vector<mdr::verbs::Mapping> spare_mirrors_;	// create()'s, not taken yet
 	uint64_t deposed_by_ = 0;
 };
 

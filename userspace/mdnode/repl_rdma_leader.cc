@@ -53,7 +53,10 @@ struct RdmaShipLink::Conn {
 	std::string member;
 	ReplicaAddress where;
 	std::unique_ptr<Endpoint> ep;
-	mdr::verbs::Region mirror;	// the follower's ring, as written here
+	// The follower's ring, as written here: its memory kept from one
+	// connection to the next, registered for each once it is up.
+	mdr::verbs::Mapping mirror_mem;
+	mdr::verbs::Region mirror;
 	ConnReq req;
 	ConnAcc acc;
 	int64_t retry_at = 0;
@@ -75,7 +78,8 @@ RdmaShipLink::~RdmaShipLink()
 	}
 }
 
-mdr::Result<std::unique_ptr<RdmaShipLink>> RdmaShipLink::create(const LinkOptions &opts)
+mdr::Result<std::unique_ptr<RdmaShipLink>> RdmaShipLink::create(
+	const LinkOptions &opts, std::vector<mdr::verbs::Mapping> mirrors)
 {
 	auto bad = [](const std::string &why) {
 		return mdr::Error(-EINVAL, "replication link: " + why);
@@ -96,6 +100,7 @@ mdr::Result<std::unique_ptr<RdmaShipLink>> RdmaShipLink::create(const LinkOption
 	if (!ec.ok())
 		return mdr::Error(ec.error(), ec.message());
 	l->ec_ = std::move(ec).value();
+	l->spare_mirrors_ = std::move(mirrors);
 	for (const auto &[member, where] : opts.followers)
 		if (mdr::Status st = l->add_member(member, where); !st.ok())
 			return mdr::Error(st.error(), st.message());
@@ -115,6 +120,12 @@ mdr::Status RdmaShipLink::add_member(const std::string &member, const ReplicaAdd
 
 	c->member = member;
 	c->where = where;
+	// A mapping made ahead (its pages in place), of the ring's size.
+	while (!spare_mirrors_.empty() && !c->mirror_mem) {
+		if (spare_mirrors_.back().size() == opts_.ring_bytes)
+			c->mirror_mem = std::move(spare_mirrors_.back());
+		spare_mirrors_.pop_back();
+	}
 	conns_.emplace(member, std::move(c));
 	return {};
 }
@@ -276,11 +287,6 @@ void RdmaShipLink::on_route(Conn &c)
 	if (mdr::Status st = c.ep->setup(opts_.send_depth, opts_.recv_depth); !st.ok())
 		return fail(c, st.message());
 
-	// Written here, then by RDMA WRITE into the ring: local access only.
-	auto m = mdr::verbs::Region::create(c.ep->pd(), opts_.ring_bytes, IBV_ACCESS_LOCAL_WRITE);
-	if (!m.ok())
-		return fail(c, "mirror: " + m.message());
-	c.mirror = std::move(m).value();
 	c.req = {.group = opts_.group, .epoch = opts_.epoch, .leader_id = opts_.leader_id,
 		 .max_batch_bytes = opts_.max_batch_bytes, .ring_bytes = opts_.ring_bytes};
 
@@ -309,6 +315,19 @@ void RdmaShipLink::on_established(Conn &c, std::span<const std::byte> pdata)
 			       " answered at " + c.where.address + ":" +
 			       std::to_string(c.where.port) + ", where the set has replica " +
 			       std::to_string(c.where.id));
+	// Written here, then by RDMA WRITE into the ring: local access only.
+	// Only now: a follower that is down makes attempts that never come
+	// here, and registering 16 MiB would stall the loop on each.
+	if (!c.mirror_mem) {
+		auto mem = mdr::verbs::Mapping::create(opts_.ring_bytes);
+		if (!mem.ok())
+			return fail(c, "mirror: " + mem.message());
+		c.mirror_mem = std::move(mem).value();
+	}
+	auto m = mdr::verbs::Region::over(c.ep->pd(), c.mirror_mem, IBV_ACCESS_LOCAL_WRITE);
+	if (!m.ok())
+		return fail(c, "mirror: " + m.message());
+	c.mirror = std::move(m).value();
 	c.acc = acc.value();
 	c.st = Conn::St::live;
 	c.stats.connects++;

@@ -140,6 +140,7 @@ Region &Region::operator=(Region &&o) noexcept
 		data_ = std::exchange(o.data_, nullptr);
 		len_ = std::exchange(o.len_, 0);
 		mr_ = std::exchange(o.mr_, nullptr);
+		owned_ = o.owned_;
 	}
 	return *this;
 }
@@ -159,13 +160,62 @@ Result<Region> Region::create(ibv_pd *pd, size_t len, int access)
 	return r;
 }
 
+Result<Region> Region::over(ibv_pd *pd, const Mapping &m, int access)
+{
+	Region r;
+
+	if (!m)
+		return Error(-EINVAL, "registering an empty mapping");
+	r.owned_ = false;
+	r.mr_ = ibv_reg_mr(pd, m.data(), m.size(), access);
+	if (!r.mr_)
+		return errno_error("ibv_reg_mr (is RLIMIT_MEMLOCK large enough?)");
+	r.data_ = m.data();
+	r.len_ = m.size();
+	return r;
+}
+
 // Deregistered before unmapped: the HCA must not reach pages given back.
 void Region::reset()
 {
 	if (ibv_mr *mr = std::exchange(mr_, nullptr))
 		ibv_dereg_mr(mr);
-	if (std::byte *data = std::exchange(data_, nullptr))
-		munmap(data, std::exchange(len_, 0));
+	std::byte *data = std::exchange(data_, nullptr);
+	const size_t len = std::exchange(len_, 0);
+
+	if (data && owned_)
+		munmap(data, len);
+	owned_ = true;
+}
+
+Mapping::~Mapping()
+{
+	if (data_)
+		munmap(data_, len_);
+}
+
+Mapping &Mapping::operator=(Mapping &&o) noexcept
+{
+	if (this != &o) {
+		if (data_)
+			munmap(data_, len_);
+		data_ = std::exchange(o.data_, nullptr);
+		len_ = std::exchange(o.len_, 0);
+	}
+	return *this;
+}
+
+Result<Mapping> Mapping::create(size_t len)
+{
+	Mapping m;
+	void *mem = mmap(nullptr, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+	if (mem == MAP_FAILED)
+		return errno_error("mmap of " + std::to_string(len) + " bytes");
+	m.data_ = static_cast<std::byte *>(mem);
+	m.len_ = len;
+	return m;
 }
 
 uint32_t Region::lkey() const { return mr_->lkey; }
