@@ -132,8 +132,9 @@ STAGES = [
 
 # Where the failover's time goes: name -> (from, to, what it is)
 SEGMENTS = [
-    ("lease_expiry", None, "etcd_key_deleted",
-     "kill to etcd deleting the leader key: the dead leader's etcd lease running out"),
+    ("key_deleted", None, "etcd_key_deleted",
+     "kill to etcd deleting the leader key: a follower's deposition of the dead leader "
+     "(its hangup, a probe, the revoke), or its etcd lease running out"),
     ("campaign", "etcd_key_deleted", "won",
      "the key deleted to a replica having won it (its watch, its transaction)"),
     ("takeover", "won", "serving",
@@ -199,6 +200,10 @@ def failover(res, ttl_s):
               sorted(glob.glob(f"{res}/failover/*/"), key=lambda p: int(p.rstrip("/").split("/")[-1]))]
     f = spread([r["failover_ms"] for r in rounds])
     third = ttl_s * 1000 // 3
+    earliest = ttl_s * 1000 - third
+    deposed = sum(1 for r in rounds
+                  if r["stages_ms"].get("etcd_key_deleted") is not None
+                  and r["stages_ms"]["etcd_key_deleted"] < earliest)
     return {
         "rounds": rounds,
         "failover_ms": f,
@@ -208,12 +213,14 @@ def failover(res, ttl_s):
         "segments_what": {name: what for name, _, _, what in SEGMENTS},
         "target_ms": FAILOVER_TARGET_MS,
         "met": f["median"] is not None and f["median"] <= FAILOVER_TARGET_MS,
-        "bound": (f"The leader renews its etcd lease every {third} ms (TTL/3), so etcd "
-                  f"deletes the key {ttl_s * 1000 - third} to {ttl_s * 1000} ms after the "
-                  "kill, plus however late etcd finds the lease expired; a follower's "
-                  "campaign waits on a watch of the key; then the takeover. The failover "
-                  "is at least lease_expiry, which only a shorter TTL shortens (1 s is "
-                  "etcd's and mdnode's least)."),
+        "bound": (f"{deposed} of {len(rounds)} kills had the key deleted before the dead "
+                  f"leader's lease could lapse ({earliest} ms after the kill at the earliest: "
+                  f"it renews every {third} ms, TTL/3): a follower proved its process gone "
+                  "and revoked the lease (replication.md, 'A dead leader'). The failover is "
+                  "then that deposition, the campaign and the takeover. When nothing proves "
+                  f"the process gone (its host down), the lease runs out {earliest} to "
+                  f"{ttl_s * 1000} ms after the kill, plus however late etcd finds it "
+                  "expired."),
     }
 
 
