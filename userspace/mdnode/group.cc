@@ -14,6 +14,7 @@
 
 #include <charconv>
 
+#include "lib/wire/wire.h"
 #include "mdnode/thread.h"
 
 namespace mdnode {
@@ -53,6 +54,18 @@ bool same_change(const GroupState &a, const GroupState &b)
 	return a.role == b.role && a.leader_id == b.leader_id &&
 	       a.leader_address == b.leader_address && a.epoch == b.epoch &&
 	       a.reason == b.reason && a.config == b.config;
+}
+
+// The same numeric address, however it is written ("fd00::4" and
+// "FD00:0::4"); text that is no address compares as text.
+bool same_host(const std::string &a, const std::string &b)
+{
+	const auto x = mdr::wire::wire_address(a);
+	const auto y = mdr::wire::wire_address(b);
+
+	if (x && y)
+		return x->family == y->family && x->addr == y->addr;
+	return a == b;
 }
 
 // A replica id of a group with a config: decimal, non-zero; 0 otherwise.
@@ -592,7 +605,8 @@ std::optional<std::string> GroupMember::not_member(const GroupConfig &c) const
 	// followers tell whether it runs (group_dead_leader.cc probes the
 	// set's address): it does not lead.
 	for (const ReplicaArg &own : opts_.bootstrap)
-		if (own.id == self_id_ && (own.address != in->address || own.port != in->port))
+		if (own.id == self_id_ && (!same_host(own.address, in->address) ||
+					   own.port != in->port))
 			return "replica " + opts_.replica + " listens for its log at " +
 			       own.address + ":" + std::to_string(own.port) +
 			       ", where the group's replica set (revision " +

@@ -43,6 +43,14 @@ constexpr int64_t kProbeAgainMs = 100;
 
 void GroupReplica::on_hangup(uint64_t epoch, int64_t now_ms)
 {
+	// A leader can connect, and die, before etcd's key reached this
+	// replica (its reading waits in a campaign for up to a third of the
+	// TTL): kept for on_group(), which calls this again once the key
+	// names that epoch.
+	if (epoch > known_epoch_) {
+		early_hangup_ = {epoch, now_ms};
+		return;
+	}
 	if (shipper_ || stopped_ || epoch != known_epoch_ || known_leader_id_ == 0 ||
 	    known_leader_id_ == settings_.self || (probing_ && probing_->epoch == epoch))
 		return;

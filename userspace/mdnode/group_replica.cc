@@ -254,6 +254,14 @@ void GroupReplica::on_group(const GroupState &s)
 	// now on, whichever connection comes first.
 	if (s.epoch > 0)
 		follower_->fence(uint64_t(s.epoch));
+	// The leader of a hangup that came before etcd's key named it.
+	if (early_hangup_ && early_hangup_->first <= known_epoch_) {
+		const auto [epoch, at] = *std::exchange(early_hangup_, std::nullopt);
+		const int64_t now = steady_ms();
+
+		if (now - at < int64_t(settings_.ttl_s) * 1000)
+			on_hangup(epoch, now);
+	}
 }
 
 // The leader etcd names, as clients are sent to it; all zero for none, or
@@ -722,6 +730,9 @@ void GroupReplica::step_down(const std::string &why)
 	answers_.abandon(-EAGAIN);
 	change_.reset();
 	shipper_.reset();
+	// Its mirrors' memory is kept, mapped, for the epoch it may lead next.
+	if (link_)
+		mirrors_ = link_->take_mirrors();
 	link_.reset();
 	gate_.reset();
 	member_->step_down(std::chrono::milliseconds(2 * settings_.ttl_s * 1000));

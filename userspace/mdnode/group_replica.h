@@ -253,6 +253,8 @@ private:
 		bool asked = false;	// a deposition in flight
 	};
 	std::optional<Probing> probing_;
+	// A hangup of an epoch etcd had not named here yet: epoch, ms.
+	std::optional<std::pair<uint64_t, int64_t>> early_hangup_;
 	// The leader's, from its win to its stop.
 	std::unique_ptr<repl::RdmaShipLink> link_;
 	// Memory for the link's mirrors, mapped at start (RdmaShipLink::

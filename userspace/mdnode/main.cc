@@ -244,10 +244,12 @@ int run(const Config &cfg)
 		       "writing a checkpoint");
 	// A replica stops on every way out, a failed journal's too: hosts
 	// cut, copies cancelled, a leader's key handed over now rather than
-	// at its TTL. Then the copies' IO in flight ends, before its log
-	// listener goes with it (its destructor): a follower that finds
-	// nothing listening there takes this process for gone and may elect
-	// a successor at once (repl_probe.h).
+	// at its TTL (a successor elected meanwhile finds the copies' IO in
+	// flight, as after any stop: replication.md, "Fencing a deposed
+	// leader"). Then that IO ends before the log listener goes with the
+	// replica (its destructor), so that a follower that finds nothing
+	// listening there never takes this process for gone while it still
+	// writes (repl_probe.h).
 	if (replica) {
 		replica->shut_down();
 		node.wait_copies();

@@ -30,6 +30,9 @@
 // flight: what any stop leaves (replication.md, "Fencing a deposed
 // leader").
 //
+// On iWARP a port nobody listens on refuses the TCP connect, which rdma_cm
+// reports otherwise than reason 8: replicas there are never proved gone.
+//
 // A process started again on the same port is alive, not the one probed:
 // the verdict is then "alive", and the caller falls back to the etcd
 // lease running out. A probe never says "gone" of a live process; it may

@@ -133,6 +133,10 @@ public:
 	// A follower more (a learner, LogShipper::add_follower() before),
 	// connected at the next tick(); -EEXIST, -EINVAL as create() says.
 	mdr::Status add_member(const std::string &member, const ReplicaAddress &where);
+	// Every connection ended (as the destructor ends them) and the
+	// memory of every mirror handed back, with the spares: for the next
+	// link of a replica that stopped leading and may lead again.
+	std::vector<mdr::verbs::Mapping> take_mirrors();
 	// Its connection ends at once (its QP first, then the mirror); the
 	// shipper must have let it go (LogShipper::remove_follower()), so
 	// nothing is written to it. Nothing for a member not known. Not from

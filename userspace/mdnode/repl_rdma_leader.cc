@@ -147,6 +147,23 @@ void RdmaShipLink::remove_member(const std::string &member)
 	conns_.erase(it);
 }
 
+std::vector<mdr::verbs::Mapping> RdmaShipLink::take_mirrors()
+{
+	std::vector<mdr::verbs::Mapping> out = std::move(spare_mirrors_);
+
+	spare_mirrors_.clear();
+	for (auto &[member, c] : conns_) {
+		if (c->st == Conn::St::live)
+			rdma_disconnect(c->ep->cm());
+		release(*c);
+		c->st = Conn::St::idle;
+		c->retry_at = std::numeric_limits<int64_t>::max();
+		if (c->mirror_mem)
+			out.push_back(std::move(c->mirror_mem));
+	}
+	return out;
+}
+
 std::vector<int> RdmaShipLink::fds() const
 {
 	std::vector<int> fds{ec_->fd};

@@ -569,6 +569,24 @@ static void test_config_elsewhere_does_not_campaign(void **)
 	assert_false(run_until({b.get()}, [&] { return b->leads(); }, 2000));
 }
 
+// An address is compared as an address: a set that spells a replica's
+// IPv6 address otherwise than its own settings do bars nothing.
+static void test_config_same_address_spelled_otherwise(void **)
+{
+	GroupOptions oa = config_options("c5", 1, {1, 2, 3});
+	oa.bootstrap[0].address = "fd00::1";
+	auto a = make(oa);
+	assert_true(a != nullptr);
+	assert_true(run_until({a.get()}, [&] { return a->leads(); }, 4000));
+	assert_true(a->m->resign().ok());
+
+	GroupOptions ob = config_options("c5", 1, {1, 2, 3});
+	ob.bootstrap[0].address = "FD00:0::1";
+	auto b = make(ob);
+	assert_true(b != nullptr);
+	assert_true(run_until({b.get()}, [&] { return b->leads(); }, 4000));
+}
+
 // The epoch's key gone (a successor's campaign could have made it again):
 // the leader's swap changes nothing.
 static void test_config_swap_of_an_epoch_over(void **)
@@ -665,6 +683,7 @@ int main()
 		cmocka_unit_test(test_config_bootstrap_and_swap),
 		cmocka_unit_test(test_config_swap_of_an_epoch_over),
 		cmocka_unit_test(test_config_elsewhere_does_not_campaign),
+		cmocka_unit_test(test_config_same_address_spelled_otherwise),
 		cmocka_unit_test(test_config_missing_for_a_replica_with_a_log),
 		cmocka_unit_test(test_member_records_give_host_addresses),
 	};
