@@ -19,10 +19,11 @@
 //		3), b's log takes nothing of epoch 2 after the fence, and the
 //		old leader still commits with c
 //	probe	a probe of b's log port finds its process alive (b counts it,
-//		as no leader's request); the old leader's end makes c see
-//		the hangup of epoch 2; with c stopped, a probe of its port
-//		finds it gone, as does one of a port nobody listens on; one of
-//		an address no device has proves nothing
+//		as no leader's request); the old leader stops leading (its
+//		mirrors' memory handed back) and c sees the hangup of epoch
+//		2; with c stopped, a probe of its port finds it gone, as does
+//		one of a port nobody listens on; one of an address no device
+//		has proves nothing
 //
 //	mdr-test-repl-rdma --follower 192.0.2.11 --follower 192.0.2.12 [--port 4800]
 //
@@ -402,9 +403,15 @@ void test_probe(void **)
 	assert_int_equal(r.b.rdma->stats().requests, requests);
 	assert_true(r.newer->link->connected("b"));
 
-	// The old leader goes: c, which it still shipped to, sees it hang up.
+	// The old leader stops leading (as a step down does): its mirrors'
+	// memory comes back, one of the ring's size per follower, and c,
+	// which it still shipped to, sees it hang up.
 	(void)r.c.rdma->take_hangup();
-	r.old.reset();
+	std::vector<mdr::verbs::Mapping> mirrors = r.old->link->take_mirrors();
+	assert_int_equal(mirrors.size(), 2);
+	for (const mdr::verbs::Mapping &m : mirrors)
+		assert_int_equal(m.size(), kRing);
+	assert_false(r.old->link->connected("c"));
 	r.run_until([&] { return !r.c.rdma->connected(); }, "c's hangup");
 	assert_int_equal(r.c.rdma->take_hangup(), kEpoch);
 	assert_int_equal(r.c.rdma->take_hangup(), 0);
