@@ -61,12 +61,6 @@ mdr::Status Deposer::depose(int64_t epoch)
 	return {};
 }
 
-bool Deposer::busy() const
-{
-	std::lock_guard lock(lock_);
-	return asked_ || running_;
-}
-
 std::optional<Deposer::Outcome> Deposer::take()
 {
 	uint64_t n;

@@ -50,7 +50,6 @@ public:
 	// The key's lease revoked if the key is still the one created at
 	// epoch (> 0). -EBUSY while one is under way.
 	mdr::Status depose(int64_t epoch);
-	bool busy() const;
 
 	int fd() const { return efd_; }
 	// From the loop once fd() is readable: the outcome of the last
@@ -72,7 +71,7 @@ private:
 	const std::string key_;
 	const int efd_;
 
-	mutable std::mutex lock_;
+	std::mutex lock_;
 	std::condition_variable cv_;
 	bool stopping_ = false;
 	int64_t asked_ = 0;			// the epoch to depose, 0: none

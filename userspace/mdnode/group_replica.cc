@@ -82,8 +82,7 @@ mdr::Result<std::unique_ptr<GroupReplica>> GroupReplica::start(const ReplicaSett
 			return mdr::Error(m.error(), "a log mirror: " + m.message());
 		r->mirrors_.push_back(std::move(m).value());
 	}
-	// From any address, as the leader's link connects: the route decides.
-	auto probe = repl::ReplicaProbe::create(s.group, "");
+	auto probe = repl::ReplicaProbe::create(s.group);
 	if (!probe.ok())
 		return mdr::Error(probe.error(), probe.message());
 	r->probe_ = std::move(probe).value();

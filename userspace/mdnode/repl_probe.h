@@ -59,10 +59,9 @@ class ReplicaProbe {
 public:
 	enum class Verdict { none, pending, gone, alive, unknown };
 
-	// group: what the probe says it asks for; source: the local address
-	// to connect from ("" any).
-	static mdr::Result<std::unique_ptr<ReplicaProbe>> create(uint64_t group,
-								 std::string source);
+	// group: what the probe says it asks for. It connects from any
+	// address, as the leader's link does: the route decides.
+	static mdr::Result<std::unique_ptr<ReplicaProbe>> create(uint64_t group);
 	~ReplicaProbe();
 	ReplicaProbe(const ReplicaProbe &) = delete;
 	ReplicaProbe &operator=(const ReplicaProbe &) = delete;
@@ -81,13 +80,12 @@ public:
 	const std::string &detail() const { return detail_; }
 
 private:
-	ReplicaProbe(uint64_t group, std::string source);
+	explicit ReplicaProbe(uint64_t group) : group_(group) {}
 	void on_event(rdma_cm_event *ev);
 	void finish(Verdict v, std::string detail);
 	void drop_id();
 
 	const uint64_t group_;
-	const std::string source_;
 	mdr::verbs::EventChannelPtr ec_;
 	rdma_cm_id *id_ = nullptr;
 	int64_t deadline_ = 0;

@@ -255,7 +255,8 @@ private:
 	mdr::Status send(std::span<const std::byte> msg) override;
 	void on_cm_event(rdma_cm_event *ev);
 	void on_request(rdma_cm_event *ev);
-	void refuse(rdma_cm_id *id, uint16_t reason);
+	void refuse(rdma_cm_id *id, uint16_t reason);	// counted
+	void reject(rdma_cm_id *id, uint16_t reason);
 	mdr::Status open(rdma_cm_id *id, const ConnReq &req);
 	void on_completion(const ibv_wc &wc);
 	void end(const std::string &why);

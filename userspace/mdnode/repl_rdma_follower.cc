@@ -258,10 +258,15 @@ void RdmaFollower::on_cm_event(rdma_cm_event *ev)
 
 void RdmaFollower::refuse(rdma_cm_id *id, uint16_t reason)
 {
-	const std::vector<std::byte> rej = encode_conn_rej({reason, fenced_});
-
 	stats_.refusals++;
 	stats_.last_reject = reason;
+	reject(id, reason);
+}
+
+void RdmaFollower::reject(rdma_cm_id *id, uint16_t reason)
+{
+	const std::vector<std::byte> rej = encode_conn_rej({reason, fenced_});
+
 	rdma_reject(id, rej.data(), uint8_t(rej.size()));
 	rdma_destroy_id(id);
 }
@@ -275,9 +280,11 @@ void RdmaFollower::on_request(rdma_cm_event *ev)
 	const bool probe = is_conn_probe({p, p ? ev->param.conn.private_data_len : 0u});
 
 	rdma_ack_cm_event(ev);	// what we need is copied; id stays ours
+	// Answered, not refused: a probe leaves the refusals and the last
+	// reject (a leader's, for the operator) as they were.
 	if (probe) {
 		stats_.probes++;
-		return refuse(id, kRejProbe);
+		return reject(id, kRejProbe);
 	}
 	stats_.requests++;
 	if (!req.ok()) {

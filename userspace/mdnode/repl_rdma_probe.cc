@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <iterator>
-#include <optional>
 #include <utility>
 #include <vector>
 
@@ -38,17 +37,11 @@ const char *verdict_name(ReplicaProbe::Verdict v)
 	return i < std::size(names) ? names[i] : "?";
 }
 
-ReplicaProbe::ReplicaProbe(uint64_t group, std::string source)
-	: group_(group), source_(std::move(source))
-{
-}
-
 ReplicaProbe::~ReplicaProbe() { cancel(); }
 
-mdr::Result<std::unique_ptr<ReplicaProbe>> ReplicaProbe::create(uint64_t group,
-								std::string source)
+mdr::Result<std::unique_ptr<ReplicaProbe>> ReplicaProbe::create(uint64_t group)
 {
-	std::unique_ptr<ReplicaProbe> p(new ReplicaProbe(group, std::move(source)));
+	std::unique_ptr<ReplicaProbe> p(new ReplicaProbe(group));
 	auto ec = mdr::verbs::event_channel();
 
 	if (!ec.ok())
@@ -90,18 +83,11 @@ void ReplicaProbe::start(const std::string &address, uint16_t port, int64_t now_
 	auto dst = mdr::verbs::resolve(address, port, AI_NUMERICHOST);
 	if (!dst.ok())
 		return finish(Verdict::unknown, dst.message());
-	std::optional<mdr::verbs::Address> src;
-	if (!source_.empty()) {
-		auto s = mdr::verbs::resolve(source_, 0, AI_NUMERICHOST);
-		if (!s.ok())
-			return finish(Verdict::unknown, "source " + s.message());
-		src = s.value();
-	}
 	if (rdma_create_id(ec_.get(), &id_, this, RDMA_PS_TCP)) {
 		id_ = nullptr;
 		return finish(Verdict::unknown, std::string("rdma_create_id: ") + strerror(errno));
 	}
-	if (rdma_resolve_addr(id_, src ? src->sa() : nullptr, dst.value().sa(), timeout_ms))
+	if (rdma_resolve_addr(id_, nullptr, dst.value().sa(), timeout_ms))
 		return finish(Verdict::unknown,
 			      std::string("rdma_resolve_addr: ") + strerror(errno));
 }

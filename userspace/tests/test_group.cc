@@ -300,6 +300,35 @@ static void test_depose_ends_the_epoch_at_once(void **)
 }
 #endif
 
+// A deposition etcd does not answer ends with etcd's error, in bounded time,
+// and is not taken for one done; one under way refuses a second (-EBUSY).
+static void test_depose_unreachable_etcd(void **)
+{
+	mdr::etcd::Options eo;
+	eo.endpoints = {"http://127.0.0.1:1"};
+	eo.request_timeout_ms = 300;
+	eo.dial_timeout_ms = 100;
+	auto d = mdnode::Deposer::start(eo, "/mdroute/groups/t13/leader");
+	assert_true(d.ok());
+	mdnode::Deposer &dep = *d.value();
+
+	assert_true(dep.depose(7).ok());
+	assert_int_equal(dep.depose(8).error(), -EBUSY);
+	std::optional<mdnode::Deposer::Outcome> o;
+	EventLoop loop;
+	loop.add_fd("depose", dep.fd(), [&] {
+		o = dep.take();
+		if (o)
+			loop.stop();
+	});
+	assert_true(loop.add_timer("limit", 2000, [&] { loop.stop(); }).ok());
+	loop.run();
+	assert_true(o.has_value());
+	assert_int_equal(o->epoch, 7);
+	assert_false(o->revoked.ok());
+	assert_non_null(strstr(o->revoked.message().c_str(), "reading /mdroute/groups/t13/leader"));
+}
+
 // resign() stops serving at once and the other leads well under the TTL;
 // the resigned member's record is gone.
 static void test_resign_hands_over(void **)
@@ -674,6 +703,7 @@ int main()
 		cmocka_unit_test(test_frozen_leader_stops_before_takeover),
 		cmocka_unit_test(test_depose_ends_the_epoch_at_once),
 #endif
+		cmocka_unit_test(test_depose_unreachable_etcd),
 		cmocka_unit_test(test_resign_hands_over),
 		cmocka_unit_test(test_step_down_holds_the_campaign),
 		cmocka_unit_test(test_bad_ids_refused),

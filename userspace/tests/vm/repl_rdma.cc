@@ -393,14 +393,16 @@ void test_probe(void **)
 	Rig &r = *g_rig;
 	using V = ReplicaProbe::Verdict;
 
-	auto p = ReplicaProbe::create(kGroup, "");
+	auto p = ReplicaProbe::create(kGroup);
 	assert_true(p.ok());
 	r.probe = std::move(p).value();
 
-	const uint64_t requests = r.b.rdma->stats().requests;
+	const FollowerStats before = r.b.rdma->stats();
 	assert_true(probe(r.b.at.address, g_args.port) == V::alive);
 	assert_int_equal(r.b.rdma->stats().probes, 1);
-	assert_int_equal(r.b.rdma->stats().requests, requests);
+	assert_int_equal(r.b.rdma->stats().requests, before.requests);
+	assert_int_equal(r.b.rdma->stats().refusals, before.refusals);
+	assert_int_equal(r.b.rdma->stats().last_reject, before.last_reject);
 	assert_true(r.newer->link->connected("b"));
 
 	// The old leader stops leading (as a step down does): its mirrors'
