@@ -40,10 +40,51 @@ def mean_of(deltas, scale):
     return round(s / n * scale, 1) if n else None
 
 
-def where(res, tag):
+def parse_cpu(path):
+    """name -> clock ticks of one cpu_snap (replication-guest)"""
+    out = {}
+    for line in open(path):
+        name, ticks = line.split()
+        out[name] = int(ticks)
+    return out
+
+
+def cpu(res, tag, allocs, followers):
+    """The CPU time a load took, per ALLOC, in us: the node that answered
+    (single or leader), the followers together, etcd, and the whole guest;
+    and how busy the guest's CPUs were (1.0: all of them, all the time).
+    None where the snapshots are missing (a run from before they were)."""
+    try:
+        b = parse_cpu(f"{res}/metrics/{tag}-before.cpu")
+        a = parse_cpu(f"{res}/metrics/{tag}-after.cpu")
+    except FileNotFoundError:
+        return {}
+    hz = a["hz"]
+
+    def per_alloc(names):
+        ticks = sum(a[n] - b[n] for n in names if n in a and n in b)
+        return round(ticks * 1e6 / hz / allocs, 1) if allocs else None
+    replicas = [n for n in a if n.startswith("replica-")]
+    fol = [f"replica-{w.split('-')[1]}" for w in followers]
+    main = ["single"] if not followers else [n for n in replicas if n not in fol]
+    busy = a["guest_busy"] - b["guest_busy"]
+    idle = a["guest_idle"] - b["guest_idle"]
+    out = {
+        "cpu_us_per_alloc": per_alloc(main),
+        "etcd_cpu_us_per_alloc": per_alloc([n for n in a if n.startswith("etcd-")]),
+        "guest_cpu_us_per_alloc": per_alloc(["guest_busy"]),
+        "guest_busy_fraction": round(busy / (busy + idle), 3) if busy + idle else None,
+    }
+    if followers:
+        out["followers_cpu_us_per_alloc"] = per_alloc(fol)
+    return out
+
+
+def where(res, tag, allocs):
     """What the nodes of one load say of its ALLOCs: their own time per
     ALLOC (arrival to reply), their journal's time per write (submission
-    to durable) and records per write; for a group, the followers'."""
+    to durable) and records per write; for a group, the followers'; and
+    the CPU time each spent per ALLOC (cpu())."""
     def node(who):
         b = parse_prom(f"{res}/metrics/{tag}-before-{who}.prom")
         a = parse_prom(f"{res}/metrics/{tag}-after-{who}.prom")
@@ -64,6 +105,7 @@ def where(res, tag):
     if followers:
         out["followers_journal_sync_mean_us"] = mean_of([f["sync"] for f in followers], 1e6)
         out["followers_journal_batch_records_mean"] = mean_of([f["batch"] for f in followers], 1)
+    out.update(cpu(res, tag, allocs, [w for w in whos if w.startswith("follower-")]))
     return out
 
 
@@ -78,7 +120,7 @@ def loads(res, rounds, depth):
             for side in SIDES:
                 tag = f"{r}-qd{q}-{side}"
                 b = json.load(open(f"{res}/loads/{tag}.json"))
-                b["where"] = where(res, tag)
+                b["where"] = where(res, tag, b["ok"])
                 rnd[qd][side] = b
         out.append(rnd)
     return out
@@ -272,7 +314,12 @@ def print_summary(b):
                           ("max_us", "max us"), ("node_alloc_mean_us", "node's time/ALLOC us"),
                           ("journal_sync_mean_us", "journal write us"),
                           ("journal_batch_records_mean", "records/journal write"),
-                          ("followers_journal_sync_mean_us", "followers' journal write us")):
+                          ("followers_journal_sync_mean_us", "followers' journal write us"),
+                          ("cpu_us_per_alloc", "node's CPU/ALLOC us"),
+                          ("followers_cpu_us_per_alloc", "followers' CPU/ALLOC us"),
+                          ("etcd_cpu_us_per_alloc", "etcd's CPU/ALLOC us"),
+                          ("guest_cpu_us_per_alloc", "guest's CPU/ALLOC us"),
+                          ("guest_busy_fraction", "guest's CPUs busy")):
             print(f"{label + ' ' + what:28}{fnum(s['single'][qd].get(key)):>24}"
                   f"{fnum(s['group'][qd].get(key)):>24}")
     errs = sum(s[side][qd]["errors"] for side in SIDES for qd in ("qd1", "depth"))
