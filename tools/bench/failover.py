@@ -98,10 +98,11 @@ def from_trace(run, traced):
     run["timed_by"] = "trace"
 
 
-def read_lat(res):
-    """(completion time in ms, latency in us) of each cached read."""
+def read_lat(res, name="cached"):
+    """(completion time in ms, latency in us) of each read of a reader:
+    "cached" (through the volume) or "control" (the disk itself)."""
     out = []
-    for path in glob.glob(os.path.join(res, "cached_lat.*.log")):
+    for path in glob.glob(os.path.join(res, f"{name}_lat.*.log")):
         for line in open(path):
             f = [x.strip() for x in line.split(",")]
             if len(f) >= 2 and f[0].isdigit():
@@ -120,6 +121,34 @@ def target(name, value):
     what, op, t = TARGETS[name]
     met = value is not None and (value <= t if op == "<=" else value >= t)
     return {"what": what, "value": value, "target": t, "op": op, "met": met}
+
+
+def control_figures(runs, lat):
+    """The control reader's p50 during each failover / before it, in the
+    same windows as the cached reader's: what the failover does to reads
+    of the same disk that do not go through mdroute (the emulated
+    machine's share of the cached reader's ratio)."""
+    ratios, p50b, p50d = [], [], []
+    for r in runs:
+        before, during = cached_windows(lat, r)
+        if before and during:
+            b, d = pct(before, 50), pct(during, 50)
+            r["control_p50_us_before"] = round(b, 1)
+            r["control_p50_us_during"] = round(d, 1)
+            ratios.append(d / b)
+            p50b.append(b)
+            p50d.append(d)
+            if r.get("cached_p50_us_before"):
+                cached = r["cached_p50_us_during"] / r["cached_p50_us_before"]
+                r["cached_over_control"] = round(cached / (d / b), 3)
+    med = lambda xs: round(statistics.median(xs), 3) if xs else None  # noqa: E731
+    return {
+        "control_p50_ratio": med(ratios),
+        "control_p50_us_before": med(p50b),
+        "control_p50_us_during": med(p50d),
+        "cached_over_control_ratio": med([r["cached_over_control"] for r in runs
+                                          if "cached_over_control" in r]),
+    }
 
 
 def figures(runs, lat):
@@ -168,6 +197,9 @@ def write(res, ttl_s, lease_ms):
         if n in traced:
             from_trace(r, traced[n])
     b = figures(runs, read_lat(res))
+    control = read_lat(res, "control")
+    if control:
+        b.update(control_figures(runs, control))
     b["targets"] = {k: target(k, b[k]) for k in TARGETS}
     b["settings"] = {"runs": len(runs), "ttl_s": ttl_s, "lease_ms": lease_ms,
                      "cached_baseline_ms": BEFORE_MS}
@@ -191,3 +223,8 @@ def print_summary(b):
     print(f"  cached reads: p50 {b['cached_p50_us_before']} us before, "
           f"{b['cached_p50_us_during']} us during (p99 {b['cached_p99_us_during']} us, "
           f"max {b['cached_max_us_during']} us)")
+    if b.get("control_p50_ratio") is not None:
+        print(f"  control, the same reads of the disk without mdroute: p50 "
+              f"{b['control_p50_us_before']} us before, {b['control_p50_us_during']} us during, "
+              f"ratio {b['control_p50_ratio']}; cached ratio / control ratio, per kill, median "
+              f"{b['cached_over_control_ratio']}")
