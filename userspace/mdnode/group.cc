@@ -14,7 +14,6 @@
 
 #include <charconv>
 
-#include "lib/wire/wire.h"
 #include "mdnode/thread.h"
 
 namespace mdnode {
@@ -47,27 +46,6 @@ Status check_name(const char *what, const std::string &s, size_t max, bool is_id
 	return {};
 }
 
-// Role, leader and reason: what makes a state a change (valid_until alone
-// is a renewal).
-bool same_change(const GroupState &a, const GroupState &b)
-{
-	return a.role == b.role && a.leader_id == b.leader_id &&
-	       a.leader_address == b.leader_address && a.epoch == b.epoch &&
-	       a.reason == b.reason && a.config == b.config;
-}
-
-// The same numeric address, however it is written ("fd00::4" and
-// "FD00:0::4"); text that is no address compares as text.
-bool same_host(const std::string &a, const std::string &b)
-{
-	const auto x = mdr::wire::wire_address(a);
-	const auto y = mdr::wire::wire_address(b);
-
-	if (x && y)
-		return x->family == y->family && x->addr == y->addr;
-	return a == b;
-}
-
 // A replica id of a group with a config: decimal, non-zero; 0 otherwise.
 uint32_t replica_number(const std::string &s)
 {
@@ -78,6 +56,15 @@ uint32_t replica_number(const std::string &s)
 }
 
 } // namespace
+
+// Role, leader and reason: what makes a state a change (valid_until alone
+// is a renewal).
+bool same_change(const GroupState &a, const GroupState &b)
+{
+	return a.role == b.role && a.leader_id == b.leader_id &&
+	       a.leader_address == b.leader_address && a.epoch == b.epoch &&
+	       a.reason == b.reason && a.config == b.config;
+}
 
 mdr::Result<std::unique_ptr<GroupMember>> GroupMember::start(GroupOptions o, OnChange on_change)
 {
@@ -300,7 +287,8 @@ bool GroupMember::idle_until(Clock::time_point t)
 {
 	std::unique_lock lock(lock_);
 	cv_.wait_until(lock, t, [this] {
-		return stopping_ || resign_asked_ || key_lost_ || paused_ || step_down_asked_;
+		return stopping_ || resign_asked_ || key_lost_ || paused_ || step_down_asked_ ||
+		       leader_event_;
 	});
 	return !stopping_ && !resign_asked_;
 }
@@ -321,6 +309,7 @@ void GroupMember::run()
 			follow();
 	}
 	watch_.reset();
+	stop_watching_leader();
 	bool resign;
 	{
 		std::lock_guard lock(lock_);
@@ -432,187 +421,6 @@ void GroupMember::read_hosts()
 		return;
 	hosts_ = std::move(next);
 	post(posted_);
-}
-
-void GroupMember::follow()
-{
-	// A change the loop asked for as this replica stopped leading.
-	take_config_change();
-	if (!election_owned_) {
-		auto e = std::make_unique<mdr::etcd::Election>(*client_, leader_key_);
-		std::lock_guard lock(lock_);
-		if (stopping_ || resign_asked_)
-			return;
-		election_ = e.get();
-		election_owned_ = std::move(e);
-	}
-
-	GroupState s;
-	auto l = election_owned_->leader();
-	if (!l.ok()) {
-		s.reason = "cannot read the leader: " + l.message();
-	} else if (!l.value()) {
-		s.reason = "no leader";
-	} else {
-		const std::string &v = l.value()->value;
-		const size_t nl = v.find('\n');
-		s.leader_id = v.substr(0, nl);
-		s.leader_address = nl == std::string::npos ? "" : v.substr(nl + 1);
-		s.epoch = l.value()->epoch;
-		s.reason = "following";
-	}
-	// The set: a replica out of it does not campaign (a learner, or one
-	// removed), nor does one that cannot read it.
-	std::optional<std::string> barred;
-	if (self_id_) {
-		auto c = read_config(opts_.may_bootstrap);
-		if (c.ok()) {
-			s.config = c.value();
-			barred = not_member(c.value());
-		} else {
-			s.config = posted_.config;
-			barred = "cannot read the replica set: " + c.message();
-		}
-		if (barred)
-			s.reason = *barred;
-	}
-	s.since = Clock::now();
-	if (!same_change(s, posted_))
-		post(s);
-
-	// A campaign of a third of the TTL: the record is kept alive and the
-	// leader read again between two. None while a step down holds.
-	const auto third = milliseconds(opts_.ttl_s * 1000 / 3);
-	if (Clock::now() < campaign_after_ || barred) {
-		const auto until = Clock::now() + third;
-		(void)idle_until(barred ? until : std::min(campaign_after_, until));
-		return;
-	}
-	auto c = election_owned_->campaign(opts_.replica + "\n" + opts_.address, opts_.ttl_s,
-					   Clock::now() + third);
-	if (!c.ok()) {
-		if (c.error() != -ETIMEDOUT && c.error() != -ECANCELED) {
-			s.reason = "campaign: " + c.message();
-			s.since = Clock::now();
-			post(s);
-		}
-		return;
-	}
-
-	const int64_t epoch = c.value();
-	// The set as it is now that the key is ours (group.h): what this
-	// epoch starts with. Out of it, or unread, this replica does not
-	// lead: the key goes at once.
-	std::optional<GroupConfig> config;
-	if (self_id_) {
-		auto now = read_config(false);
-		std::optional<std::string> why =
-			!now.ok() ? "cannot read the replica set after winning epoch " +
-					    std::to_string(epoch) + ": " + now.message()
-				  : not_member(now.value());
-		if (why) {
-			Status r = election_owned_->resign();
-			election_owned_.reset();
-			{
-				std::lock_guard lock(lock_);
-				election_ = nullptr;
-			}
-			campaign_after_ = Clock::now() + third;
-			GroupState l;
-			l.reason = *why + (r.ok() ? "" : " (the key lapses with its lease: " +
-							     r.message() + ")");
-			l.config = now.ok() ? std::optional(now.value()) : posted_.config;
-			l.since = Clock::now();
-			post(std::move(l));
-			return;
-		}
-		config = now.value();
-	}
-	leading_ = true;
-	renew_due_ = Clock::now() + third;
-	{
-		std::lock_guard lock(lock_);
-		key_lost_ = false;
-	}
-	// A key deleted or made again by someone else: this epoch is over.
-	mdr::etcd::WatchSpec spec{leader_key_, false, epoch + 1};
-	watch_ = client_->watch(spec, [this, epoch](const mdr::etcd::WatchEvent &ev) {
-		using Type = mdr::etcd::WatchEvent::Type;
-		if (ev.type == Type::del ||
-		    (ev.type == Type::put && ev.kv.create_revision != epoch)) {
-			{
-				std::lock_guard lock(lock_);
-				key_lost_ = true;
-			}
-			cv_.notify_all();
-		}
-	});
-
-	GroupState w;
-	w.role = GroupState::Role::leader;
-	w.leader_id = opts_.replica;
-	w.leader_address = opts_.address;
-	w.epoch = epoch;
-	w.valid_until = election_owned_->valid_until();
-	w.since = Clock::now();
-	w.reason = "won the campaign for epoch " + std::to_string(epoch);
-	w.config = std::move(config);
-	post(std::move(w));
-}
-
-mdr::Result<GroupConfig> GroupMember::read_config(bool put_ok)
-{
-	auto r = client_->get(config_key_);
-	if (!r.ok())
-		return Error(r.error(), r.message());
-	if (r.value().kvs.empty() && !put_ok)
-		return Error(-ENOENT, config_key_ + " is missing, and this replica's log is not "
-			     "empty: it does not put its own settings there (put the group's set "
-			     "back with etcdctl)");
-	if (r.value().kvs.empty()) {
-		// A new group: the first replica's settings start it.
-		auto put = client_->compare_and_swap(config_key_, 0,
-						      encode_group_config(opts_.bootstrap));
-		if (!put.ok())
-			return Error(put.error(), put.message());
-		if (put.value().swapped)
-			return GroupConfig{parse_group_config(encode_group_config(opts_.bootstrap))
-						   .value(),
-					   put.value().revision};
-		if (!put.value().current)
-			return Error(-EAGAIN, config_key_ + " came and went");
-		r.value().kvs.push_back(*put.value().current);
-	}
-	const mdr::etcd::KeyValue &kv = r.value().kvs.front();
-	auto set = parse_group_config(kv.value);
-	if (!set.ok())
-		return Error(set.error(), config_key_ + " at revision " +
-			     std::to_string(kv.mod_revision) + ": " + set.message());
-	return GroupConfig{std::move(set).value(), kv.mod_revision};
-}
-
-std::optional<std::string> GroupMember::not_member(const GroupConfig &c) const
-{
-	if (!self_id_)
-		return std::nullopt;
-	const ReplicaArg *in = c.find(self_id_);
-	if (!in)
-		return "replica " + opts_.replica + " is not in the group's replica set (revision " +
-		       std::to_string(c.revision) + "): a learner or a replica removed, it does "
-		       "not campaign";
-	// Its log listener is where its own settings put it. Where the set
-	// says otherwise, a leader could not reach it, nor could its
-	// followers tell whether it runs (group_dead_leader.cc probes the
-	// set's address): it does not lead.
-	for (const ReplicaArg &own : opts_.bootstrap)
-		if (own.id == self_id_ && (!same_host(own.address, in->address) ||
-					   own.port != in->port))
-			return "replica " + opts_.replica + " listens for its log at " +
-			       own.address + ":" + std::to_string(own.port) +
-			       ", where the group's replica set (revision " +
-			       std::to_string(c.revision) + ") has it at " + in->address + ":" +
-			       std::to_string(in->port) + ": it does not campaign";
-	return std::nullopt;
 }
 
 // A leader's change of the set (change_config()): the swap at the revision

@@ -15,8 +15,11 @@
 //	/mdroute/groups/G/config	the replica set (group_config.h), when
 //					the options give one to start it with
 //
-// The replica set (config): read before each campaign, and again right
-// after one is won, before the win is posted; a replica not in the set,
+// A follower watches the leader key and campaigns only when the key is
+// gone (group_follow.cc says how, and what it spares etcd).
+//
+// The replica set (config): read once a TTL by a follower, and again right
+// after a campaign is won, before the win is posted; a replica not in the set,
 // or one the set places elsewhere than its own bootstrap entry (where its
 // log listener is), does not campaign, and one that won and finds itself
 // so deletes the key at once and does not lead. The read after the win is
@@ -113,6 +116,10 @@ struct GroupState {
 	std::map<uint32_t, std::string> hosts;
 };
 
+// Role, leader, epoch, reason and set: what makes a state a change (a
+// renewal moves valid_until alone).
+bool same_change(const GroupState &a, const GroupState &b);
+
 class GroupMember {
 public:
 	using Clock = std::chrono::steady_clock;
@@ -179,7 +186,13 @@ private:
 
 	// The thread's side.
 	void run();
+	// group_follow.cc: a follower's round, the leader key's watch.
 	void follow();
+	bool watch_leader();
+	void take_leader_events();
+	void stop_watching_leader();
+	GroupState following_state() const;
+	void won(int64_t epoch);
 	void lead();
 	void keep_record();
 	void record_kept();
@@ -210,7 +223,18 @@ private:
 
 	// Only the thread touches these.
 	std::unique_ptr<mdr::etcd::Election> election_owned_;
-	std::unique_ptr<mdr::etcd::Watch> watch_;
+	std::unique_ptr<mdr::etcd::Watch> watch_;	// a leader's, of its key
+	// A follower's watch of the leader key, from a read of it on, and the
+	// key as the read and the watch's events tell it (none: absent);
+	// follow_error_ says why there is none (etcd not read).
+	std::unique_ptr<mdr::etcd::Watch> leader_watch_;
+	std::optional<mdr::etcd::KeyValue> leader_kv_;
+	std::string follow_error_;
+	// The set as a follower last read it, once a TTL; barred_ why it
+	// may not campaign (none: it may).
+	std::optional<GroupConfig> follow_config_;
+	std::optional<std::string> barred_;
+	Clock::time_point config_due_{};
 	bool leading_ = false;
 	int64_t record_lease_ = 0;
 	bool record_failed_ = false;
@@ -230,6 +254,11 @@ private:
 	bool resign_done_ = false;
 	mdr::Status resign_status_;
 	bool key_lost_ = false;		// the watch saw the leader key go
+	// What the follower's watch saw since the thread last looked: the
+	// last event's key (none: deleted), or a compaction that stopped it.
+	bool leader_event_ = false;
+	std::optional<mdr::etcd::KeyValue> leader_seen_;
+	bool leader_stale_ = false;
 	bool step_down_asked_ = false;
 	std::chrono::milliseconds step_down_hold_{0};
 	bool paused_ = false;

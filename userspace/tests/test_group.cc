@@ -11,6 +11,7 @@
 // theirs says; a replica out of it never campaigns; the leader's swap
 // changes it, and one guarded by an epoch that is over changes nothing; a
 // replica the set places elsewhere than its own listener never campaigns.
+// A follower at rest asks etcd for no campaign while the key is held.
 // The member records, read back by leader and follower alike: where each
 // replica serves hosts. A Deposer ends a silent leader's epoch at once.
 #include <cerrno>
@@ -219,6 +220,41 @@ static void test_one_leads_the_other_follows(void **)
 	const std::string want = l->state().leader_id + "\n" + l->state().leader_address;
 	assert_string_equal(key.value().kvs[0].value.c_str(), want.c_str());
 	assert_int_equal(key.value().kvs[0].create_revision, epoch);
+}
+
+// A group at rest asks etcd only for its renewals and reads: over three
+// TTLs no follower campaigns (no lease granted or revoked, no transaction,
+// no watch set up again) while the key is held; and once the leader
+// resigns the follower still wins at once, from the watch it kept.
+static void test_a_follower_at_rest_does_not_campaign(void **)
+{
+	Pair p;
+	assert_true(p.start("t7"));
+	Member *l = p.l, *f = p.f;
+	// Past the rounds of the start (the loser's try, its first reads).
+	assert_false(run_until(p.both(), [] { return false; }, 500));
+
+	const char *methods[] = {"LeaseGrant", "LeaseRevoke", "Txn", "Watch"};
+	int64_t before[4], after[4];
+	for (int i = 0; i < 4; i++)
+		assert_true((before[i] = g_rig->calls(0, methods[i])) >= 0);
+	assert_false(run_until(p.both(), [] { return false; }, 3000));
+	for (int i = 0; i < 4; i++) {
+		assert_true((after[i] = g_rig->calls(0, methods[i])) >= 0);
+		if (after[i] != before[i]) {
+			print_error("%s: %lld calls at rest\n", methods[i],
+				    (long long)(after[i] - before[i]));
+			fail();
+		}
+	}
+	assert_true(follows(*f, *l));
+
+	const int64_t old_epoch = l->state().epoch;
+	const auto t0 = Clock::now();
+	assert_true(l->m->resign().ok());
+	assert_true(run_until(p.both(), [&] { return f->leads(); }, 1000));
+	assert_true(f->state().since - t0 < milliseconds(400));
+	assert_true(f->state().epoch > old_epoch);
 }
 
 #ifdef MDR_TEST_HOOKS
@@ -699,6 +735,7 @@ int main()
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_leads_the_other_follows),
+		cmocka_unit_test(test_a_follower_at_rest_does_not_campaign),
 #ifdef MDR_TEST_HOOKS
 		cmocka_unit_test(test_frozen_leader_stops_before_takeover),
 		cmocka_unit_test(test_depose_ends_the_epoch_at_once),

@@ -21,6 +21,54 @@ using codec::error_of;
 constexpr auto kRetryPause = std::chrono::milliseconds(100);
 } // namespace
 
+Result<std::optional<int64_t>> Election::try_once(std::string_view value, int64_t ttl_s,
+						  Created *seen)
+{
+	if (held_)
+		return Error(-EALREADY, "already leading '" + key_ + "'");
+	if (ttl_s <= 0 || ttl_s > kMaxTtl)
+		return Error(-EINVAL, "a leader's TTL must be 1.." + std::to_string(kMaxTtl) + " s");
+	{
+		std::lock_guard lock(lock_);
+		if (stopped_)
+			return Error(-ECANCELED, "campaign for '" + key_ + "' stopped");
+	}
+	ttl_s_ = ttl_s;
+
+	// A new lease each try: one that waited behind another holder might
+	// have lapsed, and valid_until counts from its grant.
+	Clock::time_point t0 = Clock::now();
+	auto lease = client_.grant(ttl_s);
+	if (!lease.ok())
+		return error_of(lease);
+	auto c = client_.create(key_, value, lease.value().id);
+	if (!c.ok()) {
+		// The put may have happened: revoking takes the key too.
+		(void)client_.revoke(lease.value().id);
+		return error_of(c);
+	}
+	// Ours if this put created it, or if an earlier try of the same
+	// transaction did (its answer lost, the retry found our lease).
+	const bool ours = c.value().created || c.value().kv.lease == lease.value().id;
+	if (ours && c.value().kv.create_revision <= 0) {
+		// No epoch to fence with: an answer no etcd gives.
+		(void)client_.revoke(lease.value().id);
+		return Error(-EPROTO, "etcd answered epoch " +
+			     std::to_string(c.value().kv.create_revision));
+	}
+	if (ours) {
+		held_ = true;
+		epoch_ = c.value().kv.create_revision;
+		lease_ = lease.value().id;
+		valid_until_ = t0 + std::chrono::seconds(std::min(lease.value().ttl, ttl_s_));
+		return std::optional<int64_t>(epoch_);
+	}
+	(void)client_.revoke(lease.value().id);
+	if (seen)
+		*seen = c.value();
+	return std::optional<int64_t>();
+}
+
 Result<int64_t> Election::campaign(std::string_view value, int64_t ttl_s,
 				   Clock::time_point deadline)
 {
@@ -28,7 +76,6 @@ Result<int64_t> Election::campaign(std::string_view value, int64_t ttl_s,
 		return Error(-EALREADY, "already leading '" + key_ + "'");
 	if (ttl_s <= 0 || ttl_s > kMaxTtl)
 		return Error(-EINVAL, "a leader's TTL must be 1.." + std::to_string(kMaxTtl) + " s");
-	ttl_s_ = ttl_s;
 	std::string last = "nothing answered yet";
 
 	auto pause = [&](std::chrono::milliseconds d) {
@@ -45,45 +92,20 @@ Result<int64_t> Election::campaign(std::string_view value, int64_t ttl_s,
 		}
 		if (Clock::now() >= deadline)
 			return Error(-ETIMEDOUT, "campaign for '" + key_ + "' timed out: " + last);
-
-		// A new lease each try: one that waited behind another holder
-		// might have lapsed, and valid_until counts from its grant.
-		Clock::time_point t0 = Clock::now();
-		auto lease = client_.grant(ttl_s);
-		if (!lease.ok()) {
-			last = lease.message();
+		Created seen;
+		auto r = try_once(value, ttl_s, &seen);
+		if (!r.ok()) {
+			if (r.error() == -ECANCELED)
+				return error_of(r);
+			last = r.message();
 			pause(kRetryPause);
 			continue;
 		}
-		auto c = client_.create(key_, value, lease.value().id);
-		if (!c.ok()) {
-			// The put may have happened: revoking takes the key too.
-			last = c.message();
-			(void)client_.revoke(lease.value().id);
-			pause(kRetryPause);
-			continue;
-		}
-		// Ours if this put created it, or if an earlier try of the same
-		// transaction did (its answer lost, the retry found our lease).
-		if ((c.value().created || c.value().kv.lease == lease.value().id) &&
-		    c.value().kv.create_revision <= 0) {
-			// No epoch to fence with: an answer no etcd gives.
-			last = "etcd answered epoch " + std::to_string(c.value().kv.create_revision);
-			(void)client_.revoke(lease.value().id);
-			pause(kRetryPause);
-			continue;
-		}
-		if (c.value().created || c.value().kv.lease == lease.value().id) {
-			held_ = true;
-			epoch_ = c.value().kv.create_revision;
-			lease_ = lease.value().id;
-			valid_until_ = t0 + std::chrono::seconds(std::min(lease.value().ttl, ttl_s_));
-			return epoch_;
-		}
-		(void)client_.revoke(lease.value().id);
-		last = "held by lease " + std::to_string(c.value().kv.lease) + " at epoch " +
-		       std::to_string(c.value().kv.create_revision);
-		if (!wait_deleted(c.value().revision, deadline))
+		if (r.value())
+			return *r.value();
+		last = "held by lease " + std::to_string(seen.kv.lease) + " at epoch " +
+		       std::to_string(seen.kv.create_revision);
+		if (!wait_deleted(seen.revision, deadline))
 			continue;	// the loop's checks say why
 	}
 }

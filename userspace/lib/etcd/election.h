@@ -95,6 +95,16 @@ public:
 	// deadline (the last one is in the message).
 	Result<int64_t> campaign(std::string_view value, int64_t ttl_s, Clock::time_point deadline);
 
+	// One try of a campaign, for a candidate that watches the key itself
+	// and tries when it sees it gone: the epoch when this try created the
+	// key (valid_until() is then set); none when another holds it (the
+	// lease this try granted is revoked again), with *seen, if given, the
+	// transaction's answer (the holder, and the revision to watch from).
+	// Errors of etcd are answered, not retried; -ECANCELED after stop(),
+	// -EALREADY when it already leads, -EINVAL for a ttl_s out of range.
+	Result<std::optional<int64_t>> try_once(std::string_view value, int64_t ttl_s,
+						Created *seen = nullptr);
+
 	// One keepalive of the leader's lease: the time it is known valid until,
 	// from a clock read before the keepalive was sent. -ENOENT: the lease
 	// is gone, leadership is lost (held() turns false). Other errors: etcd

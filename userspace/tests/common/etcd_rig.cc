@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -51,22 +52,28 @@ int free_port()
 	return port;
 }
 
+// The body of an answer, up to a cap (the metrics' are some 100 KiB).
+struct Body {
+	std::string text;
+	size_t cap;
+};
+
 size_t collect(char *data, size_t size, size_t n, void *user)
 {
-	auto *out = static_cast<std::string *>(user);
-	if (out->size() < 4096)
-		out->append(data, size * n);
+	auto *out = static_cast<Body *>(user);
+	if (out->text.size() < out->cap)
+		out->text.append(data, std::min(size * n, out->cap - out->text.size()));
 	return size * n;
 }
 
-// One request of the rig's own (health, compaction); the body, or "" when
-// nothing answered 200.
-std::string http(const std::string &url, const char *post_body)
+// One request of the rig's own (health, compaction, metrics); the body, or
+// "" when nothing answered 200.
+std::string http(const std::string &url, const char *post_body, size_t cap = 4096)
 {
 	CURL *c = curl_easy_init();
 	if (!c)
 		return {};
-	std::string body;
+	Body body{{}, cap};
 	curl_easy_setopt(c, CURLOPT_URL, url.c_str());
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
@@ -79,7 +86,7 @@ std::string http(const std::string &url, const char *post_body)
 	long status = 0;
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_cleanup(c);
-	return rc == CURLE_OK && status == 200 ? body : std::string();
+	return rc == CURLE_OK && status == 200 ? body.text : std::string();
 }
 
 std::string tail_of(const std::string &path)
@@ -292,6 +299,27 @@ bool EtcdRig::compact(int64_t revision)
 			return true;
 	}
 	return false;
+}
+
+int64_t EtcdRig::calls(int i, const std::string &method) const
+{
+	const std::string m = http(members_[i].client_url + "/metrics", nullptr, 4 << 20);
+	const std::string name = "grpc_server_started_total{";
+	const std::string label = "grpc_method=\"" + method + "\"";
+	int64_t sum = 0;
+
+	if (m.empty())
+		return -1;
+	for (size_t at = 0, nl; at < m.size(); at = nl + 1) {
+		nl = m.find('\n', at);
+		if (nl == std::string::npos)
+			nl = m.size();
+		const std::string line = m.substr(at, nl - at);
+		if (line.rfind(name, 0) != 0 || line.find(label) == std::string::npos)
+			continue;
+		sum += std::strtoll(line.c_str() + line.rfind(' ') + 1, nullptr, 10);
+	}
+	return sum;
 }
 
 std::unique_ptr<etcd::Client> EtcdRig::client(int request_timeout_ms) const

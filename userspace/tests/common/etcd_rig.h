@@ -53,6 +53,12 @@ public:
 	// replication never compacts, but a watch must survive one).
 	bool compact(int64_t revision);
 
+	// The calls of a gRPC method ("LeaseGrant", "Txn", "Watch"...) member
+	// i has started, summed over its services, from its /metrics; the
+	// JSON gateway's requests are counted too (it calls the same
+	// methods). -1 when the member did not answer.
+	int64_t calls(int i, const std::string &method) const;
+
 	// A client of every member, with the timeouts the tests use.
 	std::unique_ptr<etcd::Client> client(int request_timeout_ms = 3000) const;
 
