@@ -295,14 +295,9 @@ bool GroupMember::idle_until(Clock::time_point t)
 
 void GroupMember::run()
 {
+	// Each keeps its record itself: a leader after its renewal, a
+	// follower after its try at a key it saw go.
 	while (!asked_to_stop()) {
-		// A leader keeps its record from lead(), after its renewal.
-		if (!leading_) {
-			keep_record();
-			read_hosts();
-		}
-		if (asked_to_stop())
-			break;
 		if (leading_)
 			lead();
 		else

@@ -82,9 +82,18 @@ void GroupMember::follow()
 
 	take_leader_events();
 	const bool known = leader_watch_ || watch_leader();
+	// A key just gone is tried for first: the record, the members and
+	// the set wait for the next round (the set read a TTL ago at most
+	// says whether this replica may try; a win reads it again).
+	const bool try_now = known && !leader_kv_ && !barred_ &&
+			     Clock::now() >= campaign_after_ && (!self_id_ || follow_config_);
+	if (!try_now) {
+		keep_record();
+		read_hosts();
+	}
 	// The set: a replica out of it does not campaign (a learner, or one
 	// removed), nor does one that cannot read it.
-	if (self_id_ && (!follow_config_ || Clock::now() >= config_due_)) {
+	if (!try_now && self_id_ && (!follow_config_ || Clock::now() >= config_due_)) {
 		config_due_ = Clock::now() + milliseconds(opts_.ttl_s * 1000);
 		auto c = read_config(opts_.may_bootstrap);
 		if (c.ok()) {
@@ -115,21 +124,23 @@ void GroupMember::follow()
 		return;
 	}
 	auto c = election_owned_->try_once(opts_.replica + "\n" + opts_.address, opts_.ttl_s);
+	if (c.ok() && c.value())
+		return won(*c.value());
+	if (!c.ok() && c.error() == -ECANCELED)
+		return;
+	// What the try put off, so that tries failing in a row never let
+	// the record lapse.
+	keep_record();
+	read_hosts();
 	if (!c.ok()) {
-		if (c.error() != -ECANCELED) {
-			s.reason = "campaign: " + c.message();
-			s.since = Clock::now();
-			post(s);
-			(void)idle_until(Clock::now() + kRetryPause);
-		}
+		s.reason = "campaign: " + c.message();
+		s.since = Clock::now();
+		post(s);
+		(void)idle_until(Clock::now() + kRetryPause);
 		return;
 	}
-	if (!c.value()) {
-		// Another won the race: its key comes through the watch.
-		(void)idle_until(until);
-		return;
-	}
-	won(*c.value());
+	// Another won the race: its key comes through the watch.
+	(void)idle_until(until);
 }
 
 // Reads the leader key and watches it from the read on; false (and
