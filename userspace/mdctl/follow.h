@@ -4,7 +4,8 @@
 // replica that does not lead answers a change with MDR_ST_NOT_LEADER and
 // the leader's address (wire version 5); nothing was done. The session
 // then connects there, proves the key again, and sends the request again.
-// Reads go to the replica named (each answers them from its own state).
+// Reads go to the replica named (each answers them from its own state,
+// but a volume name it does not find, for which it names the leader too).
 #ifndef MDCTL_FOLLOW_H
 #define MDCTL_FOLLOW_H
 

@@ -149,8 +149,16 @@ void AdminRpc::do_info(Session &s, uint64_t req_id, const wire::VolInfoReq &r)
 {
 	const Volume *v = core_.store.volume(r.name);
 
-	if (!v)
+	if (!v) {
+		// A replica that does not lead may be behind: a volume created
+		// moments ago is not in its store until its commit index gets
+		// there. A client that follows a leader (version 5) is sent
+		// there as for a change, and the leader's answer, found or not,
+		// is the group's; an older one hears what this store says.
+		if (core_.repl && !core_.accepting() && s.peer.version >= wire::kGroupVersion)
+			return core_.refuse_not_leading(s, req_id, MDR_OP_VOL_INFO);
 		return core_.reply_error(s.peer.id, req_id, MDR_OP_VOL_INFO, -ENOENT);
+	}
 	wire::VolInfoRep rep;
 	static_cast<wire::VolumeReply &>(rep) = volume_reply(*v);
 	core_.reply(s.peer.id, req_id, rep);
