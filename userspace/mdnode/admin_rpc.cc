@@ -152,11 +152,19 @@ void AdminRpc::do_info(Session &s, uint64_t req_id, const wire::VolInfoReq &r)
 	if (!v) {
 		// A replica that does not lead may be behind: a volume created
 		// moments ago is not in its store until its commit index gets
-		// there. A client that follows a leader (version 5) is sent
-		// there as for a change, and the leader's answer, found or not,
-		// is the group's; an older one hears what this store says.
+		// there. A client that follows a leader (version 5) is sent to
+		// the leader it knows, whose answer, found or not, is the
+		// group's. Without one (an election, or this replica about to
+		// lead), and to an older client, this store answers: a name
+		// nobody made is not held up for an election.
+		std::optional<wire::Leader> to;
 		if (core_.repl && !core_.accepting() && s.peer.version >= wire::kGroupVersion)
-			return core_.refuse_not_leading(s, req_id, MDR_OP_VOL_INFO);
+			to = core_.repl->redirect();
+		if (to && to->known())
+			return core_.reply_error(s.peer.id, req_id,
+						 wire::ErrorRep{.opcode = MDR_OP_VOL_INFO,
+								.status = MDR_ST_NOT_LEADER,
+								.leader = *to});
 		return core_.reply_error(s.peer.id, req_id, MDR_OP_VOL_INFO, -ENOENT);
 	}
 	wire::VolInfoRep rep;

@@ -479,6 +479,10 @@ void GroupMember::lose(std::string reason)
 		step_down_asked_ = false;
 	}
 	election_owned_.reset();	// a new term campaigns anew
+	// The set as this leader last changed it: a follower's next read is
+	// up to a TTL away.
+	if (posted_.config)
+		follow_config_ = posted_.config;
 
 	GroupState s;
 	s.reason = std::move(reason);

@@ -188,6 +188,9 @@ private:
 	void run();
 	// group_follow.cc: a follower's round, the leader key's watch.
 	void follow();
+	void keep_up();
+	Clock::time_point round_end() const;
+	void post_following();
 	bool watch_leader();
 	void take_leader_events();
 	void stop_watching_leader();
@@ -230,6 +233,8 @@ private:
 	std::unique_ptr<mdr::etcd::Watch> leader_watch_;
 	std::optional<mdr::etcd::KeyValue> leader_kv_;
 	std::string follow_error_;
+	std::string try_error_;		// the last try's, until the key moves
+	Clock::time_point leader_check_due_{};	// a read against the watch
 	// The set as a follower last read it, once a TTL; barred_ why it
 	// may not campaign (none: it may).
 	std::optional<GroupConfig> follow_config_;

@@ -11,8 +11,9 @@
 // and once: the transaction creates the key only if it is still absent,
 // and a try lost to a faster replica hears of the winner's key through
 // the same watch. Between, a round asks etcd only the member record's
-// keepalive and, once a TTL, the reads of the member records and of the
-// set. A campaign of a third of a TTL per round (a lease granted, the
+// keepalive and, once a TTL, the reads of the member records, of the set
+// and of the key itself (a watch whose stream stalls without breaking is
+// caught by that read: it is made again when the read is ahead of it). A campaign of a third of a TTL per round (a lease granted, the
 // transaction, a watch set up and cancelled, the lease revoked) cost etcd
 // 40 % of a CPU under TCG for a group at rest (2026-12-06), and every
 // group's followers would ask it of a production etcd.
@@ -79,68 +80,116 @@ void GroupMember::follow()
 		election_ = e.get();
 		election_owned_ = std::move(e);
 	}
+	{
+		// A step down the loop asked for an epoch this replica no
+		// longer leads (it had not heard of the loss yet): nothing to
+		// step down from, and left standing it would wake every wait.
+		std::lock_guard lock(lock_);
+		step_down_asked_ = false;
+	}
 
 	take_leader_events();
 	const bool known = leader_watch_ || watch_leader();
-	// A key just gone is tried for first: the record, the members and
-	// the set wait for the next round (the set read a TTL ago at most
-	// says whether this replica may try; a win reads it again).
+	// A key just gone is tried for first: the record, the members, the
+	// set and the watch's check wait for the try (the set read a TTL
+	// ago at most says whether this replica may try; a win reads it
+	// again).
 	const bool try_now = known && !leader_kv_ && !barred_ &&
 			     Clock::now() >= campaign_after_ && (!self_id_ || follow_config_);
-	if (!try_now) {
-		keep_record();
-		read_hosts();
-	}
-	// The set: a replica out of it does not campaign (a learner, or one
-	// removed), nor does one that cannot read it.
-	if (!try_now && self_id_ && (!follow_config_ || Clock::now() >= config_due_)) {
-		config_due_ = Clock::now() + milliseconds(opts_.ttl_s * 1000);
-		auto c = read_config(opts_.may_bootstrap);
-		if (c.ok()) {
-			follow_config_ = c.value();
-			barred_ = not_member(c.value());
-		} else {
-			barred_ = "cannot read the replica set: " + c.message();
-		}
-	}
-	GroupState s = following_state();
-	if (!same_change(s, posted_))
-		post(s);
-
-	// Nothing to try for while the key is held, while a step down holds,
-	// or barred: wait for the watch, the record's round or the set's.
-	const auto third = milliseconds(opts_.ttl_s * 1000 / 3);
-	Clock::time_point until = std::min({record_due_, hosts_due_, Clock::now() + third});
-	if (self_id_)
-		until = std::min(until, config_due_);
+	if (!try_now)
+		keep_up();
+	post_following();
 	if (!known) {
-		(void)idle_until(std::min(until, Clock::now() + kRetryPause));
+		(void)idle_until(std::min(round_end(), Clock::now() + kRetryPause));
 		return;
 	}
-	if (leader_kv_ || barred_ || Clock::now() < campaign_after_) {
+	if (!try_now) {
+		Clock::time_point until = round_end();
 		if (!leader_kv_ && !barred_)
 			until = std::min(until, campaign_after_);
 		(void)idle_until(until);
 		return;
 	}
-	auto c = election_owned_->try_once(opts_.replica + "\n" + opts_.address, opts_.ttl_s);
+
+	mdr::etcd::Created seen;
+	auto c = election_owned_->try_once(opts_.replica + "\n" + opts_.address, opts_.ttl_s,
+					   &seen);
 	if (c.ok() && c.value())
 		return won(*c.value());
 	if (!c.ok() && c.error() == -ECANCELED)
 		return;
+	if (c.ok()) {
+		// Another won the race: who, its answer says (the watch says
+		// it again, and anything after it).
+		try_error_.clear();
+		leader_kv_ = seen.kv;
+	} else {
+		try_error_ = "campaign: " + c.message();
+	}
 	// What the try put off, so that tries failing in a row never let
-	// the record lapse.
+	// the record lapse nor the set go unread.
+	keep_up();
+	post_following();
+	(void)idle_until(c.ok() ? round_end() : Clock::now() + kRetryPause);
+}
+
+// A follower's own upkeep, each when due: its member record, the member
+// records of the others, the replica set (again soon after a read that
+// failed: a replica that cannot read it does not campaign), and a read of
+// the leader key against what the watch says (a stream that stalls
+// without breaking is noticed within a TTL).
+void GroupMember::keep_up()
+{
 	keep_record();
 	read_hosts();
-	if (!c.ok()) {
-		s.reason = "campaign: " + c.message();
-		s.since = Clock::now();
-		post(s);
-		(void)idle_until(Clock::now() + kRetryPause);
-		return;
+	const Clock::time_point now = Clock::now();
+	if (self_id_ && (!follow_config_ || now >= config_due_)) {
+		auto c = read_config(opts_.may_bootstrap);
+		if (c.ok()) {
+			config_due_ = now + milliseconds(opts_.ttl_s * 1000);
+			follow_config_ = c.value();
+			barred_ = not_member(c.value());
+		} else {
+			config_due_ = now + kRetryPause;
+			barred_ = "cannot read the replica set: " + c.message();
+		}
 	}
-	// Another won the race: its key comes through the watch.
-	(void)idle_until(until);
+	if (leader_watch_ && now >= leader_check_due_) {
+		leader_check_due_ = now + milliseconds(opts_.ttl_s * 1000);
+		auto r = client_->get(leader_key_);
+		const auto epoch = [](const std::optional<mdr::etcd::KeyValue> &kv) {
+			return kv ? kv->create_revision : 0;
+		};
+		std::optional<mdr::etcd::KeyValue> now_kv;
+		if (r.ok() && !r.value().kvs.empty())
+			now_kv = r.value().kvs.front();
+		// The watch is behind the read (or the read behind the watch,
+		// which is no news): read and watch again from here.
+		if (r.ok() && epoch(now_kv) != epoch(leader_kv_) &&
+		    r.value().revision >= leader_watch_->next_revision()) {
+			stop_watching_leader();
+			(void)watch_leader();
+		}
+	}
+}
+
+// When the next upkeep is due: the round's end.
+GroupMember::Clock::time_point GroupMember::round_end() const
+{
+	Clock::time_point t = std::min(record_due_, Clock::now() +
+					milliseconds(opts_.ttl_s * 1000 / 3));
+	if (self_id_)
+		t = std::min({t, hosts_due_, config_due_});
+	if (leader_watch_)
+		t = std::min(t, leader_check_due_);
+	return t;
+}
+
+void GroupMember::post_following()
+{
+	GroupState s = following_state();
+	if (!same_change(s, posted_))
+		post(std::move(s));
 }
 
 // Reads the leader key and watches it from the read on; false (and
@@ -153,6 +202,7 @@ bool GroupMember::watch_leader()
 		return false;
 	}
 	follow_error_.clear();
+	leader_check_due_ = Clock::now() + milliseconds(opts_.ttl_s * 1000);
 	leader_kv_.reset();
 	if (!r.value().kvs.empty())
 		leader_kv_ = r.value().kvs.front();
@@ -194,8 +244,10 @@ void GroupMember::take_leader_events()
 		return;
 	if (stale)
 		return stop_watching_leader();
-	if (event)
+	if (event) {
 		leader_kv_ = std::move(seen);
+		try_error_.clear();
+	}
 }
 
 void GroupMember::stop_watching_leader()
@@ -215,7 +267,7 @@ GroupState GroupMember::following_state() const
 	if (!leader_watch_)
 		s.reason = follow_error_;
 	else if (!leader_kv_)
-		s.reason = "no leader";
+		s.reason = try_error_.empty() ? "no leader" : try_error_;
 	else
 		take_leader(s, *leader_kv_);
 	s.config = self_id_ && follow_config_ ? follow_config_ : posted_.config;
@@ -232,6 +284,7 @@ void GroupMember::won(int64_t epoch)
 	const auto third = milliseconds(opts_.ttl_s * 1000 / 3);
 
 	stop_watching_leader();
+	try_error_.clear();
 	// The set as it is now that the key is ours (group.h): what this
 	// epoch starts with. Out of it, or unread, this replica does not
 	// lead: the key goes at once.
@@ -243,6 +296,13 @@ void GroupMember::won(int64_t epoch)
 					    std::to_string(epoch) + ": " + now.message()
 				  : not_member(now.value());
 		if (why) {
+			// Remembered, so that it does not win and resign again
+			// before the set is due.
+			barred_ = why;
+			config_due_ = Clock::now() + (now.ok() ? milliseconds(opts_.ttl_s * 1000)
+							       : kRetryPause);
+			if (now.ok())
+				follow_config_ = now.value();
 			mdr::Status r = election_owned_->resign();
 			election_owned_.reset();
 			{

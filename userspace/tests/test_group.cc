@@ -11,9 +11,12 @@
 // theirs says; a replica out of it never campaigns; the leader's swap
 // changes it, and one guarded by an epoch that is over changes nothing; a
 // replica the set places elsewhere than its own listener never campaigns.
-// A follower at rest asks etcd for no campaign while the key is held.
+// A follower at rest asks etcd for no campaign while the key is held, and
+// spends no CPU waiting.
 // The member records, read back by leader and follower alike: where each
 // replica serves hosts. A Deposer ends a silent leader's epoch at once.
+#include <sys/resource.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -58,6 +61,15 @@ GroupOptions options(const std::string &group, const std::string &id)
 	o.ttl_s = 1;
 	o.drift_margin_ms = kDriftMs;
 	return o;
+}
+
+// CPU time this process used so far, user and system, in seconds.
+double cpu_s()
+{
+	struct rusage ru {};
+	getrusage(RUSAGE_SELF, &ru);
+	return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 // A member and what its on_change reported, on the loop's thread.
@@ -238,7 +250,14 @@ static void test_a_follower_at_rest_does_not_campaign(void **)
 	int64_t before[4], after[4];
 	for (int i = 0; i < 4; i++)
 		assert_true((before[i] = g_rig->calls(0, methods[i])) >= 0);
+	const double cpu0 = cpu_s();
 	assert_false(run_until(p.both(), [] { return false; }, 3000));
+	// Nor does either thread spin: both members live in this process.
+	const double cpu = cpu_s() - cpu0;
+	if (cpu > 1.0) {
+		print_error("%.2f s of CPU in 3 s at rest\n", cpu);
+		fail();
+	}
 	for (int i = 0; i < 4; i++) {
 		assert_true((after[i] = g_rig->calls(0, methods[i])) >= 0);
 		if (after[i] != before[i]) {
