@@ -123,52 +123,60 @@ def target(name, value):
     return {"what": what, "value": value, "target": t, "op": op, "met": met}
 
 
-def control_figures(runs, lat):
-    """The control reader's p50 during each failover / before it, in the
-    same windows as the cached reader's: what the failover does to reads
-    of the same disk that do not go through mdroute (the emulated
-    machine's share of the cached reader's ratio)."""
+def med(xs):
+    return round(statistics.median(xs), 3) if xs else None
+
+
+def reader_p50s(runs, lat, name):
+    """A reader's p50 before each kill and during its pause, kept in the
+    run as <name>_p50_us_before and _during; the ratios and p50s of the
+    kills that had reads in both windows."""
     ratios, p50b, p50d = [], [], []
     for r in runs:
         before, during = cached_windows(lat, r)
         if before and during:
             b, d = pct(before, 50), pct(during, 50)
-            r["control_p50_us_before"] = round(b, 1)
-            r["control_p50_us_during"] = round(d, 1)
+            r[f"{name}_p50_us_before"] = round(b, 1)
+            r[f"{name}_p50_us_during"] = round(d, 1)
             ratios.append(d / b)
             p50b.append(b)
             p50d.append(d)
-            if r.get("cached_p50_us_before"):
-                cached = r["cached_p50_us_during"] / r["cached_p50_us_before"]
-                r["cached_over_control"] = round(cached / (d / b), 3)
-    med = lambda xs: round(statistics.median(xs), 3) if xs else None  # noqa: E731
+    return ratios, p50b, p50d
+
+
+def control_figures(runs, lat):
+    """The control reader's p50 during each failover / before it, in the
+    same windows as the cached reader's: what the failover does to reads
+    of the same disk that do not go through mdroute (the emulated
+    machine's share of the cached reader's ratio)."""
+    ratios, p50b, p50d = reader_p50s(runs, lat, "control")
+    quotients = []
+    for r in runs:
+        if r.get("cached_p50_us_before") and r.get("control_p50_us_before"):
+            cached = r["cached_p50_us_during"] / r["cached_p50_us_before"]
+            control = r["control_p50_us_during"] / r["control_p50_us_before"]
+            r["cached_over_control"] = round(cached / control, 3)
+            quotients.append(cached / control)
     return {
         "control_p50_ratio": med(ratios),
         "control_p50_us_before": med(p50b),
         "control_p50_us_during": med(p50d),
-        "cached_over_control_ratio": med([r["cached_over_control"] for r in runs
-                                          if "cached_over_control" in r]),
+        "cached_over_control_ratio": med(quotients),
     }
 
 
 def figures(runs, lat):
-    ratios, p50b, p50d, p99d, maxd = [], [], [], [], []
+    ratios, p50b, p50d = reader_p50s(runs, lat, "cached")
+    p99d, maxd = [], []
     for r in runs:
         before, during = cached_windows(lat, r)
         r["cached_reads_before"] = len(before)
         r["cached_reads_during"] = len(during)
         if before and during:
-            b, d = pct(before, 50), pct(during, 50)
-            r["cached_p50_us_before"] = round(b, 1)
-            r["cached_p50_us_during"] = round(d, 1)
             r["cached_p99_us_during"] = round(pct(during, 99), 1)
             r["cached_max_us_during"] = round(max(during), 1)
-            ratios.append(d / b)
-            p50b.append(b)
-            p50d.append(d)
             p99d.append(pct(during, 99))
             maxd.append(max(during))
-    med = lambda xs: round(statistics.median(xs), 3) if xs else None  # noqa: E731
     pauses = [r["pause_ms"] for r in runs]
     return {
         "pause_ms_p50": med(pauses),

@@ -9,14 +9,15 @@
 // resumes by itself, gateway_watch.cc). It tries to win only when the key
 // is absent, by the read or by the watch's last event, and then at once
 // and once: the transaction creates the key only if it is still absent,
-// and a try lost to a faster replica hears of the winner's key through
-// the same watch. Between, a round asks etcd only the member record's
-// keepalive and, once a TTL, the reads of the member records, of the set
-// and of the key itself (a watch whose stream stalls without breaking is
-// caught by that read: it is made again when the read is ahead of it). A campaign of a third of a TTL per round (a lease granted, the
-// transaction, a watch set up and cancelled, the lease revoked) cost etcd
-// 40 % of a CPU under TCG for a group at rest (2026-12-06), and every
-// group's followers would ask it of a production etcd.
+// and a try lost to a faster replica takes the winner from its answer.
+// Between, a round asks etcd only the member record's keepalive and, once
+// a TTL, the reads of the member records, of the set and of the key
+// itself (a watch whose stream stalls without breaking is caught by that
+// read: it is made again when the read is ahead of it). A campaign of a
+// third of a TTL per round (a lease granted, the transaction, a watch set
+// up and cancelled, the lease revoked) kept etcd at half a CPU under TCG
+// for a group at rest (2026-12-06), and every group's followers would ask
+// it of a production etcd.
 //
 // Safety is the campaign's (election.h) and the set's read after a win
 // (group.h): the watch says only who leads and when to try. A watch that
@@ -53,7 +54,6 @@ bool same_host(const std::string &a, const std::string &b)
 		return x->family == y->family && x->addr == y->addr;
 	return a == b;
 }
-
 
 // Who leads, from the leader key's value ("ID\nADDRESS") and its epoch.
 void take_leader(GroupState &s, const mdr::etcd::KeyValue &kv)

@@ -21,13 +21,20 @@ using codec::error_of;
 constexpr auto kRetryPause = std::chrono::milliseconds(100);
 } // namespace
 
-Result<std::optional<int64_t>> Election::try_once(std::string_view value, int64_t ttl_s,
-						  Created *seen)
+Status Election::may_campaign(int64_t ttl_s) const
 {
 	if (held_)
 		return Error(-EALREADY, "already leading '" + key_ + "'");
 	if (ttl_s <= 0 || ttl_s > kMaxTtl)
 		return Error(-EINVAL, "a leader's TTL must be 1.." + std::to_string(kMaxTtl) + " s");
+	return {};
+}
+
+Result<std::optional<int64_t>> Election::try_once(std::string_view value, int64_t ttl_s,
+						  Created *seen)
+{
+	if (Status st = may_campaign(ttl_s); !st.ok())
+		return error_of(st);
 	{
 		std::lock_guard lock(lock_);
 		if (stopped_)
@@ -72,10 +79,8 @@ Result<std::optional<int64_t>> Election::try_once(std::string_view value, int64_
 Result<int64_t> Election::campaign(std::string_view value, int64_t ttl_s,
 				   Clock::time_point deadline)
 {
-	if (held_)
-		return Error(-EALREADY, "already leading '" + key_ + "'");
-	if (ttl_s <= 0 || ttl_s > kMaxTtl)
-		return Error(-EINVAL, "a leader's TTL must be 1.." + std::to_string(kMaxTtl) + " s");
+	if (Status st = may_campaign(ttl_s); !st.ok())
+		return error_of(st);
 	std::string last = "nothing answered yet";
 
 	auto pause = [&](std::chrono::milliseconds d) {

@@ -127,6 +127,8 @@ public:
 	Clock::time_point valid_until() const { return valid_until_; }
 
 private:
+	// -EALREADY when it leads, -EINVAL for a TTL out of range.
+	Status may_campaign(int64_t ttl_s) const;
 	// Waits for the key to be deleted after revision, or for the deadline
 	// or stop(); false when the wait ended without a delete.
 	bool wait_deleted(int64_t revision, Clock::time_point deadline);
