@@ -4,6 +4,7 @@
 #include "mdnode/group_replica.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -144,6 +145,7 @@ void GroupReplica::add_to(EventLoop &loop)
 			  answer_committed();
 			  return more;
 		  }});
+	loop.after_round([this] { ship_appended(); });
 }
 
 bool GroupReplica::accepting() const
@@ -617,11 +619,12 @@ std::optional<repl::LogCheckpoint> GroupReplica::checkpoint_position() const
 }
 
 // The mark and the record go to the journal back to back (nothing else is
-// journaled between them: one thread), then to the shipper. A journal
-// that refuses the mark took nothing; one that takes the mark and refuses
-// the record has failed (journal.h: it refuses only what is too large,
-// and a change never is), and the next start reads the mark's record as
-// lost at a crash.
+// journaled between them: one thread), then, at the end of the loop's
+// round, to the shipper with the round's other records (ship_appended()).
+// A journal that refuses the mark took nothing; one that takes the mark
+// and refuses the record has failed (journal.h: it refuses only what is
+// too large, and a change never is), and the next start reads the mark's
+// record as lost at a crash.
 mdr::Result<uint64_t> GroupReplica::append_and_ship(uint16_t type,
 						    std::span<const std::byte> payload,
 						    std::function<void(int err)> committed)
@@ -646,17 +649,8 @@ mdr::Result<uint64_t> GroupReplica::append_and_ship(uint16_t type,
 		return mdr::Error(st.error(), st.message());
 	}
 
-	const repl::RecordRef r{type, payload};
-
-	if (mdr::Status sh = shipper_->ship(index, std::span(&r, 1)); !sh.ok()) {
-		// The journal holds a record the group's log lacks: the logs
-		// would part from here on. A bug: stop, as for a journaled
-		// change the state cannot take.
-		log_error("cannot ship the journaled record at %llu: %s",
-			  (unsigned long long)index, sh.message().c_str());
-		log_flush();
-		std::abort();
-	}
+	unshipped_.push_back({index, epoch_, type,
+			      std::vector<std::byte>(payload.begin(), payload.end())});
 	recent_.push({index, epoch_, type, std::vector<std::byte>(payload.begin(), payload.end())});
 	if (mdr::Status h = answers_.hold(index, std::move(committed)); !h.ok()) {
 		log_error("cannot wait for the commit of %llu: %s", (unsigned long long)index,
@@ -668,12 +662,44 @@ mdr::Result<uint64_t> GroupReplica::append_and_ship(uint16_t type,
 	return index;
 }
 
+// Group commit for the followers, as the journal's for the disk: at QD16
+// a round prepares about as many changes, and one batch of them costs a
+// follower one wakeup, one journal write and one DURABLE, the leader one
+// WRITE per follower and one DURABLE to take from each. A change waits
+// for no timer: the round that prepared it ships it.
+void GroupReplica::ship_appended()
+{
+	if (unshipped_.empty())
+		return;
+
+	std::vector<repl::RecordRef> refs;
+
+	// A stop or step down in this round dropped them with the shipper.
+	assert(shipper_);
+	refs.reserve(unshipped_.size());
+	for (const repl::HeldRecord &r : unshipped_)
+		refs.push_back({r.type, r.payload});
+	if (mdr::Status sh = shipper_->ship(unshipped_.front().index, refs); !sh.ok()) {
+		// The journal holds records the group's log lacks: the logs
+		// would part from here on. A bug: stop, as for a journaled
+		// change the state cannot take.
+		log_error("cannot ship the journaled records at %llu..%llu: %s",
+			  (unsigned long long)unshipped_.front().index,
+			  (unsigned long long)unshipped_.back().index, sh.message().c_str());
+		log_flush();
+		std::abort();
+	}
+	unshipped_.clear();
+}
+
 void GroupReplica::local_durable(uint64_t index)
 {
 	local_durable_ = std::max(local_durable_, index);
 	// After a stop the shipper is gone: nothing counts any more.
 	if (!shipper_)
 		return;
+	// The journal may finish a write within the round that appended it.
+	ship_appended();
 	if (mdr::Status st = shipper_->local_durable(index); !st.ok())
 		return stop("its journal's durable index " + std::to_string(index) + ": " +
 			    st.message());
@@ -728,6 +754,7 @@ void GroupReplica::step_down(const std::string &why)
 		 (unsigned long long)settings_.group, (unsigned long long)epoch_, why.c_str());
 	answers_.abandon(-EAGAIN);
 	change_.reset();
+	unshipped_.clear();
 	shipper_.reset();
 	// Its mirrors' memory is kept, mapped, for the epoch it may lead next.
 	if (link_)
@@ -778,6 +805,7 @@ void GroupReplica::end()
 	// The shipper writes through the link: it goes first. A change of
 	// the set is the next leader's to find in etcd, done or not.
 	change_.reset();
+	unshipped_.clear();
 	shipper_.reset();
 	link_.reset();
 	gate_.reset();

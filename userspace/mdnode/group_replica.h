@@ -140,8 +140,12 @@ public:
 	GroupReplica &operator=(const GroupReplica &) = delete;
 
 	// Its fds in the loop: the member's eventfd, the follower's and the
-	// leader link's channels.
+	// leader link's channels; and, after each round, ship_appended().
 	void add_to(EventLoop &loop);
+	// The records a leader appended since the last call go to the
+	// followers as one batch: one WRITE and one DURABLE per follower
+	// for all the changes a round prepared, not one per change.
+	void ship_appended();
 	// From the loop's tick: the leader's validity, heartbeats, connects,
 	// the gate.
 	void tick(int64_t now_ms);
@@ -273,6 +277,10 @@ private:
 	// epoch it leads, and in its checkpoints. Where the batch its
 	// receiver appends puts the next record.
 	repl::RecentLog recent_;
+	// The leader's records journaled and not shipped yet, in index
+	// order: ship_appended() empties it at the end of each round, and
+	// before the shipper hears of their durability (local_durable()).
+	std::vector<repl::HeldRecord> unshipped_;
 	uint64_t batch_next_ = 0;
 	uint64_t batch_epoch_ = 0;
 	bool serving_begun_ = false;	// held records applied, said

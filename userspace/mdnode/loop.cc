@@ -90,8 +90,8 @@ void EventLoop::run()
 			if (s.ready(fd, s.budget))
 				backlog_.emplace(i, fd);
 		}
-		if (after_round_)
-			after_round_();
+		for (const auto &fn : after_round_)
+			fn();
 	}
 }
 

@@ -49,8 +49,10 @@ public:
 	void add_fd(const char *name, int fd, std::function<void()> fn);
 	// Calls fn every period_ms (a timerfd; rounds missed are run once).
 	mdr::Status add_timer(const char *name, int period_ms, std::function<void()> fn);
-	// Called after every round (checks that end the loop).
-	void after_round(std::function<void()> fn) { after_round_ = std::move(fn); }
+	// Called after every round, in the order added: work a round leaves
+	// for its end (a replica's batch of records) and checks that end the
+	// loop.
+	void after_round(std::function<void()> fn) { after_round_.push_back(std::move(fn)); }
 
 	// Runs rounds until stop().
 	void run();
@@ -59,7 +61,7 @@ public:
 private:
 	std::vector<Source> sources_;
 	std::vector<int> timer_fds_;
-	std::function<void()> after_round_;
+	std::vector<std::function<void()>> after_round_;
 	// (source index, fd) whose handler left work in the last round.
 	std::set<std::pair<size_t, int>> backlog_;
 	bool stop_ = false;

@@ -3,7 +3,8 @@
 // test_loop.cc - mdnode's event loop: a source that always has work left
 // is given its budget per round and cannot starve another source or a
 // timer; readiness alone calls a handler; stop() ends the loop after the
-// round.
+// round; what runs after a round runs after every handler of it, in the
+// order it was added.
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -71,6 +72,30 @@ void test_timer_under_flood(void **)
 	close(fd);
 }
 
+// Both hooks after both handlers of each round, in the order added; a
+// hook's stop() ends the loop after that round.
+void test_after_round_in_order(void **)
+{
+	EventLoop loop;
+	const int a_fd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+	const int b_fd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+	std::string calls;
+
+	assert_true(a_fd >= 0 && b_fd >= 0);
+	loop.add_fd("a", a_fd, [&] { calls += 'a'; });
+	loop.add_fd("b", b_fd, [&] { calls += 'b'; });
+	loop.after_round([&] { calls += '1'; });
+	loop.after_round([&] {
+		calls += '2';
+		if (calls.size() == 8)
+			loop.stop();
+	});
+	loop.run();
+	assert_string_equal(calls.c_str(), "ab12ab12");
+	close(a_fd);
+	close(b_fd);
+}
+
 } // namespace
 
 int main()
@@ -78,6 +103,7 @@ int main()
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_budget_shares_rounds),
 		cmocka_unit_test(test_timer_under_flood),
+		cmocka_unit_test(test_after_round_in_order),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
