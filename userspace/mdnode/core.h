@@ -193,7 +193,8 @@ public:
 	// is journaled, and so are host requests (a follower grants no lease).
 	virtual bool accepting() const = 0;
 	// Journals the change's record as the log's next (with its mark,
-	// repl_journal.h) and ships it; calls committed(0) once the commit
+	// repl_journal.h) and ships it (with the other records of the loop's
+	// round, at its end); calls committed(0) once the commit
 	// index covers it, or committed(err < 0) if this replica stops
 	// leading first; never from ship() itself. Its log index, or an
 	// error with nothing journaled: -EAGAIN when not leading, the

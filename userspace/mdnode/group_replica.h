@@ -227,7 +227,8 @@ private:
 	// while.
 	void step_down(const std::string &why);
 	void local_durable(uint64_t index);
-	// Its log's next record, journaled (with its mark) and shipped.
+	// Its log's next record, journaled (with its mark) now and shipped at
+	// the end of the loop's round (ship_appended()).
 	mdr::Result<uint64_t> append_and_ship(uint16_t type, std::span<const std::byte> payload,
 					      std::function<void(int err)> committed);
 	// The records its log held before its epoch, applied once its EPOCH

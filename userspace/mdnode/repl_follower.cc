@@ -161,8 +161,8 @@ mdr::Status LogReceiver::take_batch(uint32_t offset)
 	if (!parsed.ok())
 		return set_failure(parsed.error(), parsed.message());
 
-	const Batch &b = parsed.value();
-	const BatchHeader &h = b.h;
+	Batch &b = parsed.value();
+	BatchHeader &h = b.h;
 	const uint64_t end = h.first_index + h.count - 1;
 
 	// Its bytes are copied out whatever comes of them.
@@ -185,6 +185,21 @@ mdr::Status LogReceiver::take_batch(uint32_t offset)
 	if (h.first_index > last_.index + 1)
 		return set_failure(-EPROTO, "batch at " + num(h.first_index) + " after a gap: the log "
 				     "ends at " + num(last_.index));
+	if (h.first_index <= last_.index && last_.epoch == epoch_ && h.epoch == epoch_) {
+		// Over the log's end, of this epoch: its log ended inside the
+		// batch (a crash between two journal writes of one batch), and
+		// the leader sends the batch again. Up to last_ the records are
+		// the same leader's at the same indexes: only the rest is taken.
+		const uint64_t held = last_.index - h.first_index + 1;
+
+		for (uint64_t i = 0; i < held; i++)
+			h.payload_len -= uint32_t(record_bytes(b.records[i].payload.size()));
+		b.records.erase(b.records.begin(), b.records.begin() + ptrdiff_t(held));
+		h.first_index = last_.index + 1;
+		h.count -= uint32_t(held);
+		h.prev_epoch = last_.epoch;
+		stats_.trimmed += held;
+	}
 	if (h.first_index <= last_.index) {
 		if (mdr::Status st = cut_tail(h); !st.ok())
 			return st;

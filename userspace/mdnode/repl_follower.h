@@ -32,8 +32,10 @@
 //      connection's alone: no deposed leader writes it). After fence() to
 //      a higher epoch every notify is dropped and counted.
 //   4. Index: a batch whose records it holds all, when its log ends in
-//      this epoch, is skipped (a resend); one that leaves a gap is a
-//      protocol error; one that follows must carry, as prev_epoch, the
+//      this epoch, is skipped (a resend); one of this epoch whose first
+//      records it holds, when its log ends in this epoch, is taken from
+//      the record after its log's end (a resend of the batch a crash cut
+//      in its journal); one that leaves a gap is a protocol error; one that follows must carry, as prev_epoch, the
 //      epoch of its last record (Raft's log matching), else a protocol
 //      error. One that overlaps the end of a log that ends in an older
 //      epoch (a tail the new leader may not have) cuts the tail: it must
@@ -171,6 +173,7 @@ struct ReceiverStats {
 	uint64_t batches = 0;		// appended
 	uint64_t records = 0;		// appended
 	uint64_t skipped = 0;		// batches held already
+	uint64_t trimmed = 0;		// records held already of a batch taken
 	uint64_t dropped = 0;		// after a fence; HEARTBEATs of a lower epoch
 	uint64_t wraps = 0;
 	uint64_t durables = 0;		// DURABLE sent

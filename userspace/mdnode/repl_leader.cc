@@ -134,6 +134,16 @@ const LogShipper::Frame *LogShipper::frame_at(uint64_t first_index) const
 	return &*it;
 }
 
+const LogShipper::Frame *LogShipper::frame_holding(uint64_t index) const
+{
+	auto it = std::upper_bound(window_.begin(), window_.end(), index,
+				   [](uint64_t i, const Frame &f) { return i < f.first_index; });
+
+	if (it == window_.begin() || (--it)->last_index < index)
+		return nullptr;
+	return &*it;
+}
+
 mdr::Status LogShipper::connect(const std::string &member, const LogPosition &last,
 				uint64_t durable_index)
 {
@@ -153,8 +163,10 @@ mdr::Status LogShipper::connect(const std::string &member, const LogPosition &la
 	f = FollowerInfo{};
 	f.state = FollowerState::streaming;
 	// Its log must end where this epoch's can go on from: the log the
-	// epoch began with, or a batch boundary of this epoch's records that
-	// the window still has the next of. A log that ends anywhere else
+	// epoch began with, or a record of this epoch whose next one the
+	// window still has (in a batch that begins there, or one that holds
+	// it, which the follower takes from there: a crash can cut a batch
+	// between two writes of its journal). A log that ends anywhere else
 	// either lacks records from before the epoch or holds a tail that
 	// diverges: not the shipper's to mend.
 	// Or it ends past where the epoch began, in an older epoch: a tail
@@ -182,13 +194,14 @@ mdr::Status LogShipper::connect(const std::string &member, const LogPosition &la
 
 	f.counted = true;
 	f.durable_index = std::min(durable_index, from.index);
-	f.next_index = from.index + 1;
-	f.shipped_index = from.index;
 	if (!can_follow(from.index)) {
+		f.next_index = from.index + 1;
+		f.shipped_index = from.index;
 		need_checkpoint(f, "index " + num(f.next_index) + " is not in the window");
 		advance_commit();
 		return {};
 	}
+	stream_after(f, from.index);
 	pump(member, f);
 	advance_commit();
 	return {};
@@ -196,7 +209,18 @@ mdr::Status LogShipper::connect(const std::string &member, const LogPosition &la
 
 bool LogShipper::can_follow(uint64_t index) const
 {
-	return index >= last_index_ || frame_at(index + 1);
+	return index >= last_index_ || frame_holding(index + 1);
+}
+
+// Only this epoch's batches hold more than one record (the prior ones are
+// a record each), so a log that ends inside one ends in this epoch, and
+// its receiver takes the batch from its log's end on.
+void LogShipper::stream_after(FollowerInfo &f, uint64_t index)
+{
+	const Frame *fr = frame_holding(index + 1);
+
+	f.shipped_index = index;
+	f.next_index = fr ? fr->first_index : index + 1;
 }
 
 void LogShipper::disconnect(const std::string &member)
@@ -433,12 +457,11 @@ mdr::Status LogShipper::checkpoint_durable(const std::string &member, FollowerIn
 	f.checkpoint_sent = 0;
 	f.counted = true;
 	f.durable_index = std::max(f.durable_index, at.index);
-	f.shipped_index = at.index;
-	f.next_index = at.index + 1;
 	f.state = FollowerState::streaming;
 	stats_.checkpoints++;
+	stream_after(f, at.index);
 	if (!can_follow(at.index))
-		need_checkpoint(f, "index " + num(f.next_index) + " left the window while the "
+		need_checkpoint(f, "index " + num(at.index + 1) + " left the window while the "
 				   "checkpoint was shipped");
 	advance_commit();
 	pump(member, f);

@@ -151,7 +151,7 @@ struct FollowerInfo {
 	FollowerState state = FollowerState::unready;
 	uint64_t durable_index = 0;	// reported, counted for commit
 	uint64_t shipped_index = 0;	// the last record written into its ring
-	uint64_t next_index = 0;	// the first it lacks
+	uint64_t next_index = 0;	// of the next batch it is sent (stream_after())
 	uint64_t written = 0;		// ring bytes, this connection
 	uint64_t consumed = 0;		// reported freed, this connection
 	// Its log is this epoch's (or the one the epoch began with), so its
@@ -190,7 +190,8 @@ public:
 	// The member's connection is up with a fresh ring, and its log ends
 	// at last with durable_index durable (its LOG_STATE). It streams on
 	// from last when last is where this epoch began, or a record of this
-	// epoch the window still holds the batch after; otherwise it needs a
+	// epoch whose next one the window still holds (from the batch that
+	// holds it, when last is inside a batch); otherwise it needs a
 	// checkpoint. A log that ends past the start in an older epoch (a
 	// tail no majority had) is streamed from the start, for the follower
 	// to cut (repl_follower.h, step 4), and counts as durable only up to
@@ -269,6 +270,8 @@ private:
 	LogShipper(const ShipperOptions &opts, ShipLink &link, OnCommit on_commit);
 
 	const Frame *frame_at(uint64_t first_index) const;
+	// The window's batch whose records include index, or nullptr.
+	const Frame *frame_holding(uint64_t index) const;
 	uint64_t prior_epoch(uint64_t index) const;
 	void pump(const std::string &member, FollowerInfo &f);
 	// An entry into the member's ring where the next one goes (after a
@@ -282,6 +285,9 @@ private:
 				       uint64_t durable_index);
 	// The window holds what a follower at index streams next.
 	bool can_follow(uint64_t index) const;
+	// It holds the log up to index: the batches from the one that holds
+	// the next record go to it.
+	void stream_after(FollowerInfo &f, uint64_t index);
 	void evict();
 	void advance_commit();
 	void need_checkpoint(FollowerInfo &f, std::string reason);

@@ -254,6 +254,57 @@ void test_follower_behind_window(void **)
 	assert_int_equal(w.f("b").sink.journal.size(), shipped);
 }
 
+// b's journal kept two of a batch's three records at a crash (the batch
+// went into two of its writes): its new connection is sent that batch
+// again, and b takes the third record only, with a mark of its own; it
+// counts for commit at once and applies the log as c does.
+void test_log_ends_inside_a_batch(void **)
+{
+	World w;
+	FollowerEnd &b = w.f("b");
+
+	w.append(3);
+	w.sync_leader();
+	w.settle();
+	assert_int_equal(w.leader->commit_index(), 3);
+	assert_int_equal(b.sink.marks.size(), 1);
+	assert_true(b.sink.applied.empty());
+
+	// The crash: what its journal has left, and its new receiver.
+	b.sink.journal.resize(2);
+	b.sink.durable = 2;
+	b.sink.marks.clear();
+	std::vector<HeldRecord> held;
+	for (uint64_t i = 1; i <= 2; i++)
+		held.push_back({i, World::kEpoch, w.log[i - 1].type, w.log[i - 1].payload});
+	w.connect(b, {World::kEpoch, 2}, std::move(held), 0);
+
+	const FollowerInfo &fb = *w.leader->follower("b");
+	assert_int_equal(fb.state == FollowerState::streaming, true);
+	assert_true(fb.counted);
+	assert_int_equal(fb.durable_index, 2);
+	assert_int_equal(fb.shipped_index, 3);
+	w.settle();
+	assert_true(b.closed.empty());
+	assert_int_equal(b.rx->stats().trimmed, 2);
+	assert_int_equal(b.rx->stats().skipped, 0);
+	assert_int_equal(b.sink.marks.size(), 1);
+	assert_int_equal(b.sink.marks[0].first_index, 3);
+	assert_int_equal(b.sink.marks[0].count, 1);
+	assert_int_equal(b.sink.journal.size(), 3);
+	assert_true(b.sink.journal[2] == w.log[2]);
+	assert_int_equal(fb.durable_index, 3);
+	assert_int_equal(b.rx->last().index, 3);
+
+	// It goes on with the log, and only c stalls: commits need b.
+	w.f("c").stalled = true;
+	w.stream(2, 3);
+	w.leader->tick(1000);
+	w.settle();
+	assert_int_equal(w.leader->commit_index(), 9);
+	w.expect_applied("b", 9);
+}
+
 // b learns of epoch 3: what the epoch-2 leader writes after is dropped and
 // counted, nothing reaches b's journal and b sends no DURABLE.
 void test_write_after_fence(void **)
@@ -348,6 +399,7 @@ int main()
 		cmocka_unit_test(test_flipped_byte),
 		cmocka_unit_test(test_follower_stops_acking),
 		cmocka_unit_test(test_follower_behind_window),
+		cmocka_unit_test(test_log_ends_inside_a_batch),
 		cmocka_unit_test(test_write_after_fence),
 		cmocka_unit_test(test_wrap_at_ring_end),
 		cmocka_unit_test(test_heartbeats),

@@ -133,8 +133,10 @@ void test_shipper_options_refused(void **)
 			[&link](ShipperOptions o) { return LogShipper::create(o, link, {}); });
 }
 
-// A log that is not where this epoch began, nor a batch end of it: the
-// follower needs a checkpoint and its durable index counts for nothing.
+// A log that is not where this epoch began, nor a record of it the
+// leader has: the follower needs a checkpoint and its durable index counts
+// for nothing. (One that ends inside a batch the leader has is streamed
+// from that batch: test_repl_log.cc.)
 void test_connect_elsewhere(void **)
 {
 	World w;
@@ -146,8 +148,8 @@ void test_connect_elsewhere(void **)
 
 	expect_error(w.leader->connect("x", {}, 0), -ENOENT, "not a follower");
 	expect_error(w.leader->connect("b", {1, 4}, 5), -EINVAL, "past its log's end");
-	// Of this epoch beyond the leader's log, or inside a batch.
-	for (LogPosition p : {LogPosition{World::kEpoch, 2}, LogPosition{World::kEpoch, 9}}) {
+	// Of this epoch beyond the leader's log of 3 records.
+	for (LogPosition p : {LogPosition{World::kEpoch, 4}, LogPosition{World::kEpoch, 9}}) {
 		w.leader->disconnect("b");
 		assert_true(w.leader->connect("b", p, p.index).ok());
 
@@ -308,8 +310,17 @@ void test_receiver_cuts_old_tail(void **)
 		assert_int_equal(l.rx->stats().cut, 1);
 		assert_int_equal(l.sink.marks.size(), 1);
 		assert_int_equal(l.sink.marks[0].first_index, 5);
-		// Over this epoch's records now: refused.
-		expect_error(l.take(next(4, 6, 4), 3), -EPROTO, "of this epoch");
+		// A batch of this epoch over its log's end (the resend of one
+		// a crash cut in its journal): the records after the end.
+		assert_true(l.take(next(4, 6, 4), 3).ok());
+		assert_true(l.rx->last() == (LogPosition{4, 8}));
+		assert_int_equal(l.rx->stats().trimmed, 1);
+		assert_int_equal(l.sink.marks.size(), 2);
+		assert_int_equal(l.sink.marks[1].first_index, 7);
+		assert_int_equal(l.sink.marks[1].count, 2);
+		assert_int_equal(l.sink.journal.size(), 4);
+		// One of an older epoch over this epoch's records: refused.
+		expect_error(l.take(next(3, 8, 3), 2), -EPROTO, "of this epoch");
 	}
 	{
 		// Right after what was applied: taken as it says.
