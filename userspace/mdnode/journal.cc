@@ -370,8 +370,9 @@ mdr::Status Journal::append(uint16_t type, std::span<const std::byte> payload, D
 	// The batch is written from the next process_completions(), with
 	// everything else appended until then: at once if a write slot is
 	// free (the loop finishes what it is doing, then finds the event fd
-	// readable), else when a write completes.
-	if (first && !delivering_ && in_flight_ < opts_.queue_depth)
+	// readable), else when a write completes. Or from round_end(), at the
+	// end of the loop's round.
+	if (first && !delivering_ && !at_round_end_ && in_flight_ < opts_.queue_depth)
 		wake();
 	return {};
 }
@@ -536,6 +537,12 @@ void Journal::process_completions()
 	deliver();
 	submit_pending();
 	reap_checkpoint();
+}
+
+void Journal::round_end()
+{
+	if (!delivering_)
+		submit_pending();
 }
 
 mdr::Status Journal::flush()

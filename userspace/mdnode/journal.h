@@ -21,7 +21,9 @@
 // makes the event fd readable when fewer than queue_depth writes are in
 // flight, so everything the loop appends before it polls again goes out in
 // one write; otherwise a write completes first, and the records appended
-// meanwhile go out together in the next. Each write carries RWF_DSYNC, so it
+// meanwhile go out together in the next. A loop that calls round_end()
+// after each round (submit_at_round_end()) has it written from there
+// instead, without coming back for it. Each write carries RWF_DSYNC, so it
 // is durable when it completes (the choice is explained in journal.cc).
 // Completion callbacks run in append order, only once every write up to
 // theirs is durable.
@@ -190,6 +192,16 @@ public:
 	// writes. Does not block. Does nothing from a callback.
 	void process_completions();
 
+	// From now on the owner calls round_end() after each round of its
+	// loop, which submits what the round appended; an append then no
+	// longer makes the event fd readable to bring the loop back for it
+	// (per batch, a write and a read of the fd and a round of the loop
+	// fewer). Completions still make it readable.
+	void submit_at_round_end() { at_round_end_ = true; }
+	// Starts the writes of what was appended, as far as the queue depth
+	// allows. Does nothing from a callback.
+	void round_end();
+
 	// Blocks until every record appended so far, and any a callback it
 	// runs appends, is durable and its callback has run. Returns the
 	// journal's failure if it has failed. Not from a callback (-EDEADLK).
@@ -273,6 +285,7 @@ private:
 	bool error_delivered_ = false;		// later batches get failed_ too
 	std::vector<Done> refused_;		// appended after the failure
 	bool delivering_ = false;		// in a callback
+	bool at_round_end_ = false;		// submit_at_round_end()
 	std::unique_ptr<CheckpointJob> ckpt_;	// begun, its done not run yet
 	Stats stats_;
 };
