@@ -52,6 +52,9 @@
 // half received when its connection ends (LogReceiver::disconnected()).
 // A checkpoint is installed in the call that takes its last chunk, before
 // the next completion: a new connection never finds one half installed.
+// Its DURABLEs are inline SENDs, one in every send_depth / 2 signalled
+// (and the one that fills the SQ), whose completion retires those before
+// it; a DURABLE that finds the SQ full waits, replaced by any newer one.
 #ifndef MDNODE_REPL_RDMA_H
 #define MDNODE_REPL_RDMA_H
 

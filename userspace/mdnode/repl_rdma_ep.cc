@@ -115,11 +115,13 @@ mdr::Status Endpoint::repost(uint32_t i)
 				     kControlSlot, recv_.lkey());
 }
 
-mdr::Status Endpoint::send_inline(std::span<const std::byte> msg, uint64_t wr_id)
+mdr::Status Endpoint::send_inline(std::span<const std::byte> msg, uint64_t wr_id,
+				  bool signalled)
 {
 	return mdr::verbs::post_send(cm_->qp, {.opcode = IBV_WR_SEND, .wr_id = wr_id,
 					       .addr = msg.data(), .len = uint32_t(msg.size()),
-					       .flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE});
+					       .flags = (signalled ? unsigned(IBV_SEND_SIGNALED) : 0u) |
+							IBV_SEND_INLINE});
 }
 
 rdma_conn_param conn_param(std::span<const std::byte> pdata)

@@ -64,8 +64,11 @@ public:
 	std::span<const std::byte> slot(uint32_t i, uint32_t len) const;
 	mdr::Status repost(uint32_t i);
 
-	// A control message as an inline SEND, signalled, wr_id as given.
-	mdr::Status send_inline(std::span<const std::byte> msg, uint64_t wr_id);
+	// A control message as an inline SEND, wr_id as given; unless
+	// signalled, it completes only with an error (or with the next
+	// signalled one, which retires it).
+	mdr::Status send_inline(std::span<const std::byte> msg, uint64_t wr_id,
+				bool signalled = true);
 
 	rdma_cm_id *cm() const { return cm_; }
 	ibv_pd *pd() const { return pd_.get(); }

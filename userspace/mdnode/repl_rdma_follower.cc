@@ -91,8 +91,10 @@ struct RdmaFollower::Conn {
 	std::unique_ptr<Endpoint> ep;
 	mdr::verbs::Region ring;	// remote write, for this connection only
 	uint64_t epoch = 0;
-	uint32_t sends = 0;		// DURABLEs in the SQ
-	uint64_t seq = 0;
+	// DURABLEs in the SQ: posted, and not retired by the completion of
+	// a signalled one at or after them (flush_sends()).
+	uint32_t sends = 0;
+	uint64_t seq = 0;		// of the last one posted
 	// The newest DURABLE that found the SQ full: it says all the ones
 	// before it said, so it alone waits.
 	std::vector<std::byte> pending;
@@ -393,7 +395,8 @@ void RdmaFollower::on_completion(const ibv_wc &wc)
 		return;
 	}
 	if (!(wc.wr_id & kRecvTag)) {
-		c.sends--;
+		// It and every DURABLE before it are done.
+		c.sends = uint32_t(c.seq - wc.wr_id);
 		return flush_sends();
 	}
 
@@ -439,10 +442,17 @@ void RdmaFollower::flush_sends()
 		return;
 	if (c.sends >= opts_.send_depth)
 		return;
-	if (mdr::Status st = c.ep->send_inline(c.pending, ++c.seq); !st.ok()) {
+
+	// The others cost no completion to take: a wakeup of the loop each,
+	// under load one per batch.
+	const uint64_t seq = c.seq + 1;
+	const bool signalled = durable_signalled(seq, c.sends, opts_.send_depth);
+
+	if (mdr::Status st = c.ep->send_inline(c.pending, seq, signalled); !st.ok()) {
 		c.broken = st.message();
 		return;
 	}
+	c.seq = seq;
 	c.pending.clear();
 	c.sends++;
 	stats_.durables++;

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 //
-// repl_sendq.h - the leader's send queue of one replication connection,
-// without verbs: which of the operations the shipper asked for may be
-// posted now (repl_rdma.h says why the rules are these). Pure; the
-// transport posts what next() gives and reports completions, and
-// tests/test_repl_sendq.cc checks the rules with no RDMA.
+// repl_sendq.h - the send queues of a replication connection, without
+// verbs: which of the operations the leader's shipper asked for may be
+// posted now (repl_rdma.h says why the rules are these), and which of a
+// follower's DURABLEs is signalled. Pure; the transport posts what next()
+// gives and reports completions, and tests/test_repl_sendq.cc checks the
+// rules with no RDMA.
 //
 //	q.push({SendQueue::write, offset, bytes});	// -ENOBUFS when too many wait
 //	while (const SendQueue::Op *op = q.next()) {
@@ -74,6 +75,16 @@ private:
 	uint64_t completed_ = 0;
 	uint64_t waits_ = 0;
 };
+
+// A follower's DURABLE posted as seq (1, 2, ...), with in_sq before it in
+// an SQ of depth WRs not retired yet: one in every depth / 2 is
+// signalled, and always the one that fills the SQ, so that a full SQ
+// always waits for a completion that comes (its completion retires it
+// and every one before it).
+inline bool durable_signalled(uint64_t seq, uint32_t in_sq, uint32_t depth)
+{
+	return seq % (depth / 2 ? depth / 2 : 1) == 0 || in_sq + 1 >= depth;
+}
 
 } // namespace mdnode::repl
 

@@ -5,7 +5,10 @@
 // order until a completion frees it (back-pressure, not an error), only
 // notifies and SENDs are signalled and a completion retires the WRITEs
 // before it, a WRITE over mirror bytes a WRITE in flight reads waits for
-// it, and too many waiting operations end the connection.
+// it, and too many waiting operations end the connection; a follower's
+// DURABLEs, signalled one in half an SQ, never overrun it nor wait for a
+// completion that does not come.
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <vector>
@@ -114,6 +117,44 @@ void test_too_many_waiting(void **)
 	assert_true(q.push(n(0)).ok());
 }
 
+// The follower's SQ simulated for every depth up to 40: DURABLEs posted
+// while there is room, the completions of the signalled ones coming late
+// and in order, each retiring what was posted up to it. The SQ never holds
+// more than depth; whenever it is full, a signalled one is in it (its
+// completion will free it); at least every depth / 2 is signalled.
+void test_durables_signalled(void **)
+{
+	for (uint32_t depth = 1; depth <= 40; depth++) {
+		std::vector<uint64_t> awaited;	// signalled, not completed
+		uint64_t seq = 0, retired = 0, since = 0;
+
+		for (int step = 0; step < 2000; step++) {
+			const uint32_t in_sq = uint32_t(seq - retired);
+
+			if (in_sq < depth && step % 3 != 2) {
+				const bool sig = durable_signalled(seq + 1, in_sq, depth);
+
+				seq++;
+				if (sig) {
+					awaited.push_back(seq);
+					since = 0;
+				} else {
+					assert_true(++since < std::max<uint32_t>(depth / 2, 1));
+				}
+				assert_true(seq - retired <= depth);
+				continue;
+			}
+			if (in_sq == depth)
+				assert_false(awaited.empty());
+			if (!awaited.empty()) {
+				retired = awaited.front();
+				awaited.erase(awaited.begin());
+			}
+		}
+		assert_true(seq > 600);
+	}
+}
+
 } // namespace
 
 int main()
@@ -122,6 +163,7 @@ int main()
 		cmocka_unit_test(test_full_queue_waits_in_order),
 		cmocka_unit_test(test_write_waits_for_bytes_in_flight),
 		cmocka_unit_test(test_too_many_waiting),
+		cmocka_unit_test(test_durables_signalled),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
