@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -159,9 +160,22 @@ void test_round_trip_across_segments(void **)
 	reopen_expect(o, records_for(0, 320));
 }
 
+// As the loop does: waits for the event fd and processes completions,
+// until done() says so.
+void complete_until(Journal &j, const std::function<bool()> &done)
+{
+	while (!done()) {
+		struct pollfd p = {j.event_fd(), POLLIN, 0};
+		assert_int_equal(poll(&p, 1, 10000), 1);
+		j.process_completions();
+	}
+}
+
 // Everything the loop appends before it polls again goes in one write, and
-// the callbacks run in order from process_completions().
-void test_group_commit_batches(void **)
+// the callbacks run in order from process_completions(); a callback's
+// append goes in a later write. With round_end() (at_round_end), an append
+// leaves the event fd alone and nothing is written until round_end().
+void group_commit(bool at_round_end)
 {
 	TempDir dir;
 	JournalOptions o;
@@ -170,15 +184,21 @@ void test_group_commit_batches(void **)
 	Journal &j = *op.journal;
 	Acks acks;
 
+	if (at_round_end)
+		j.submit_at_round_end();
 	const std::vector<Record> recs(1000, Record{9, Bytes(48, std::byte{1})});
 	append_all(j, recs, acks, 0);
 	assert_int_equal(acks.next, 0);	// never from append()
-
-	while (acks.next < recs.size()) {
+	if (at_round_end) {
 		struct pollfd p = {j.event_fd(), POLLIN, 0};
-		assert_int_equal(poll(&p, 1, 10000), 1);
+
+		assert_int_equal(poll(&p, 1, 0), 0);
 		j.process_completions();
+		assert_int_equal(j.stats().batches, 0);
+		j.round_end();
 	}
+
+	complete_until(j, [&] { return acks.next == recs.size(); });
 	assert_int_equal(acks.failed, 0);
 	assert_int_equal(j.stats().records, 1000);
 	assert_int_equal(j.stats().batches, 1);
@@ -200,52 +220,8 @@ void test_group_commit_batches(void **)
 	assert_int_equal(j.stats().batches, 3);
 }
 
-// A loop that ends its rounds with round_end(): an append leaves the event
-// fd alone, round_end() writes what was appended in one batch, and the
-// write's completion makes the fd readable for the callbacks; without
-// round_end() nothing is written.
-void test_round_end_submits(void **)
-{
-	TempDir dir;
-	JournalOptions o;
-	o.dir = dir.path;
-	Opened op = open_journal(o);
-	Journal &j = *op.journal;
-	Acks acks;
-	struct pollfd p = {j.event_fd(), POLLIN, 0};
-
-	j.submit_at_round_end();
-	const std::vector<Record> recs(10, Record{9, Bytes(48, std::byte{1})});
-	append_all(j, recs, acks, 0);
-	assert_int_equal(poll(&p, 1, 0), 0);
-	j.process_completions();
-	assert_int_equal(j.stats().batches, 0);
-	assert_int_equal(acks.next, 0);
-
-	j.round_end();
-	while (acks.next < recs.size()) {
-		assert_int_equal(poll(&p, 1, 10000), 1);
-		j.process_completions();
-	}
-	assert_int_equal(acks.failed, 0);
-	assert_int_equal(j.stats().batches, 1);
-	assert_int_equal(j.stats().records, 10);
-	// A callback's append goes out from the process_completions() that
-	// ran it, as without round_end().
-	bool inner_done = false;
-	assert_true(j.append(1, {}, [&](const mdr::Status &) {
-		assert_true(j.append(2, {}, [&](const mdr::Status &s) {
-			assert_true(s.ok());
-			inner_done = true;
-		}).ok());
-	}).ok());
-	j.round_end();
-	while (!inner_done) {
-		assert_int_equal(poll(&p, 1, 10000), 1);
-		j.process_completions();
-	}
-	assert_int_equal(j.stats().batches, 3);
-}
+void test_group_commit_batches(void **) { group_commit(false); }
+void test_group_commit_at_round_end(void **) { group_commit(true); }
 
 void test_append_rejects_oversized_payload(void **)
 {
@@ -749,7 +725,7 @@ int main()
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip_across_segments),
 		cmocka_unit_test(test_group_commit_batches),
-		cmocka_unit_test(test_round_end_submits),
+		cmocka_unit_test(test_group_commit_at_round_end),
 		cmocka_unit_test(test_append_rejects_oversized_payload),
 		cmocka_unit_test(test_open_rejects_bad_options),
 		cmocka_unit_test(test_crash_at_every_point),

@@ -20,17 +20,26 @@ using mdnode::EventLoop;
 
 namespace {
 
+// An fd that stays readable (nothing reads it), closed with the test.
+struct ReadyFd {
+	int fd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	ReadyFd() { assert_true(fd >= 0); }
+	~ReadyFd() { close(fd); }
+	ReadyFd(const ReadyFd &) = delete;
+	ReadyFd &operator=(const ReadyFd &) = delete;
+};
+
 // A flood (a source that always has work left) next to a source that is
 // always readable: each has its turn every round, the flood with its
 // budget.
 void test_budget_shares_rounds(void **)
 {
 	EventLoop loop;
-	const int flood_fd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
-	const int other_fd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+	const ReadyFd flood, other;
+	const int flood_fd = flood.fd, other_fd = other.fd;
 	std::string calls;
 
-	assert_true(flood_fd >= 0 && other_fd >= 0);
 	loop.add({"flood", [&] { return std::vector<int>{flood_fd}; }, 8,
 		  [&](int fd, unsigned budget) {
 		assert_int_equal(fd, flood_fd);
@@ -45,8 +54,6 @@ void test_budget_shares_rounds(void **)
 	});
 	loop.run();
 	assert_string_equal(calls.c_str(), "FOFOFOFOFO");
-	close(flood_fd);
-	close(other_fd);
 }
 
 // A timer runs while a source floods the loop.
@@ -55,7 +62,8 @@ void test_timer_under_flood(void **)
 	EventLoop loop;
 	int ticks = 0;
 	long floods = 0;
-	const int fd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+	const ReadyFd flood;
+	const int fd = flood.fd;
 
 	loop.add({"flood", [&] { return std::vector<int>{fd}; }, 1,
 		  [&](int, unsigned) {
@@ -69,7 +77,6 @@ void test_timer_under_flood(void **)
 	loop.run();
 	assert_int_equal(ticks, 3);
 	assert_true(floods > 3);
-	close(fd);
 }
 
 // Both hooks after both handlers of each round, in the order added; a
@@ -77,13 +84,11 @@ void test_timer_under_flood(void **)
 void test_after_round_in_order(void **)
 {
 	EventLoop loop;
-	const int a_fd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
-	const int b_fd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+	const ReadyFd a, b;
 	std::string calls;
 
-	assert_true(a_fd >= 0 && b_fd >= 0);
-	loop.add_fd("a", a_fd, [&] { calls += 'a'; });
-	loop.add_fd("b", b_fd, [&] { calls += 'b'; });
+	loop.add_fd("a", a.fd, [&] { calls += 'a'; });
+	loop.add_fd("b", b.fd, [&] { calls += 'b'; });
 	loop.after_round([&] { calls += '1'; });
 	loop.after_round([&] {
 		calls += '2';
@@ -92,8 +97,6 @@ void test_after_round_in_order(void **)
 	});
 	loop.run();
 	assert_string_equal(calls.c_str(), "ab12ab12");
-	close(a_fd);
-	close(b_fd);
 }
 
 } // namespace
