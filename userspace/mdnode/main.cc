@@ -175,8 +175,10 @@ int run(const Config &cfg)
 	if (replica)
 		replica->add_to(loop);
 	loop.add_fd("journal", j.event_fd(), [&j] { j.process_completions(); });
-	// What a round appended is written at its end (after a replica's
-	// records were shipped: group_replica.h).
+	// What a round appended after the journal's turn in it is written
+	// at its end (after a replica's records were shipped: group_replica.h;
+	// the journal's turn writes what came before, and its callbacks ship
+	// the replica's first).
 	j.submit_at_round_end();
 	loop.after_round([&j] { j.round_end(); });
 	loop.add_fd("copier", node.copier_fd(), [&node] { node.process_copies(); });

@@ -192,8 +192,24 @@ mdr::Status LogReceiver::take_batch(uint32_t offset)
 		// the same leader's at the same indexes: only the rest is taken.
 		const uint64_t held = last_.index - h.first_index + 1;
 
-		for (uint64_t i = 0; i < held; i++)
-			h.payload_len -= uint32_t(record_bytes(b.records[i].payload.size()));
+		for (uint64_t i = 0; i < held; i++) {
+			const uint64_t index = h.first_index + i;
+			const RecordRef &r = b.records[i];
+
+			// Those it still holds in memory are checked: a leader
+			// that broke the rule is a protocol error, not a log
+			// that parts from its own silently.
+			if (index > applied_) {
+				const HeldRecord &mine = held_[index - applied_ - 1];
+
+				if (mine.type != r.type ||
+				    !std::ranges::equal(mine.payload, r.payload))
+					return set_failure(-EPROTO, "batch of epoch " +
+							   num(h.epoch) + " resends record " +
+							   num(index) + " unlike the one held");
+			}
+			h.payload_len -= uint32_t(record_bytes(r.payload.size()));
+		}
 		b.records.erase(b.records.begin(), b.records.begin() + ptrdiff_t(held));
 		h.first_index = last_.index + 1;
 		h.count -= uint32_t(held);

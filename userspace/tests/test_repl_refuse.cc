@@ -323,6 +323,15 @@ void test_receiver_cuts_old_tail(void **)
 		expect_error(l.take(next(3, 8, 3), 2), -EPROTO, "of this epoch");
 	}
 	{
+		// A resend whose first record is not the one it holds there.
+		Lone l(1 << 20, 3);
+
+		assert_true(l.take(next(4, 5, 3)).ok());
+		expect_error(l.take(next(4, 6, 4), 3, 50), -EPROTO,
+			     "resends record 6 unlike the one held");
+		assert_int_equal(l.sink.journal.size(), 2);
+	}
+	{
 		// Right after what was applied: taken as it says.
 		Lone l(1 << 20, 3);
 
