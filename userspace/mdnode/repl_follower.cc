@@ -186,35 +186,9 @@ mdr::Status LogReceiver::take_batch(uint32_t offset)
 		return set_failure(-EPROTO, "batch at " + num(h.first_index) + " after a gap: the log "
 				     "ends at " + num(last_.index));
 	if (h.first_index <= last_.index && last_.epoch == epoch_ && h.epoch == epoch_) {
-		// Over the log's end, of this epoch: its log ended inside the
-		// batch (a crash between two journal writes of one batch), and
-		// the leader sends the batch again. Up to last_ the records are
-		// the same leader's at the same indexes: only the rest is taken.
-		const uint64_t held = last_.index - h.first_index + 1;
-
-		for (uint64_t i = 0; i < held; i++) {
-			const uint64_t index = h.first_index + i;
-			const RecordRef &r = b.records[i];
-
-			// Those it still holds in memory are checked: a leader
-			// that broke the rule is a protocol error, not a log
-			// that parts from its own silently.
-			if (index > applied_) {
-				const HeldRecord &mine = held_[index - applied_ - 1];
-
-				if (mine.type != r.type ||
-				    !std::ranges::equal(mine.payload, r.payload))
-					return set_failure(-EPROTO, "batch of epoch " +
-							   num(h.epoch) + " resends record " +
-							   num(index) + " unlike the one held");
-			}
-			h.payload_len -= uint32_t(record_bytes(r.payload.size()));
-		}
-		b.records.erase(b.records.begin(), b.records.begin() + ptrdiff_t(held));
-		h.first_index = last_.index + 1;
-		h.count -= uint32_t(held);
-		h.prev_epoch = last_.epoch;
-		stats_.trimmed += held;
+		// A resend over its log's end: only the rest is taken.
+		if (mdr::Status st = trim_resent(b); !st.ok())
+			return st;
 	}
 	if (h.first_index <= last_.index) {
 		if (mdr::Status st = cut_tail(h); !st.ok())
@@ -363,6 +337,39 @@ mdr::Status LogReceiver::install(uint64_t ring_bytes)
 // A batch over the end of its log (step 4 of the header): only an older
 // epoch's tail, after what was applied, that the batch's prev_epoch
 // matches.
+// Its log ended inside the batch (a crash between two journal writes of
+// one batch), and the leader sends the batch again. Up to last_ the
+// records are the same leader's at the same indexes (one leader per
+// epoch): only the rest is taken. Those it still holds in memory are
+// compared, so that a leader that broke the rule is a protocol error, not
+// a log that parts from its own silently.
+mdr::Status LogReceiver::trim_resent(Batch &b)
+{
+	BatchHeader &h = b.h;
+	const uint64_t held = last_.index - h.first_index + 1;
+
+	for (uint64_t i = 0; i < held; i++) {
+		const uint64_t index = h.first_index + i;
+		const RecordRef &r = b.records[i];
+
+		if (index > applied_) {
+			const HeldRecord &mine = held_[index - applied_ - 1];
+
+			if (mine.type != r.type || !std::ranges::equal(mine.payload, r.payload))
+				return set_failure(-EPROTO, "batch of epoch " + num(h.epoch) +
+						       " resends record " + num(index) +
+						       " unlike the one held");
+		}
+		h.payload_len -= uint32_t(record_bytes(r.payload.size()));
+	}
+	b.records.erase(b.records.begin(), b.records.begin() + ptrdiff_t(held));
+	h.first_index = last_.index + 1;
+	h.count -= uint32_t(held);
+	h.prev_epoch = last_.epoch;
+	stats_.trimmed += held;
+	return {};
+}
+
 mdr::Status LogReceiver::cut_tail(const BatchHeader &h)
 {
 	const uint64_t prev = h.first_index - 1;

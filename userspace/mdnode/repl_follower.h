@@ -35,9 +35,10 @@
 //      this epoch, is skipped (a resend); one of this epoch whose first
 //      records it holds, when its log ends in this epoch, is taken from
 //      the record after its log's end (a resend of the batch a crash cut
-//      in its journal); one that leaves a gap is a protocol error; one that follows must carry, as prev_epoch, the
-//      epoch of its last record (Raft's log matching), else a protocol
-//      error. One that overlaps the end of a log that ends in an older
+//      in its journal; those it still holds in memory must be the
+//      batch's); one that leaves a gap is a protocol error; one that
+//      follows must carry, as prev_epoch, the epoch of its last record
+//      (Raft's log matching), else a protocol error. One that overlaps the end of a log that ends in an older
 //      epoch (a tail the new leader may not have) cuts the tail: it must
 //      begin past what was applied (committed records are never cut:
 //      every leader's log holds them), and carry as prev_epoch the epoch
@@ -236,6 +237,9 @@ private:
 	mdr::Status set_failure(int err, const std::string &what);
 	mdr::Status take_batch(uint32_t offset);
 	mdr::Status cut_tail(const BatchHeader &h);
+	// A batch of this epoch over the end of its log of this epoch: the
+	// records it holds go from b (step 4).
+	mdr::Status trim_resent(Batch &b);
 	mdr::Status take_chunk(std::span<const std::byte> rest, size_t length);
 	mdr::Status install(uint64_t ring_bytes);
 	void durable(uint64_t index);
