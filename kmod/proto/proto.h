@@ -3,9 +3,12 @@
  * proto.h - the metadata wire protocol as the kernel client checks it.
  *
  * Pure: generic headers only, no verbs, no block layer, no locks (callers
- * own locking); KUnit-tested in ktests/proto_test.c. Everything received
+ * own locking), nothing that sleeps or allocates, so it runs in any
+ * context; KUnit-tested in ktests/proto_*_test.c. Everything received
  * from mdnode goes through here before any of it is used: connection
- * private data, every message header and body, every extent entry.
+ * private data (conn.c), every message header and body (msg.c), every
+ * extent entry and epoch record (entry.c). lease.c has the reconnect
+ * backoff and the lease arithmetic, auth.c the host's proof.
  *
  * The rules mirror the user-space codec (userspace/lib/wire/), seen from
  * a host connection's client side.
@@ -13,8 +16,15 @@
 #ifndef MDR_PROTO_H
 #define MDR_PROTO_H
 
+#include <linux/string.h>
 #include <linux/types.h>
 #include <linux/mdroute_wire.h>
+
+/* Reserved bytes, and the rest of a name after its NUL, are zero. */
+static inline bool mdr_all_zero(const void *p, size_t n)
+{
+	return !memchr_inv(p, 0, n);
+}
 
 /* Entries one READ may carry (MDR_WIRE_READ_MAX bytes). */
 #define MDR_READ_MAX_ENTRIES \
