@@ -15,11 +15,6 @@ namespace {
 
 MDNODE_LOG_SUBSYSTEM("group");
 
-std::string name_of(uint32_t id)
-{
-	return std::to_string(id);
-}
-
 const char *phase_name(int p)
 {
 	static const char *const names[] = {"learning", "joint", "swapping"};
@@ -44,7 +39,7 @@ std::vector<std::string> GroupReplica::voters_of(const std::vector<ReplicaArg> &
 
 	for (const ReplicaArg &r : set)
 		if (r.id != settings_.self)
-			v.push_back(name_of(r.id));
+			v.push_back(member_name(r.id));
 	return v;
 }
 
@@ -109,7 +104,7 @@ mdr::Status GroupReplica::change_membership(const MembershipChange &c)
 		if (!change_)	// it stopped
 			return Error(-EAGAIN, "not the leader");
 	} else {
-		const std::string name = name_of(c.id);
+		const std::string name = member_name(c.id);
 		mdr::Status st = shipper_->add_follower(name);
 
 		if (st.ok())
@@ -141,7 +136,7 @@ void GroupReplica::begin_joint()
 
 void GroupReplica::cancel_learner()
 {
-	const std::string name = name_of(change_->replica.id);
+	const std::string name = member_name(change_->replica.id);
 
 	(void)shipper_->remove_follower(name);
 	link_->remove_member(name);
@@ -160,7 +155,7 @@ void GroupReplica::membership_tick()
 		// counted from now on, it slows no commit. (Not "what is
 		// committed now": under a steady stream of changes that
 		// moves on as fast as it follows.)
-		const repl::FollowerInfo *f = shipper_->follower(name_of(change_->replica.id));
+		const repl::FollowerInfo *f = shipper_->follower(member_name(change_->replica.id));
 		const uint64_t mark = std::exchange(change_->learn_mark, commit_index_);
 
 		if (f && f->state == repl::FollowerState::streaming && f->counted &&
@@ -212,7 +207,7 @@ void GroupReplica::config_swapped(mdr::Result<GroupConfig> r)
 	if (mdr::Status st = shipper_->set_voters({voters_of(members_)}); !st.ok())
 		return stop("its voters after the change of its replica set: " + st.message());
 	if (!ch.add) {
-		const std::string name = name_of(ch.replica.id);
+		const std::string name = member_name(ch.replica.id);
 
 		(void)shipper_->remove_follower(name);
 		link_->remove_member(name);

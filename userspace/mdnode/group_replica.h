@@ -18,6 +18,9 @@
 //			it stale): every change waiting is answered AGAIN,
 //			hosts are cut, and failed() asks the process to stop
 //
+// What it says of itself (group_status.cc): its place in the group for
+// mdctl (group_status()) and for the metrics endpoint (metrics()).
+//
 // A dead leader (group_dead_leader.cc, replication.md "A dead leader"): a
 // follower whose leader's side ended the log connection probes that
 // leader's log port (ReplicaProbe); once nothing listens there, the
@@ -108,6 +111,13 @@ namespace mdnode {
 
 class EventLoop;
 class Node;
+struct ReplicaMetrics;
+
+// A member's name on the log link and in the shipper: its id in digits.
+inline std::string member_name(uint32_t id)
+{
+	return std::to_string(id);
+}
 
 struct ReplicaSettings {
 	uint64_t group = 0;
@@ -170,6 +180,8 @@ public:
 	std::optional<std::vector<uint8_t>> checkpoint() const override;
 	std::optional<mdr::wire::Leader> redirect() const override;
 	mdr::wire::GroupStatusRep group_status() const override;
+	// Its part of the metrics' snapshot (metrics.h). Loop thread only.
+	void metrics(ReplicaMetrics &m) const;
 	mdr::Status change_membership(const MembershipChange &c) override;
 
 private:
@@ -217,6 +229,15 @@ private:
 	void probe_tick(int64_t now_ms);
 	void deposed();
 
+	// Where it stands, as group_status() and metrics() say it.
+	struct Position {
+		uint16_t role = MDR_REPLICA_NONE;
+		uint64_t epoch = 0;
+		uint32_t leader = 0;
+		uint64_t last_index = 0;
+		uint64_t commit_index = 0;
+	};
+	Position position() const;
 	void on_group(const GroupState &s);
 	mdr::wire::Leader known_leader(const GroupState &s) const;
 	void lead(uint64_t epoch);

@@ -153,6 +153,8 @@ int run(const Config &cfg)
 		}
 		metrics = std::move(m).value();
 		take_snapshot(*snap, node, j, *store);
+		if (replica)
+			replica->metrics(snap->replica);
 		metrics->publish(*snap);
 		log_info("metrics at http://%s%s%s:%u/metrics",
 			 cfg.metrics_address.find(':') != std::string::npos ? "[" : "",
@@ -195,6 +197,8 @@ int run(const Config &cfg)
 		// holding the lock makes this tick skip, never wait.
 		if (metrics) {
 			take_snapshot(*snap, node, j, *store);
+			if (replica)
+				replica->metrics(snap->replica);
 			metrics->publish(*snap);
 		}
 	};

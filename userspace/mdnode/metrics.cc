@@ -219,6 +219,105 @@ void moves(prom::Writer &w, const MetricsSnapshot &m)
 		"Zeroings that failed (their ALLOC was answered EIO).", s.zero_failures);
 }
 
+const char *role_label(uint16_t role)
+{
+	switch (role) {
+	case MDR_REPLICA_FOLLOWER:
+		return "follower";
+	case MDR_REPLICA_TAKING_OVER:
+		return "taking_over";
+	case MDR_REPLICA_LEADER:
+		return "leader";
+	case MDR_REPLICA_STOPPED:
+		return "stopped";
+	}
+	return nullptr;
+}
+
+// The leader's side: counters of this epoch's shipper (a new epoch begins
+// them at zero, as a restart does), and each follower's state and lag.
+void shipping(prom::Writer &w, const ReplicaMetrics &r)
+{
+	using repl::FollowerState;
+	static constexpr FollowerState states[] = {
+		FollowerState::unready, FollowerState::streaming, FollowerState::backlogged,
+		FollowerState::needs_checkpoint, FollowerState::checkpointing,
+		FollowerState::dropped,
+	};
+	const std::span<const ReplicaMetrics::Follower> fs(r.followers.data(), r.n_followers);
+
+	counter(w, "mdnode_repl_shipped_batches_total",
+		"Batches the leader framed of its records, this epoch.", r.shipped.batches);
+	counter(w, "mdnode_repl_shipped_records_total",
+		"Records the leader framed into batches, this epoch.", r.shipped.records);
+	counter(w, "mdnode_repl_ring_writes_total",
+		"Batches written into the followers' rings, this epoch.", r.shipped.writes);
+	counter(w, "mdnode_repl_backlog_waits_total",
+		"Batches that found a follower's ring full, this epoch.",
+		r.shipped.backlog_waits);
+	counter(w, "mdnode_repl_follower_drops_total",
+		"Followers dropped for a protocol error or a failed link, this epoch.",
+		r.shipped.drops);
+	counter(w, "mdnode_repl_checkpoints_shipped_total",
+		"Checkpoints a follower installed from this leader, this epoch.",
+		r.shipped.checkpoints);
+	gauge(w, "mdnode_repl_window_bytes",
+	      "Bytes of recent batches the leader keeps for backlogs and reconnects.",
+	      r.window_bytes);
+	w.family("mdnode_repl_follower_state",
+		 "1 for the state each follower is in, as the leader ships to it.",
+		 prom::Type::gauge);
+	for (const ReplicaMetrics::Follower &f : fs) {
+		const std::string id = std::to_string(f.id);
+
+		for (FollowerState s : states)
+			w.sample("mdnode_repl_follower_state",
+				 {{"replica", id}, {"state", repl::state_name(s)}}, f.state == s);
+	}
+	w.family("mdnode_repl_follower_lag_records",
+		 "Records of the leader's log a follower has not reported durable.",
+		 prom::Type::gauge);
+	for (const ReplicaMetrics::Follower &f : fs)
+		w.sample("mdnode_repl_follower_lag_records", {{"replica", std::to_string(f.id)}},
+			 r.last_index > f.durable_index ? r.last_index - f.durable_index : 0);
+}
+
+void replica(prom::Writer &w, const ReplicaMetrics &r)
+{
+	static constexpr uint16_t roles[] = {MDR_REPLICA_FOLLOWER, MDR_REPLICA_TAKING_OVER,
+					     MDR_REPLICA_LEADER, MDR_REPLICA_STOPPED};
+
+	if (!role_label(r.role))
+		return;
+	w.family("mdnode_replica_role", "1 for the role this replica has now.", prom::Type::gauge);
+	for (uint16_t role : roles)
+		w.sample("mdnode_replica_role", {{"role", role_label(role)}}, r.role == role);
+	gauge(w, "mdnode_replica_epoch",
+	      "The epoch of the leader this replica knows (its own when it leads); 0: none.",
+	      r.epoch);
+	gauge(w, "mdnode_replica_last_index", "The index of the last record of its log.",
+	      r.last_index);
+	gauge(w, "mdnode_replica_commit_index",
+	      "The leader's commit index; a follower's last record applied.", r.commit_index);
+	counter(w, "mdnode_repl_received_batches_total",
+		"Batches of a leader's log this replica appended to its journal.",
+		r.received.batches);
+	counter(w, "mdnode_repl_received_records_total",
+		"Records of a leader's log this replica appended to its journal.",
+		r.received.records);
+	counter(w, "mdnode_repl_durables_sent_total",
+		"DURABLE messages this replica sent its leader.", r.received.durables);
+	counter(w, "mdnode_repl_checkpoints_installed_total",
+		"Checkpoints of a leader's state this replica installed.",
+		r.received.checkpoints);
+	counter(w, "mdnode_repl_log_refusals_total",
+		"Log connections this replica refused (a stale epoch, another group, a ring "
+		"out of bounds, its log not settled).",
+		r.log_refusals);
+	if (r.leading)
+		shipping(w, r);
+}
+
 } // namespace
 
 void take_snapshot(MetricsSnapshot &out, const Node &node, const Journal &journal,
@@ -258,6 +357,7 @@ std::string format_metrics(const MetricsSnapshot &m)
 	pushes(w, m.node);
 	journal(w, m);
 	moves(w, m);
+	replica(w, m.replica);
 	gauge(w, "mdnode_volumes", "Volumes on this node.", m.volumes);
 	gauge(w, "mdnode_extents_mapped", "Extents with a place on a device.", m.extents);
 	gauge(w, "mdnode_hosts_registered", "Hosts in the host registry.", m.hosts);

@@ -435,6 +435,22 @@ void LogReceiver::durable(uint64_t index)
 	send_durable();
 }
 
+ReceiverStats &operator+=(ReceiverStats &a, const ReceiverStats &b)
+{
+	a.batches += b.batches;
+	a.records += b.records;
+	a.skipped += b.skipped;
+	a.trimmed += b.trimmed;
+	a.dropped += b.dropped;
+	a.wraps += b.wraps;
+	a.durables += b.durables;
+	a.applied += b.applied;
+	a.cut += b.cut;
+	a.chunks += b.chunks;
+	a.checkpoints += b.checkpoints;
+	return a;
+}
+
 void LogReceiver::send_durable()
 {
 	if (failure_ || fenced() || installing_)

@@ -184,6 +184,9 @@ struct ReceiverStats {
 	uint64_t checkpoints = 0;	// installed
 };
 
+// Counts of two receivers added up: a follower's over its connections.
+ReceiverStats &operator+=(ReceiverStats &a, const ReceiverStats &b);
+
 class LogReceiver {
 public:
 	// -EINVAL naming what is wrong with opts: check_ring(), epoch 0, a

@@ -316,6 +316,7 @@ mdr::Status LogShipper::ship(uint64_t first_index, std::span<const RecordRef> re
 		window_used_ += window_.back().bytes.size();
 		last_index_ += n;
 		stats_.batches++;
+		stats_.records += n;
 		i += n;
 	}
 	evict();

@@ -166,6 +166,7 @@ struct FollowerInfo {
 
 struct ShipperStats {
 	uint64_t batches = 0;		// framed
+	uint64_t records = 0;		// framed into them
 	uint64_t writes = 0;		// batches written into rings
 	uint64_t wraps = 0;		// wrap markers written
 	uint64_t backlog_waits = 0;	// a batch found no room

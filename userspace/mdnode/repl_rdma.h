@@ -249,6 +249,8 @@ public:
 	// (repl_probe.h).
 	uint64_t take_hangup();
 	const FollowerStats &stats() const { return stats_; }
+	// Its receivers' counts, every connection's since the start.
+	ReceiverStats receiver_stats() const;
 
 private:
 	struct Conn;
@@ -274,6 +276,7 @@ private:
 	// The receiver of the last connection, kept past its end: its
 	// journal callbacks still come, and the next one starts from it.
 	std::unique_ptr<LogReceiver> rx_;
+	ReceiverStats past_rx_;			// of the receivers before rx_
 	uint64_t fenced_;
 	bool device_lost_ = false;
 	uint64_t hangup_ = 0;

@@ -172,6 +172,15 @@ bool RdmaFollower::process(int fd, unsigned budget)
 uint64_t RdmaFollower::take_hangup() { return std::exchange(hangup_, 0); }
 
 uint64_t RdmaFollower::epoch() const { return rx_ ? rx_->epoch() : 0; }
+
+ReceiverStats RdmaFollower::receiver_stats() const
+{
+	ReceiverStats s = past_rx_;
+
+	if (rx_)
+		s += rx_->stats();
+	return s;
+}
 bool RdmaFollower::connected() const { return conn_ && conn_->broken.empty(); }
 LogPosition RdmaFollower::last() const { return rx_ ? rx_->last() : opts_.last; }
 
@@ -362,6 +371,8 @@ mdr::Status RdmaFollower::open(rdma_cm_id *id, const ConnReq &req)
 		return no(rx.message());
 	}
 	// From here the new receiver holds the log, accepted or not.
+	if (rx_)
+		past_rx_ += rx_->stats();
 	rx_ = std::move(rx).value();
 
 	const ConnAcc acc{.ring_addr = reinterpret_cast<uintptr_t>(c->ring.data()),

@@ -420,6 +420,73 @@ void test_tenant_series_are_bounded(void **)
 	assert_true(has_line(text, "mdnode_tenant_requests_total{tenant=\"other\"} 5"));
 }
 
+// A replica's families from its part of the snapshot: its role, place in
+// the log and follower-end counters; a leader's shipping and each
+// follower's state and lag (never below zero: a follower may report a log
+// past a new leader's); none of them on a node of its own.
+void test_replica_families(void **)
+{
+	MetricsSnapshot snap;
+	std::string text = mdnode::format_metrics(snap);
+
+	assert_int_equal(text.find("mdnode_repl"), std::string::npos);
+
+	mdnode::ReplicaMetrics &r = snap.replica;
+	r.role = MDR_REPLICA_FOLLOWER;
+	r.epoch = 5;
+	r.last_index = 40;
+	r.commit_index = 38;
+	r.received.batches = 7;
+	r.received.records = 19;
+	r.received.durables = 6;
+	r.log_refusals = 2;
+	text = mdnode::format_metrics(snap);
+	for (const char *line : {"mdnode_replica_role{role=\"follower\"} 1",
+				 "mdnode_replica_role{role=\"leader\"} 0",
+				 "mdnode_replica_epoch 5", "mdnode_replica_last_index 40",
+				 "mdnode_replica_commit_index 38",
+				 "mdnode_repl_received_batches_total 7",
+				 "mdnode_repl_received_records_total 19",
+				 "mdnode_repl_durables_sent_total 6",
+				 "mdnode_repl_log_refusals_total 2"})
+		assert_true(has_line(text, line));
+	assert_int_equal(text.find("mdnode_repl_shipped"), std::string::npos);
+
+	using mdnode::repl::FollowerState;
+	r.role = MDR_REPLICA_LEADER;
+	r.leading = true;
+	r.last_index = 50;
+	r.shipped.batches = 10;
+	r.shipped.records = 45;
+	r.shipped.backlog_waits = 3;
+	r.window_bytes = 4096;
+	r.followers[0] = {2, FollowerState::streaming, 48};
+	r.followers[1] = {3, FollowerState::backlogged, 30};
+	r.followers[2] = {4, FollowerState::checkpointing, 51};
+	r.n_followers = 3;
+	text = mdnode::format_metrics(snap);
+	for (const char *line : {"mdnode_replica_role{role=\"leader\"} 1",
+				 "mdnode_replica_role{role=\"follower\"} 0",
+				 "mdnode_repl_shipped_batches_total 10",
+				 "mdnode_repl_shipped_records_total 45",
+				 "mdnode_repl_backlog_waits_total 3",
+				 "mdnode_repl_window_bytes 4096",
+				 "mdnode_repl_follower_state{replica=\"2\",state=\"streaming\"} 1",
+				 "mdnode_repl_follower_state{replica=\"2\",state=\"backlogged\"} 0",
+				 "mdnode_repl_follower_state{replica=\"3\",state=\"backlogged\"} 1",
+				 "mdnode_repl_follower_state{replica=\"4\",state=\"checkpointing\"} 1",
+				 "mdnode_repl_follower_lag_records{replica=\"2\"} 2",
+				 "mdnode_repl_follower_lag_records{replica=\"3\"} 20",
+				 "mdnode_repl_follower_lag_records{replica=\"4\"} 0"})
+		assert_true(has_line(text, line));
+	// Six states a follower, one of them 1.
+	size_t series = 0;
+	for (size_t at = 0; (at = text.find("\nmdnode_repl_follower_state{", at)) != std::string::npos;
+	     at++)
+		series++;
+	assert_int_equal(series, 3 * 6);
+}
+
 // ---------------------------------------------------------------------------
 // The endpoint
 
@@ -684,6 +751,7 @@ int main(void)
 		cmocka_unit_test(test_node_counts_requests_leases_pushes_and_batches),
 		cmocka_unit_test(test_request_clocks_trust_no_req_id),
 		cmocka_unit_test(test_tenant_series_are_bounded),
+		cmocka_unit_test(test_replica_families),
 		cmocka_unit_test(test_endpoint_serves_snapshots_while_counters_move),
 		cmocka_unit_test(test_endpoint_refuses_other_methods_and_paths),
 		cmocka_unit_test(test_endpoint_bounds_a_huge_request),
