@@ -34,6 +34,11 @@ def hist_delta(before, after, name, labels=""):
             after.get(f"{name}_count{sel}", 0) - before.get(f"{name}_count{sel}", 0))
 
 
+def counter_delta(before, after, num, den):
+    """(num, den): what two counters gained between two scrapes"""
+    return (after.get(num, 0) - before.get(num, 0), after.get(den, 0) - before.get(den, 0))
+
+
 def mean_of(deltas, scale):
     s = sum(d[0] for d in deltas)
     n = sum(d[1] for d in deltas)
@@ -92,6 +97,8 @@ def where(res, tag, allocs):
             "alloc": hist_delta(b, a, "mdnode_request_duration_seconds", 'opcode="alloc"'),
             "sync": hist_delta(b, a, "mdnode_journal_sync_duration_seconds"),
             "batch": hist_delta(b, a, "mdnode_journal_batch_records"),
+            "shipped": counter_delta(b, a, "mdnode_repl_shipped_records_total",
+                                     "mdnode_repl_shipped_batches_total"),
         }
     whos = [os.path.basename(p)[len(tag) + len("-before-"):-len(".prom")]
             for p in glob.glob(f"{res}/metrics/{tag}-before-*.prom")]
@@ -103,6 +110,7 @@ def where(res, tag, allocs):
     }
     followers = [node(w) for w in sorted(whos) if w.startswith("follower-")]
     if followers:
+        out["shipped_records_per_batch"] = mean_of([main["shipped"]], 1)
         out["followers_journal_sync_mean_us"] = mean_of([f["sync"] for f in followers], 1e6)
         out["followers_journal_batch_records_mean"] = mean_of([f["batch"] for f in followers], 1)
     out.update(cpu(res, tag, allocs, [w for w in whos if w.startswith("follower-")]))
@@ -314,6 +322,7 @@ def print_summary(b):
                           ("max_us", "max us"), ("node_alloc_mean_us", "node's time/ALLOC us"),
                           ("journal_sync_mean_us", "journal write us"),
                           ("journal_batch_records_mean", "records/journal write"),
+                          ("shipped_records_per_batch", "records/shipped batch"),
                           ("followers_journal_sync_mean_us", "followers' journal write us"),
                           ("cpu_us_per_alloc", "node's CPU/ALLOC us"),
                           ("followers_cpu_us_per_alloc", "followers' CPU/ALLOC us"),
