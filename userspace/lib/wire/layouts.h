@@ -4,7 +4,9 @@
 // <linux/mdroute_wire.h> holds which field of wire.h, and the rules a
 // receiver checks, in the order it checks them (fields.h says how a
 // description reads). Internal to lib/wire/; the opcode table (table.cc)
-// says which message travels in which struct.
+// says which message travels in which struct. Past 800 lines on purpose,
+// as <linux/mdroute_wire.h> is: one description per struct of it, so that
+// every rule a receiver applies to a message is read in one place.
 //
 // A layout has:
 //   Wire	the struct of the uapi header (with its header, for messages);
