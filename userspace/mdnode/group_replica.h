@@ -231,6 +231,7 @@ private:
 
 	// Where it stands, as group_status() and metrics() say it.
 	struct Position {
+		bool leads = false;		// a shipper, not stopped
 		uint16_t role = MDR_REPLICA_NONE;
 		uint64_t epoch = 0;
 		uint32_t leader = 0;
@@ -238,6 +239,10 @@ private:
 		uint64_t commit_index = 0;
 	};
 	Position position() const;
+	// f(ReplicaArg) for each member of the set and, when leads, a
+	// replica being added.
+	template <class F>
+	void for_each_listed(bool leads, F &&f) const;
 	void on_group(const GroupState &s);
 	mdr::wire::Leader known_leader(const GroupState &s) const;
 	void lead(uint64_t epoch);

@@ -39,24 +39,34 @@ mdr_replica_state peer_state(repl::FollowerState s)
 
 } // namespace
 
-// What it knows: as leader, each follower's state and durable index; as
-// follower, its own log alone.
+// Its role, the epoch it knows and its log, read once for each report. A
+// replica stopped keeps its follower end's log until its process ends.
 GroupReplica::Position GroupReplica::position() const
 {
 	Position p;
-	const bool leads = shipper_ && !stopped_;
 
-	p.epoch = leads ? epoch_ : known_epoch_;
-	p.leader = leads ? settings_.self : known_leader_id_;
+	p.leads = shipper_ && !stopped_;
+	p.epoch = p.leads ? epoch_ : known_epoch_;
+	p.leader = p.leads ? settings_.self : known_leader_id_;
 	if (!p.epoch || !p.leader)
 		p.epoch = p.leader = 0;
 	p.role = stopped_ ? MDR_REPLICA_STOPPED
-	       : !leads   ? MDR_REPLICA_FOLLOWER
+	       : !p.leads ? MDR_REPLICA_FOLLOWER
 	       : accepting() ? MDR_REPLICA_LEADER : MDR_REPLICA_TAKING_OVER;
-	p.last_index = !leads ? follower_->last().index : next_index_ ? next_index_ - 1 : 0;
-	p.commit_index = std::min(leads ? commit_index_ : follower_->applied_index(),
+	p.last_index = !p.leads ? follower_->last().index : next_index_ ? next_index_ - 1 : 0;
+	p.commit_index = std::min(p.leads ? commit_index_ : follower_->applied_index(),
 				  p.last_index);
 	return p;
+}
+
+// The set, and as leader a replica being added, in the set's order.
+template <class F>
+void GroupReplica::for_each_listed(bool leads, F &&f) const
+{
+	for (const ReplicaArg &a : members_)
+		f(a);
+	if (leads && change_ && change_->add)
+		f(change_->replica);
 }
 
 // Nothing here allocates (the snapshot's promise, metrics.h): a member's
@@ -71,32 +81,31 @@ void GroupReplica::metrics(ReplicaMetrics &m) const
 	m.commit_index = p.commit_index;
 	m.received = follower_->receiver_stats();
 	m.log_refusals = follower_->stats().refusals;
-	m.leading = shipper_ && !stopped_;
+	m.leading = p.leads;
 	m.n_followers = 0;
 	if (!m.leading)
 		return;
 	m.shipped = shipper_->stats();
 	m.window_bytes = shipper_->window_bytes();
-
-	auto add = [&](const ReplicaArg &a) {
-		const repl::FollowerInfo *f = shipper_->follower(member_name(a.id));
+	for_each_listed(true, [&](const ReplicaArg &a) {
+		const repl::FollowerInfo *f =
+			a.id == settings_.self ? nullptr : shipper_->follower(member_name(a.id));
 
 		if (!f || m.n_followers == m.followers.size())
 			return;
-		m.followers[m.n_followers++] = {a.id, f->state, f->durable_index};
-	};
-	for (const ReplicaArg &a : members_)
-		if (a.id != settings_.self)
-			add(a);
-	if (change_ && change_->add)
-		add(change_->replica);
+		// Its durable index is known once it connected in this epoch
+		// with a log the shipper counts (LogShipper::connect()).
+		m.followers[m.n_followers++] = {a.id, f->state, f->counted, f->durable_index};
+	});
 }
 
+// As leader, each follower's state and the index it reported durable; as
+// follower, its own log alone.
 mdr::wire::GroupStatusRep GroupReplica::group_status() const
 {
 	mdr::wire::GroupStatusRep r;
-	const bool leads = shipper_ && !stopped_;
 	const Position pos = position();
+	const bool leads = pos.leads;
 
 	r.group = settings_.group;
 	r.self = settings_.self;
@@ -106,11 +115,7 @@ mdr::wire::GroupStatusRep GroupReplica::group_status() const
 	r.last_index = pos.last_index;
 	r.commit_index = pos.commit_index;
 	const std::map<uint32_t, std::string> &hosts = member_->state().hosts;
-	// The set, and a replica being added (the leader's).
-	std::vector<ReplicaArg> listed = members_;
-	if (leads && change_ && change_->add)
-		listed.push_back(change_->replica);
-	for (const ReplicaArg &a : listed) {
+	for_each_listed(leads, [&](const ReplicaArg &a) {
 		mdr::wire::Replica p{.id = a.id, .port = a.port};
 		const repl::FollowerInfo *f = nullptr;
 
@@ -146,7 +151,7 @@ mdr::wire::GroupStatusRep GroupReplica::group_status() const
 			p.durable = f->durable_index;
 		}
 		r.replicas.push_back(p);
-	}
+	});
 	std::sort(r.replicas.begin(), r.replicas.end(),
 		  [](const auto &x, const auto &y) { return x.id < y.id; });
 	return r;

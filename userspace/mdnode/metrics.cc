@@ -258,8 +258,8 @@ void shipping(prom::Writer &w, const ReplicaMetrics &r)
 	counter(w, "mdnode_repl_follower_drops_total",
 		"Followers dropped for a protocol error or a failed link, this epoch.",
 		r.shipped.drops);
-	counter(w, "mdnode_repl_checkpoints_shipped_total",
-		"Checkpoints a follower installed from this leader, this epoch.",
+	counter(w, "mdnode_repl_follower_checkpoints_total",
+		"Checkpoints followers installed from this leader, this epoch.",
 		r.shipped.checkpoints);
 	gauge(w, "mdnode_repl_window_bytes",
 	      "Bytes of recent batches the leader keeps for backlogs and reconnects.",
@@ -274,12 +274,21 @@ void shipping(prom::Writer &w, const ReplicaMetrics &r)
 			w.sample("mdnode_repl_follower_state",
 				 {{"replica", id}, {"state", repl::state_name(s)}}, f.state == s);
 	}
+	// No sample for a follower whose durable index the leader does not
+	// know yet: its lag would read as the whole log after every
+	// failover. A follower reports no index past what was shipped to it
+	// (LogShipper::on_durable()); the clamp only keeps a gauge from
+	// wrapping.
 	w.family("mdnode_repl_follower_lag_records",
-		 "Records of the leader's log a follower has not reported durable.",
+		 "Records of the leader's log a follower has not reported durable; none "
+		 "until it connected in this epoch.",
 		 prom::Type::gauge);
 	for (const ReplicaMetrics::Follower &f : fs)
-		w.sample("mdnode_repl_follower_lag_records", {{"replica", std::to_string(f.id)}},
-			 r.last_index > f.durable_index ? r.last_index - f.durable_index : 0);
+		if (f.known)
+			w.sample("mdnode_repl_follower_lag_records",
+				 {{"replica", std::to_string(f.id)}},
+				 r.last_index > f.durable_index ? r.last_index - f.durable_index
+								: 0);
 }
 
 void replica(prom::Writer &w, const ReplicaMetrics &r)
@@ -311,8 +320,8 @@ void replica(prom::Writer &w, const ReplicaMetrics &r)
 		"Checkpoints of a leader's state this replica installed.",
 		r.received.checkpoints);
 	counter(w, "mdnode_repl_log_refusals_total",
-		"Log connections this replica refused (a stale epoch, another group, a ring "
-		"out of bounds, its log not settled).",
+		"Log connections this replica refused (replication.md, \"The replication "
+		"connection\").",
 		r.log_refusals);
 	if (r.leading)
 		shipping(w, r);

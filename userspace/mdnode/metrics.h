@@ -54,6 +54,9 @@ struct ReplicaMetrics {
 	struct Follower {
 		uint32_t id = 0;
 		repl::FollowerState state = repl::FollowerState::unready;
+		// Its durable index is known to this leader: it connected in
+		// this epoch with a log the shipper counts.
+		bool known = false;
 		uint64_t durable_index = 0;
 	};
 	// The set's other members and a replica being added.

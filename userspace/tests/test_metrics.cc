@@ -420,71 +420,102 @@ void test_tenant_series_are_bounded(void **)
 	assert_true(has_line(text, "mdnode_tenant_requests_total{tenant=\"other\"} 5"));
 }
 
-// A replica's families from its part of the snapshot: its role, place in
-// the log and follower-end counters; a leader's shipping and each
-// follower's state and lag (never below zero: a follower may report a log
-// past a new leader's); none of them on a node of its own.
+// The value of the sample of series (its name and labels), or -1.
+long long sample_of(const std::string &text, const std::string &series)
+{
+	std::istringstream in(text);
+	std::string l;
+
+	while (std::getline(in, l))
+		if (l.starts_with(series + " "))
+			return std::stoll(l.substr(series.size() + 1));
+	return -1;
+}
+
+// A replica's families from its part of the snapshot, every field of a
+// value of its own: its role (one of four 1), place in the log and
+// follower-end counters; a leader's shipping and each follower's state
+// (exactly one 1 each) and lag, none for a follower whose durable index it
+// does not know yet; none of the families on a node of its own.
 void test_replica_families(void **)
 {
+	using mdnode::repl::FollowerState;
+	static const char *const roles[] = {"follower", "taking_over", "leader", "stopped"};
+	static const char *const states[] = {"unready", "streaming", "backlogged",
+					     "needs_checkpoint", "checkpointing", "dropped"};
 	MetricsSnapshot snap;
 	std::string text = mdnode::format_metrics(snap);
 
 	assert_int_equal(text.find("mdnode_repl"), std::string::npos);
 
 	mdnode::ReplicaMetrics &r = snap.replica;
-	r.role = MDR_REPLICA_FOLLOWER;
 	r.epoch = 5;
 	r.last_index = 40;
 	r.commit_index = 38;
-	r.received.batches = 7;
-	r.received.records = 19;
-	r.received.durables = 6;
+	r.received = {.batches = 7, .records = 19, .skipped = 101, .trimmed = 102,
+		      .dropped = 103, .wraps = 104, .durables = 6, .applied = 105, .cut = 106,
+		      .chunks = 107, .checkpoints = 3};
 	r.log_refusals = 2;
+	const uint16_t role_of[] = {MDR_REPLICA_FOLLOWER, MDR_REPLICA_TAKING_OVER,
+				    MDR_REPLICA_LEADER, MDR_REPLICA_STOPPED};
+	for (size_t i = 0; i < 4; i++) {
+		r.role = role_of[i];
+		text = mdnode::format_metrics(snap);
+		for (size_t j = 0; j < 4; j++)
+			assert_int_equal(sample_of(text, std::string("mdnode_replica_role{role=\"") +
+								roles[j] + "\"}"),
+					 i == j);
+	}
+	r.role = MDR_REPLICA_FOLLOWER;
 	text = mdnode::format_metrics(snap);
-	for (const char *line : {"mdnode_replica_role{role=\"follower\"} 1",
-				 "mdnode_replica_role{role=\"leader\"} 0",
-				 "mdnode_replica_epoch 5", "mdnode_replica_last_index 40",
-				 "mdnode_replica_commit_index 38",
-				 "mdnode_repl_received_batches_total 7",
-				 "mdnode_repl_received_records_total 19",
-				 "mdnode_repl_durables_sent_total 6",
-				 "mdnode_repl_log_refusals_total 2"})
-		assert_true(has_line(text, line));
+	const std::pair<const char *, long long> follower[] = {
+		{"mdnode_replica_epoch", 5}, {"mdnode_replica_last_index", 40},
+		{"mdnode_replica_commit_index", 38}, {"mdnode_repl_received_batches_total", 7},
+		{"mdnode_repl_received_records_total", 19}, {"mdnode_repl_durables_sent_total", 6},
+		{"mdnode_repl_checkpoints_installed_total", 3},
+		{"mdnode_repl_log_refusals_total", 2},
+	};
+	for (const auto &[series, v] : follower)
+		assert_int_equal(sample_of(text, series), v);
 	assert_int_equal(text.find("mdnode_repl_shipped"), std::string::npos);
 
-	using mdnode::repl::FollowerState;
 	r.role = MDR_REPLICA_LEADER;
 	r.leading = true;
 	r.last_index = 50;
-	r.shipped.batches = 10;
-	r.shipped.records = 45;
-	r.shipped.backlog_waits = 3;
+	r.shipped = {.batches = 10, .records = 45, .writes = 11, .wraps = 201,
+		     .backlog_waits = 3, .stale_durables = 202, .heartbeats = 203, .drops = 4,
+		     .evicted = 204, .chunks = 205, .checkpoints = 1};
 	r.window_bytes = 4096;
-	r.followers[0] = {2, FollowerState::streaming, 48};
-	r.followers[1] = {3, FollowerState::backlogged, 30};
-	r.followers[2] = {4, FollowerState::checkpointing, 51};
+	r.followers[0] = {2, FollowerState::streaming, true, 48};
+	r.followers[1] = {3, FollowerState::backlogged, true, 30};
+	r.followers[2] = {4, FollowerState::needs_checkpoint, false, 0};
 	r.n_followers = 3;
 	text = mdnode::format_metrics(snap);
-	for (const char *line : {"mdnode_replica_role{role=\"leader\"} 1",
-				 "mdnode_replica_role{role=\"follower\"} 0",
-				 "mdnode_repl_shipped_batches_total 10",
-				 "mdnode_repl_shipped_records_total 45",
-				 "mdnode_repl_backlog_waits_total 3",
-				 "mdnode_repl_window_bytes 4096",
-				 "mdnode_repl_follower_state{replica=\"2\",state=\"streaming\"} 1",
-				 "mdnode_repl_follower_state{replica=\"2\",state=\"backlogged\"} 0",
-				 "mdnode_repl_follower_state{replica=\"3\",state=\"backlogged\"} 1",
-				 "mdnode_repl_follower_state{replica=\"4\",state=\"checkpointing\"} 1",
-				 "mdnode_repl_follower_lag_records{replica=\"2\"} 2",
-				 "mdnode_repl_follower_lag_records{replica=\"3\"} 20",
-				 "mdnode_repl_follower_lag_records{replica=\"4\"} 0"})
-		assert_true(has_line(text, line));
-	// Six states a follower, one of them 1.
-	size_t series = 0;
-	for (size_t at = 0; (at = text.find("\nmdnode_repl_follower_state{", at)) != std::string::npos;
-	     at++)
-		series++;
-	assert_int_equal(series, 3 * 6);
+	const std::pair<std::string, long long> leader[] = {
+		{"mdnode_repl_shipped_batches_total", 10}, {"mdnode_repl_shipped_records_total", 45},
+		{"mdnode_repl_ring_writes_total", 11}, {"mdnode_repl_backlog_waits_total", 3},
+		{"mdnode_repl_follower_drops_total", 4}, {"mdnode_repl_follower_checkpoints_total", 1},
+		{"mdnode_repl_window_bytes", 4096},
+		{"mdnode_repl_follower_lag_records{replica=\"2\"}", 2},
+		{"mdnode_repl_follower_lag_records{replica=\"3\"}", 20},
+		{"mdnode_repl_follower_lag_records{replica=\"4\"}", -1},
+	};
+	for (const auto &[series, v] : leader)
+		assert_int_equal(sample_of(text, series), v);
+	for (size_t i = 0; i < r.n_followers; i++) {
+		const mdnode::ReplicaMetrics::Follower &f = r.followers[i];
+		long long ones = 0;
+
+		for (const char *st : states) {
+			const long long v = sample_of(text, "mdnode_repl_follower_state{replica=\"" +
+								std::to_string(f.id) + "\",state=\"" +
+								st + "\"}");
+			assert_true(v == 0 || v == 1);
+			ones += v;
+			assert_int_equal(v, st == std::string(mdnode::repl::state_name(f.state)));
+		}
+		assert_int_equal(ones, 1);
+	}
 }
 
 // ---------------------------------------------------------------------------
