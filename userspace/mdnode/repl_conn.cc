@@ -90,7 +90,7 @@ std::vector<std::byte> encode_conn_acc(const ConnAcc &a)
 
 	w.le64(a.log.epoch).le64(a.ring_addr).le32(a.ring_rkey).le32(a.follower_id);
 	w.le64(a.ring_bytes).le64(a.log.last.epoch).le64(a.log.last.index);
-	w.le64(a.log.durable_index).le64(a.log.fenced_epoch);
+	w.le64(a.log.durable_index).le64(a.log.fenced_epoch).le64(a.features);
 	return take(w);
 }
 
@@ -146,6 +146,8 @@ mdr::Result<ConnAcc> parse_conn_acc(std::span<const std::byte> bytes)
 
 		a.log = {.epoch = epoch, .last = {in.le64(), in.le64()},
 			 .durable_index = in.le64(), .fenced_epoch = in.le64()};
+		// An accept of 72 bytes is of a release before features.
+		a.features = in.left() >= 8 ? in.le64() : 0;
 		const mdr::Status ok = check_log_state(a.log);
 
 		// Epoch 0 named as such, before check_log_state() finds the
@@ -224,11 +226,13 @@ mdr::Result<Received> classify_receive(bool with_imm, bool has_imm, uint32_t imm
 	if (with_imm) {
 		if (!has_imm)
 			return refuse("a WRITE with immediate without immediate data");
-		if (byte_len)
-			return refuse("a notify carrying " + num(byte_len) + " bytes");
 		if (imm % kAlign || imm >= ring_bytes)
 			return refuse("a notify at " + num(imm) + " in a ring of " + num(ring_bytes) +
 				      " bytes");
+		// The entry's bytes with it: the WRITE put them at imm.
+		if (byte_len > ring_bytes - imm)
+			return refuse("a notify at " + num(imm) + " carrying " + num(byte_len) +
+				      " bytes in a ring of " + num(ring_bytes));
 		return Received{Notify{imm}};
 	}
 	if (has_imm)

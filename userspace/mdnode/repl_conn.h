@@ -11,9 +11,10 @@
 // follower admits a request only for its group, an epoch not below the
 // one it is fenced to and a ring within its bounds; a leader takes an
 // accept only for the epoch and ring it asked, with a log state that
-// holds together; a receive is a notify (a WRITE with immediate that
-// carries no bytes and names an aligned offset inside the ring) or a
-// control message of a plausible length, nothing else.
+// holds together; a receive is a notify (a WRITE with immediate naming an
+// aligned offset inside the ring, with no bytes or with the entry's, all
+// inside the ring) or a control message of a plausible length, nothing
+// else.
 //
 // All fields little-endian; every message begins with
 //
@@ -29,7 +30,8 @@
 //	    28    4  max_batch_bytes (repl_format.h's check_ring())
 //	    32    8  ring_bytes asked for
 //	    40    8  reserved, 0
-// Accept (follower -> leader), 72 bytes:
+// Accept (follower -> leader), 80 bytes (72 from a release before
+// features, whose padding reads as none):
 //	     8    8  epoch: the request's
 //	    16    8  ring address
 //	    24    4  ring rkey, fresh for this connection
@@ -39,6 +41,9 @@
 //	    48    8  last_index    } (check_log_state()), fenced_epoch
 //	    56    8  durable_index } the request's epoch: it fenced every
 //	    64    8  fenced_epoch  } epoch below before it accepted
+//	    72    8  features: bit 0 (kFeatureEntryNotify) it takes an
+//		     entry's bytes with its notify, in one WRITE with
+//		     immediate; a leader uses no bit it does not know
 // Reject (follower -> leader), 24 bytes:
 //	     8    2  reason (RejectReason)
 //	    10    6  reserved, 0
@@ -72,11 +77,16 @@ namespace mdnode::repl {
 
 inline constexpr uint32_t kConnMagic = 0x5052444d;	// "MDRP"
 inline constexpr size_t kConnReqBytes = 48;
-inline constexpr size_t kConnAccBytes = 72;
+inline constexpr size_t kConnAccBytes = 72;	// the least an accept holds
+inline constexpr size_t kConnAccFeaturesBytes = 80;
+// A follower takes an entry's bytes with its notify (one WRITE with
+// immediate data instead of a WRITE and a notify: a packet and its ACK
+// fewer per batch).
+inline constexpr uint64_t kFeatureEntryNotify = 1;
 inline constexpr size_t kConnRejBytes = 24;
 inline constexpr size_t kConnProbeBytes = 16;
 // rdma_cm's room for private data in a REQ, a REP and a REJ.
-static_assert(kConnReqBytes <= 56 && kConnAccBytes <= 196 && kConnRejBytes <= 148);
+static_assert(kConnReqBytes <= 56 && kConnAccFeaturesBytes <= 196 && kConnRejBytes <= 148);
 
 // Fields as the table above has them; what is not named in an
 // initializer is 0.
@@ -94,6 +104,7 @@ struct ConnAcc {
 	uint32_t ring_rkey, follower_id;
 	uint64_t ring_bytes;
 	LogState log;
+	uint64_t features = 0;
 	bool operator==(const ConnAcc &) const = default;
 };
 
@@ -164,9 +175,10 @@ struct ControlBytes {
 	bool operator==(const ControlBytes &) const = default;
 };
 using Received = std::variant<Notify, ControlBytes>;
-// -EPROTO naming what is wrong: a notify with bytes, without immediate,
-// at an offset not a multiple of 8 or outside the ring (or on a side that
-// has none); a SEND with immediate, or of a length no control message has.
+// -EPROTO naming what is wrong: a notify without immediate, at an offset
+// not a multiple of 8 or outside the ring (or on a side that has none),
+// or with bytes that pass the ring's end; a SEND with immediate, or of a
+// length no control message has.
 mdr::Result<Received> classify_receive(bool with_imm, bool has_imm, uint32_t imm,
 				       uint32_t byte_len, uint64_t ring_bytes,
 				       uint32_t max_control);

@@ -397,9 +397,7 @@ LogShipper::Put LogShipper::put(const std::string &member, FollowerInfo &f,
 		stats_.wraps++;
 	}
 	if (st.ok())
-		st = link_.write(member, static_cast<uint32_t>(off), entry);
-	if (st.ok())
-		st = link_.notify(member, static_cast<uint32_t>(off));
+		st = link_.write_notify(member, static_cast<uint32_t>(off), entry);
 	if (!st.ok()) {
 		(void)drop(member, f, mdr::Error(st.error(), "link: " + st.message()));
 		return Put::failed;

@@ -112,6 +112,17 @@ public:
 	// Tells the member an entry begins at offset, once the writes before
 	// it landed (a WRITE with immediate data, the offset).
 	virtual mdr::Status notify(const std::string &member, uint32_t offset) = 0;
+	// An entry into the member's ring at offset, and then the notify of
+	// it: write() and notify(), or one WRITE with immediate data that
+	// carries the bytes where the member takes that (repl_conn.h,
+	// kFeatureEntryNotify).
+	virtual mdr::Status write_notify(const std::string &member, uint32_t offset,
+					 std::span<const std::byte> bytes)
+	{
+		if (mdr::Status st = write(member, offset, bytes); !st.ok())
+			return st;
+		return notify(member, offset);
+	}
 	// A control message (a SEND).
 	virtual mdr::Status send(const std::string &member, std::span<const std::byte> msg) = 0;
 };

@@ -14,6 +14,10 @@
 //	  write():  RDMA WRITE into the ring  ---> (no CPU)
 //	  notify(): WRITE with immediate, 0
 //		    bytes, the offset        ---> LogReceiver::on_notify()
+//	  write_notify(): the entry's WRITE with
+//		    immediate, the offset     ---> LogReceiver::on_notify()
+//		    (a follower that says it takes
+//		    it; else write() and notify())
 //	  send():   SEND (HEARTBEAT)         ---> LogReceiver::on_control()
 //	  LogShipper::on_durable()          <---- SEND (DURABLE)
 //
@@ -30,9 +34,9 @@
 // reported it consumed, so the mirror's bytes never change under a WRITE
 // the follower has not taken yet (and a WRITE over bytes that one not yet
 // completed here reads waits for that completion). WRITEs are not
-// signalled; every notify and SEND is, and its completion retires the
-// WRITEs posted before it, so the SQ never holds more than two
-// unsignalled WRs past a signalled one and never overruns. What does not fit in the SQ waits in a queue of the
+// signalled; every notify, write_notify and SEND is, and its completion
+// retires the WRITEs posted before it, so the SQ never holds more than
+// two unsignalled WRs past a signalled one and never overruns. What does not fit in the SQ waits in a queue of the
 // connection, in order: a full SQ is back-pressure, not an error. An
 // error is a connection lost: the shipper drops the follower
 // (LogShipper::disconnect()) and tick() connects again; a follower that
@@ -149,6 +153,8 @@ public:
 	mdr::Status write(const std::string &member, uint32_t offset,
 			  std::span<const std::byte> bytes) override;
 	mdr::Status notify(const std::string &member, uint32_t offset) override;
+	mdr::Status write_notify(const std::string &member, uint32_t offset,
+				 std::span<const std::byte> bytes) override;
 	mdr::Status send(const std::string &member, std::span<const std::byte> msg) override;
 
 	bool connected(const std::string &member) const;
@@ -163,6 +169,8 @@ public:
 	const MemberLinkStats *stats(const std::string &member) const;
 
 private:
+	// offset and len lie in the ring, offset aligned: -ERANGE if not.
+	mdr::Status in_ring(uint32_t offset, size_t len) const;
 	struct Conn;
 
 	explicit RdmaShipLink(const LinkOptions &opts);

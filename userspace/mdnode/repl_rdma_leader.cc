@@ -427,22 +427,41 @@ mdr::Status RdmaShipLink::enqueue(const std::string &member, SendQueue::Op op)
 	return {};
 }
 
+// The shipper's offsets are its own, but checked all the same: a WRITE
+// past the ring would fail at the follower's HCA and cost the connection.
+mdr::Status RdmaShipLink::in_ring(uint32_t offset, size_t len) const
+{
+	if (uint64_t{offset} + len > opts_.ring_bytes || offset % kAlign)
+		return mdr::Error(-ERANGE, "replication link: a write of " + std::to_string(len) +
+						   " bytes at " + std::to_string(offset));
+	return {};
+}
+
 mdr::Status RdmaShipLink::write(const std::string &member, uint32_t offset,
 				std::span<const std::byte> bytes)
 {
-	// The shipper's offsets are its own, but checked all the same: a
-	// WRITE past the ring would fail at the follower's HCA and cost the
-	// connection.
-	if (uint64_t{offset} + bytes.size() > opts_.ring_bytes || offset % kAlign)
-		return mdr::Error(-ERANGE, "replication link: a write of " +
-						   std::to_string(bytes.size()) + " bytes at " +
-						   std::to_string(offset));
+	if (mdr::Status st = in_ring(offset, bytes.size()); !st.ok())
+		return st;
 	return enqueue(member, {SendQueue::write, offset, {bytes.begin(), bytes.end()}});
 }
 
 mdr::Status RdmaShipLink::notify(const std::string &member, uint32_t offset)
 {
 	return enqueue(member, {SendQueue::notify, offset, {}});
+}
+
+mdr::Status RdmaShipLink::write_notify(const std::string &member, uint32_t offset,
+				       std::span<const std::byte> bytes)
+{
+	Conn *c = live(member);
+
+	// A follower of a release before kFeatureEntryNotify refuses a
+	// notify with bytes: a WRITE, then the notify.
+	if (!c || !(c->acc.features & kFeatureEntryNotify))
+		return ShipLink::write_notify(member, offset, bytes);
+	if (mdr::Status st = in_ring(offset, bytes.size()); !st.ok())
+		return st;
+	return enqueue(member, {SendQueue::write_notify, offset, {bytes.begin(), bytes.end()}});
 }
 
 mdr::Status RdmaShipLink::send(const std::string &member, std::span<const std::byte> msg)
@@ -482,6 +501,17 @@ void RdmaShipLink::flush(Conn &c)
 				.opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .wr_id = seq, .flags = flags,
 				.remote_addr = c.acc.ring_addr, .rkey = c.acc.ring_rkey,
 				.imm = op->offset});
+			c.stats.notifies++;
+			break;
+		case SendQueue::write_notify:
+			std::memcpy(c.mirror.data() + op->offset, op->bytes.data(), op->bytes.size());
+			st = mdr::verbs::post_send(c.ep->cm()->qp, {
+				.opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .wr_id = seq,
+				.addr = c.mirror.data() + op->offset, .len = uint32_t(op->bytes.size()),
+				.lkey = c.mirror.lkey(), .flags = flags,
+				.remote_addr = c.acc.ring_addr + op->offset, .rkey = c.acc.ring_rkey,
+				.imm = op->offset});
+			c.stats.writes++;
 			c.stats.notifies++;
 			break;
 		case SendQueue::send:

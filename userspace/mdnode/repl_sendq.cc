@@ -31,7 +31,7 @@ const SendQueue::Op *SendQueue::next()
 	const Op &op = queue_.front();
 	const uint64_t from = op.offset, to = from + op.bytes.size();
 
-	if (op.kind == write && std::any_of(writes_.begin(), writes_.end(), [&](const Inflight &w) {
+	if (reads_mirror(op.kind) && std::any_of(writes_.begin(), writes_.end(), [&](const Inflight &w) {
 		    return from < w.to && w.from < to;
 	    }))
 		return nullptr;
@@ -43,7 +43,7 @@ void SendQueue::pop()
 	const Op &op = queue_.front();
 
 	posted_++;
-	if (op.kind == write)
+	if (reads_mirror(op.kind))
 		writes_.push_back({posted_, op.offset, op.offset + op.bytes.size()});
 	queue_.pop_front();
 }

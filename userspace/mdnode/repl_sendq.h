@@ -16,8 +16,10 @@
 //
 // The rules: at most depth WRs are in the send queue, counting every WR
 // up to the last signalled one completed as done; a WRITE is not
-// signalled (the notify after it is, and retires it); a WRITE that would
-// copy into mirror bytes a WRITE not completed yet reads waits for it.
+// signalled (the notify after it is, and retires it); a write_notify (an
+// entry's WRITE with immediate: its bytes and its notify in one) is; a
+// WRITE or write_notify that would copy into mirror bytes one not
+// completed yet reads waits for it.
 // What cannot go waits in order: back-pressure, never an error.
 #ifndef MDNODE_REPL_SENDQ_H
 #define MDNODE_REPL_SENDQ_H
@@ -33,12 +35,14 @@ namespace mdnode::repl {
 
 class SendQueue {
 public:
-	enum Kind { write, notify, send };
+	enum Kind { write, notify, write_notify, send };
 	struct Op {
 		Kind kind;
-		uint32_t offset;		// of the ring (write, notify)
-		std::vector<std::byte> bytes;	// write, send
+		uint32_t offset;		// of the ring (write, notify, write_notify)
+		std::vector<std::byte> bytes;	// write, write_notify, send
 	};
+	// It is written from the mirror: its bytes are copied there first.
+	static bool reads_mirror(Kind k) { return k == write || k == write_notify; }
 
 	SendQueue(uint32_t depth, size_t max_queued) : depth_(depth), max_queued_(max_queued) {}
 

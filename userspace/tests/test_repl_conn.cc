@@ -30,7 +30,8 @@ const ConnReq kReq{.group = 9, .epoch = 5, .leader_id = 1, .max_batch_bytes = kM
 		   .ring_bytes = kRing};
 const ConnAcc kAcc{.ring_addr = 0x7f0000001000, .ring_rkey = 0x1234, .follower_id = 2,
 		   .ring_bytes = kRing,
-		   .log = {.epoch = 5, .last = {4, 30}, .durable_index = 30, .fenced_epoch = 5}};
+		   .log = {.epoch = 5, .last = {4, 30}, .durable_index = 30, .fenced_epoch = 5},
+		   .features = kFeatureEntryNotify};
 
 // bytes with the little-endian value v of size n at offset at.
 Bytes patched(Bytes b, size_t at, size_t n, uint64_t v)
@@ -92,7 +93,7 @@ void test_round_trip(void **)
 	const ConnRej j{kRejStale, 7};
 
 	assert_int_equal(q.size(), kConnReqBytes);
-	assert_int_equal(a.size(), kConnAccBytes);
+	assert_int_equal(a.size(), kConnAccFeaturesBytes);
 	assert_int_equal(encode_conn_rej(j).size(), kConnRejBytes);
 	assert_true(parse_conn_req(q).value() == kReq);
 	assert_true(parse_conn_acc(a).value() == kAcc);
@@ -104,6 +105,18 @@ void test_round_trip(void **)
 	padded = a;
 	padded.resize(196);
 	assert_true(parse_conn_acc(padded).value() == kAcc);
+	// An accept of a release before features: 72 bytes, or padded with
+	// zeros by rdma_cm; either reads as none.
+	ConnAcc before = kAcc;
+	before.features = 0;
+	assert_true(parse_conn_acc(Bytes(a.begin(), a.begin() + kConnAccBytes)).value() == before);
+	padded.assign(a.begin(), a.begin() + kConnAccBytes);
+	padded.resize(196);
+	assert_true(parse_conn_acc(padded).value() == before);
+	// Bits it does not know are a newer follower's: read, not refused.
+	ConnAcc newer = kAcc;
+	newer.features = kFeatureEntryNotify | (uint64_t{1} << 40);
+	assert_true(parse_conn_acc(encode_conn_acc(newer)).value() == newer);
 	// "MDRP" in a dump, then version 1.
 	assert_int_equal(std::to_integer<int>(q[0]), 'M');
 	assert_int_equal(std::to_integer<int>(q[3]), 'P');
@@ -204,7 +217,12 @@ void test_receives(void **)
 	assert_true(std::get<Notify>(classify_receive(true, true, kRing - 8, 0, kRing, kSlot)
 					     .value()) == Notify{kRing - 8});
 	expect(classify_receive(true, false, 0, 0, kRing, kSlot), -EPROTO, "without immediate");
-	expect(classify_receive(true, true, 0, 8, kRing, kSlot), -EPROTO, "carrying 8 bytes");
+	// With the entry's bytes (kFeatureEntryNotify): inside the ring.
+	assert_true(std::get<Notify>(classify_receive(true, true, 64, kRing - 64, kRing, kSlot)
+					     .value()) == Notify{64});
+	expect(classify_receive(true, true, 64, kRing - 56, kRing, kSlot), -EPROTO,
+	       "carrying 1048520 bytes");
+	expect(classify_receive(true, true, kRing - 8, 16, kRing, kSlot), -EPROTO, "carrying 16");
 	expect(classify_receive(true, true, 12, 0, kRing, kSlot), -EPROTO, "at 12");
 	expect(classify_receive(true, true, kRing, 0, kRing, kSlot), -EPROTO, "at 1048576");
 	// The leader's side has no ring: no notify is ever right there.

@@ -3,9 +3,9 @@
 // test_repl_sendq.cc - the leader's send queue of a replication connection
 // (repl_sendq.h), without RDMA: a full send queue holds operations back in
 // order until a completion frees it (back-pressure, not an error), only
-// notifies and SENDs are signalled and a completion retires the WRITEs
-// before it, a WRITE over mirror bytes a WRITE in flight reads waits for
-// it, and too many waiting operations end the connection; a follower's
+// notifies, entries with their notify and SENDs are signalled and a
+// completion retires the WRITEs before it, a WRITE or an entry over mirror
+// bytes one in flight reads waits for it, and too many waiting operations end the connection; a follower's
 // DURABLEs, signalled one in half an SQ, never overrun it nor wait for a
 // completion that does not come.
 #include <algorithm>
@@ -101,6 +101,40 @@ void test_write_waits_for_bytes_in_flight(void **)
 	assert_int_equal(q.in_flight(), 0);
 }
 
+// An entry's WRITE with immediate (write_notify) is signalled and reads
+// the mirror as a WRITE does: one over bytes a WRITE or write_notify in
+// flight reads waits for its completion, and one in flight holds back a
+// WRITE over its bytes.
+void test_write_notify(void **)
+{
+	SendQueue q(16, 100);
+	std::vector<uint64_t> sig;
+	auto wn = [](uint32_t offset, size_t len) {
+		return SendQueue::Op{SendQueue::write_notify, offset, std::vector<std::byte>(len)};
+	};
+
+	assert_true(q.push(wn(0, 128)).ok());
+	assert_int_equal(post_all(q, &sig).size(), 1);
+	assert_int_equal(sig.size(), 1);
+	assert_int_equal(sig[0], 1);
+	// A wrap marker over its bytes, then an entry at 0 again.
+	assert_true(q.push(w(96, 8)).ok());
+	assert_true(q.push(wn(0, 64)).ok());
+	assert_null(q.next());
+	q.completed(1);
+	const std::vector<SendQueue::Kind> next = post_all(q, &sig);
+	assert_int_equal(next.size(), 2);
+	assert_int_equal(next[0], SendQueue::write);
+	assert_int_equal(next[1], SendQueue::write_notify);
+	// The WRITE not signalled; the entry is, and retires it.
+	assert_int_equal(sig.size(), 2);
+	assert_int_equal(sig[1], 3);
+	assert_true(q.push(wn(96, 32)).ok());
+	assert_null(q.next());
+	q.completed(3);
+	assert_int_equal(post_all(q).size(), 1);
+}
+
 void test_too_many_waiting(void **)
 {
 	SendQueue q(2, 3);
@@ -162,6 +196,7 @@ int main()
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_queue_waits_in_order),
 		cmocka_unit_test(test_write_waits_for_bytes_in_flight),
+		cmocka_unit_test(test_write_notify),
 		cmocka_unit_test(test_too_many_waiting),
 		cmocka_unit_test(test_durables_signalled),
 	};
