@@ -110,7 +110,9 @@ struct LinkOptions {
 
 struct MemberLinkStats {
 	uint64_t attempts = 0, connects = 0, refusals = 0, disconnects = 0;
-	uint64_t writes = 0, notifies = 0, sends = 0, durables = 0;
+	// WRs posted: plain WRITEs, empty notifies, entries with their
+	// notify (one WRITE with immediate), SENDs; DURABLEs taken.
+	uint64_t writes = 0, notifies = 0, entries = 0, sends = 0, durables = 0;
 	uint64_t sq_waits = 0;		// an op found the SQ full (back-pressure)
 	uint16_t last_reject = 0;	// RejectReason
 	std::string last_error;
@@ -208,6 +210,10 @@ struct FollowerOptions {
 	uint32_t max_checkpoint_bytes = 1u << 30;	// ReceiverOptions'
 	uint32_t recv_depth = 256;		// notifies and HEARTBEATs in flight
 	uint32_t send_depth = 16;		// DURABLEs in flight
+	// What its accept says it takes (repl_conn.h); 0 answers as a
+	// release before features did (the tests' way to a leader's WRITE
+	// and notify).
+	uint64_t features = kFeatureEntryNotify;
 };
 
 struct FollowerStats {

@@ -381,7 +381,7 @@ mdr::Status RdmaFollower::open(rdma_cm_id *id, const ConnReq &req)
 			  .ring_bytes = c->ring.size(),
 			  .log = {.epoch = req.epoch, .last = rx_->last(),
 				  .durable_index = rx_->durable_index(), .fenced_epoch = fenced_},
-			  .features = kFeatureEntryNotify};
+			  .features = opts_.features};
 	const std::vector<std::byte> pdata = encode_conn_acc(acc);
 	rdma_conn_param param = conn_param(pdata);
 

@@ -348,10 +348,13 @@ void RdmaShipLink::on_established(Conn &c, std::span<const std::byte> pdata)
 	c.acc = acc.value();
 	c.st = Conn::St::live;
 	c.stats.connects++;
-	log_info_rl("follower %s (%s): connected in epoch %llu, its log at (%llu, %llu)",
+	log_info_rl("follower %s (%s): connected in epoch %llu, its log at (%llu, %llu)%s",
 		    c.member.c_str(), c.where.address.c_str(), (unsigned long long)opts_.epoch,
 		    (unsigned long long)c.acc.log.last.epoch,
-		    (unsigned long long)c.acc.log.last.index);
+		    (unsigned long long)c.acc.log.last.index,
+		    c.acc.features & kFeatureEntryNotify
+			    ? ""
+			    : "; a WRITE and a notify per batch (it takes no bytes with a notify)");
 	// The shipper writes what the follower lacks from here, through
 	// write() and notify() on this connection.
 	if (shipper_)
@@ -488,30 +491,25 @@ void RdmaShipLink::flush(Conn &c)
 
 		switch (op->kind) {
 		case SendQueue::write:
+		case SendQueue::write_notify: {
+			const bool entry = op->kind == SendQueue::write_notify;
+
 			std::memcpy(c.mirror.data() + op->offset, op->bytes.data(), op->bytes.size());
 			st = mdr::verbs::post_send(c.ep->cm()->qp, {
-				.opcode = IBV_WR_RDMA_WRITE, .wr_id = seq,
+				.opcode = entry ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE,
+				.wr_id = seq,
 				.addr = c.mirror.data() + op->offset, .len = uint32_t(op->bytes.size()),
 				.lkey = c.mirror.lkey(), .flags = flags,
-				.remote_addr = c.acc.ring_addr + op->offset, .rkey = c.acc.ring_rkey});
-			c.stats.writes++;
+				.remote_addr = c.acc.ring_addr + op->offset, .rkey = c.acc.ring_rkey,
+				.imm = entry ? op->offset : 0});
+			(entry ? c.stats.entries : c.stats.writes)++;
 			break;
+		}
 		case SendQueue::notify:
 			st = mdr::verbs::post_send(c.ep->cm()->qp, {
 				.opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .wr_id = seq, .flags = flags,
 				.remote_addr = c.acc.ring_addr, .rkey = c.acc.ring_rkey,
 				.imm = op->offset});
-			c.stats.notifies++;
-			break;
-		case SendQueue::write_notify:
-			std::memcpy(c.mirror.data() + op->offset, op->bytes.data(), op->bytes.size());
-			st = mdr::verbs::post_send(c.ep->cm()->qp, {
-				.opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .wr_id = seq,
-				.addr = c.mirror.data() + op->offset, .len = uint32_t(op->bytes.size()),
-				.lkey = c.mirror.lkey(), .flags = flags,
-				.remote_addr = c.acc.ring_addr + op->offset, .rkey = c.acc.ring_rkey,
-				.imm = op->offset});
-			c.stats.writes++;
 			c.stats.notifies++;
 			break;
 		case SendQueue::send:

@@ -50,7 +50,8 @@ public:
 	// that long: the connection is to be given up).
 	mdr::Status push(Op op);
 	// The operation to post now, or nullptr: none waits, the send queue
-	// is full (counted in waits()), or a WRITE waits for one under it.
+	// is full (counted in waits()), or a WRITE or an entry waits for one
+	// under its mirror bytes.
 	const Op *next();
 	// The wr_id the next post takes, and whether it is signalled.
 	uint64_t next_seq() const { return posted_ + 1; }
@@ -74,7 +75,7 @@ private:
 	const uint32_t depth_;
 	const size_t max_queued_;
 	std::deque<Op> queue_;
-	std::deque<Inflight> writes_;	// WRITEs not known complete
+	std::deque<Inflight> writes_;	// WRITEs and entries not known complete
 	uint64_t posted_ = 0;
 	uint64_t completed_ = 0;
 	uint64_t waits_ = 0;

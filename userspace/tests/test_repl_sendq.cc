@@ -5,9 +5,9 @@
 // order until a completion frees it (back-pressure, not an error), only
 // notifies, entries with their notify and SENDs are signalled and a
 // completion retires the WRITEs before it, a WRITE or an entry over mirror
-// bytes one in flight reads waits for it, and too many waiting operations end the connection; a follower's
-// DURABLEs, signalled one in half an SQ, never overrun it nor wait for a
-// completion that does not come.
+// bytes one in flight reads waits for it, and too many waiting operations
+// end the connection; a follower's DURABLEs, signalled one in half an SQ,
+// never overrun it nor wait for a completion that does not come.
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>

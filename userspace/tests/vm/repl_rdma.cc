@@ -9,7 +9,9 @@
 //
 //	stream	changes of many kinds, pipelined, through rings small enough
 //		to wrap and fill: every replica's store snapshot is the
-//		leader's byte for byte
+//		leader's byte for byte; b takes each batch with its notify
+//		(one WRITE with immediate), c answers as a follower of a
+//		release before features and takes a WRITE and a notify
 //	restart	follower c stops (its connection, its journal closed),
 //		changes commit with b meanwhile, c starts again from what its
 //		journal replays and resumes where its log ended
@@ -79,6 +81,7 @@ struct Follower {
 	ReplicaAddress at;
 	std::unique_ptr<Replica> replica;
 	std::unique_ptr<RdmaFollower> rdma;
+	uint64_t features = kFeatureEntryNotify;	// its accept's
 
 	// Listens, its log as its replica holds it: every record durable,
 	// applied and of epoch 2 (the only epoch that shipped records here).
@@ -91,6 +94,7 @@ struct Follower {
 		o.applied = replica->applied;
 		o.held = std::exchange(replica->log.held, {});
 		o.fenced_epoch = fenced;
+		o.features = features;
 		auto f = RdmaFollower::listen(std::move(o), *replica);
 		if (!f.ok())
 			fail_msg("%s listens on %s: %s", name.c_str(), at.address.c_str(),
@@ -160,6 +164,10 @@ struct Rig {
 			f->name = i ? "c" : "b";
 			f->at = {uint32_t(2 + i), g_args.followers[i], g_args.port};
 			f->replica = std::make_unique<Replica>(commit);
+			// c answers as a release before features: the leader
+			// writes its batches with a WRITE and a notify.
+			if (i)
+				f->features = 0;
 			f->start(0);
 			i++;
 		}
@@ -295,8 +303,10 @@ void print_stats(const char *phase)
 		const MemberLinkStats *m = g_rig->old->link->stats(f->name);
 
 		printf("  %s: applied %" PRIu64 ", connects %" PRIu64 ", sq waits %" PRIu64
+		       ", entries %" PRIu64 ", writes %" PRIu64 ", notifies %" PRIu64
 		       ", durables %" PRIu64 ", last error: %s\n",
-		       f->name.c_str(), f->replica->applied, m->connects, m->sq_waits, m->durables,
+		       f->name.c_str(), f->replica->applied, m->connects, m->sq_waits, m->entries,
+		       m->writes, m->notifies, m->durables,
 		       m->last_error.empty() ? "none" : m->last_error.c_str());
 	}
 	fflush(stdout);
@@ -317,6 +327,11 @@ void test_stream(void **)
 	// The rings wrapped and filled: every path of the flow control ran.
 	assert_true(r.old->shipper->stats().wraps >= 2);
 	assert_true(r.old->shipper->stats().backlog_waits > 0);
+	// b took each batch with its notify, c (no features) a WRITE and a
+	// notify: both ways landed the same log.
+	const MemberLinkStats *b = r.old->link->stats("b"), *c = r.old->link->stats("c");
+	assert_true(b->entries > 0 && b->notifies == 0);
+	assert_true(c->entries == 0 && c->notifies > 0 && c->writes >= c->notifies);
 	print_stats("stream");
 	printf("ok: stream: %" PRIu64 " changes, every replica's snapshot is the leader's\n",
 	       r.leader.next - 1);
