@@ -181,6 +181,7 @@ ReceiverStats RdmaFollower::receiver_stats() const
 		s += rx_->stats();
 	return s;
 }
+
 bool RdmaFollower::connected() const { return conn_ && conn_->broken.empty(); }
 LogPosition RdmaFollower::last() const { return rx_ ? rx_->last() : opts_.last; }
 
