@@ -178,7 +178,7 @@ group_start() {
 	d=$(group_dir "$i")
 	echo "=== start $(date +%s.%N)" >>"$d/mdnode.log"
 	"$MDNODE" --listen "${MDR_REPLICA_ADDR[i]}:4791" --data-dir "$d" --device "1=$MDR_VBLK" \
-		--admin-key "$GROUP_KEY" --io-hold-ms 2000 --host-auth optional \
+		--admin-key "$GROUP_KEY" --io-hold-ms 2000 --host-auth optional --log-time utc \
 		--group 7 --replica-id "$i" --etcd "$(group_etcd_url "$i")" --group-ttl-s "$GROUP_TTL" \
 		"${GROUP_SET[@]}" "$@" >>"$d/mdnode.log" 2>&1 &
 	GROUP_PIDS[i]=$!

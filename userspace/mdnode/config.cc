@@ -27,6 +27,7 @@ const char kUsage[] =
 	"Usage: mdnode --listen ADDR[:PORT] --data-dir DIR --device ID=PATH [--device ...]\n"
 	"              [--config FILE] [--admin-key FILE] [--lease-ms N]\n"
 	"              [--io-hold-ms N] [--max-connections N] [--log-level LEVEL]\n"
+	"              [--log-time off|utc]\n"
 	"              [--max-connections-per-tenant N] [--admin-connections N]\n"
 	"              [--host-auth required|optional] [--host-auth-timeout-ms N]\n"
 	"              [--forget-device ID] [--metrics ADDR:PORT] [--checkpoint-records N]\n"
@@ -64,6 +65,9 @@ const char kUsage[] =
 	"                            since the last, 1..1000000000 (100000): a start\n"
 	"                            replays at most about N records\n"
 	"      --log-level LEVEL     error, warn, info (default) or debug\n"
+	"      --log-time MODE       utc: each line starts with the UTC time it was\n"
+	"                            logged, to the microsecond, when stderr is not\n"
+	"                            the journal (which keeps its own); off (default)\n"
 	"      --metrics ADDR:PORT   serve Prometheus metrics at http://ADDR:PORT/metrics\n"
 	"                            (numeric address, IPv6 as [ADDR]:PORT; off unless\n"
 	"                            given): bind it to loopback or a management network\n"
@@ -99,7 +103,7 @@ enum Opt {
 	kListen, kDataDir, kDevice, kConfig, kAdminKey, kLeaseMs, kIoHoldMs, kMaxConn,
 	kLogLevel, kHelp, kVersion, kTestDropInval, kHostAuth, kHostAuthTimeout,
 	kMaxConnTenant, kAdminConn, kForgetDevice, kMetrics, kGroup, kReplicaId, kEtcd,
-	kReplica, kGroupTtl, kCheckpointRecords,
+	kReplica, kGroupTtl, kCheckpointRecords, kLogTime,
 };
 
 constexpr mdr::OptionSpec kSpecs[] = {
@@ -129,6 +133,7 @@ constexpr mdr::OptionSpec kSpecs[] = {
 	{kReplica, "replica", 0, true},
 	{kGroupTtl, "group-ttl-s", 0, true},
 	{kCheckpointRecords, "checkpoint-records", 0, true},
+	{kLogTime, "log-time", 0, true},
 };
 
 // By id: without MDR_TEST_HOOKS an entry is missing, so ids are not
@@ -414,6 +419,11 @@ mdr::Status apply(Config &c, Lists &lists, int opt, std::string_view value,
 			return bad(where, "log-level '" + v + "': want error, warn, info or debug");
 		return {};
 	}
+	case kLogTime:
+		if (value != "off" && value != "utc")
+			return bad(where, "log-time '" + std::string(value) + "': want off or utc");
+		c.log_time = value == "utc";
+		return {};
 	}
 	return bad(where, "not allowed here");
 }

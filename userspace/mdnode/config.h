@@ -82,6 +82,8 @@ struct Config {
 	// --host-auth-timeout-ms: NodeOptions::host_auth_timeout_ms.
 	uint32_t host_auth_timeout_ms = 5000;
 	LogLevel log_level = LogLevel::info;
+	// --log-time utc: set_log_time().
+	bool log_time = false;
 	// --metrics ADDR:PORT (metrics_http.h); empty address: no endpoint.
 	std::string metrics_address;
 	uint16_t metrics_port = 0;

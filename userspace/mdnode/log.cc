@@ -28,6 +28,7 @@ namespace mdnode {
 namespace {
 
 LogLevel g_level = LogLevel::info;
+bool g_time = false;
 
 constexpr unsigned kBurst = 10;
 constexpr int64_t kWindowMs = 5000;
@@ -40,6 +41,21 @@ int64_t now_ms()
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+// "2026-12-06T14:05:01.123456Z ", or nothing if the clock cannot say.
+void utc_stamp(char *out, size_t size)
+{
+	timespec ts;
+	tm t;
+
+	if (clock_gettime(CLOCK_REALTIME, &ts) || !gmtime_r(&ts.tv_sec, &t) ||
+	    !strftime(out, size, "%Y-%m-%dT%H:%M:%S", &t)) {
+		out[0] = 0;
+		return;
+	}
+	const size_t used = strlen(out);
+	snprintf(out + used, size - used, ".%06ldZ ", ts.tv_nsec / 1000);
 }
 
 // journald sets JOURNAL_STREAM=<dev>:<ino> for the stream it reads.
@@ -184,6 +200,7 @@ Sink &sink()
 
 void set_log_level(LogLevel level) { g_level = level; }
 LogLevel log_level() { return g_level; }
+void set_log_time(bool utc) { g_time = utc; }
 
 bool parse_log_level(const char *name, LogLevel &level)
 {
@@ -212,15 +229,19 @@ void log_write(LogLevel level, const char *subsystem, const char *func,
 		snprintf(suffix, sizeof(suffix), " (%" PRIu64 " similar lines dropped)", dropped);
 	const bool tag = level == LogLevel::debug;
 	Sink &s = sink();
-	char line[1200];
+	char stamp[40] = "";
+	char line[1240];
 	int n;
 
+	if (g_time && !s.journal)
+		utc_stamp(stamp, sizeof(stamp));
 	if (s.journal)
 		n = snprintf(line, sizeof(line), "<%d>%s: %s%s%s%s\n", int(level), subsystem,
 			     tag ? func : "", tag ? ": " : "", msg, suffix);
 	else
-		n = snprintf(line, sizeof(line), "mdnode: %s: %s: %s%s%s%s\n", level_name(level),
-			     subsystem, tag ? func : "", tag ? ": " : "", msg, suffix);
+		n = snprintf(line, sizeof(line), "%smdnode: %s: %s: %s%s%s%s\n", stamp,
+			     level_name(level), subsystem, tag ? func : "", tag ? ": " : "", msg,
+			     suffix);
 	if (n < 0)
 		return;
 	if (size_t(n) >= sizeof(line)) {

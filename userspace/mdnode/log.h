@@ -9,6 +9,11 @@
 //	log_info("conn %llu established", id);
 //	log_warn_rl("bad message from %s", addr);	// anything a peer triggers
 //
+// With set_log_time(true) a line that does not go to the journal starts
+// with the UTC time log_write() was called, to the microsecond
+// ("2026-12-06T14:05:01.123456Z mdnode: info: ..."): when it happened,
+// however late the log's thread writes it.
+//
 // The _rl variants allow a burst of 10 lines per 5 s per call site and
 // then count what they drop, reported with the next line let through.
 // log_debug costs one comparison when the level is above debug.
@@ -36,6 +41,7 @@ enum class LogLevel { error = 3, warn = 4, info = 6, debug = 7 };
 
 void set_log_level(LogLevel level);
 LogLevel log_level();
+void set_log_time(bool utc);
 // "error", "warn", "info", "debug"; false if name is none of them.
 bool parse_log_level(const char *name, LogLevel &level);
 

@@ -69,6 +69,7 @@ ReplicaSettings replica_settings(const Config &cfg, const NodeOptions &no)
 int run(const Config &cfg)
 {
 	set_log_level(cfg.log_level);
+	set_log_time(cfg.log_time);
 	// Before any thread starts, libraries' too: a signal mdnode handles
 	// must reach the loop's signalfd, not end the process elsewhere.
 	const sigset_t mask = handled_signals();

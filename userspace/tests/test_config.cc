@@ -87,7 +87,8 @@ void test_config_valid_file(void **)
 		   "max-connections = 8\n"
 		   "max-connections-per-tenant = 3\n"
 		   "admin-connections = 2\n"
-		   "log-level = debug\n");
+		   "log-level = debug\n"
+		   "log-time = utc\n");
 	Result<Config> r = parse_file(f);
 
 	assert_true(r.ok());
@@ -107,6 +108,7 @@ void test_config_valid_file(void **)
 	assert_int_equal(c.max_connections_per_tenant, 3);
 	assert_int_equal(c.admin_connections, 2);
 	assert_int_equal(c.log_level, mdnode::LogLevel::debug);
+	assert_true(c.log_time);
 	assert_false(c.help);
 	assert_false(c.version);
 }
@@ -125,6 +127,7 @@ void test_config_defaults(void **)
 	assert_int_equal(r.value().max_connections_per_tenant, 256);
 	assert_int_equal(r.value().admin_connections, 16);
 	assert_int_equal(r.value().log_level, mdnode::LogLevel::info);
+	assert_false(r.value().log_time);
 	assert_false(r.value().test_drop_invalidations);
 }
 
@@ -424,6 +427,8 @@ void test_config_other_bad_values(void **)
 		     "--admin-connections: admin-connections '1025': want 0..1024");
 	assert_fails(parse({"-l", "a", "-d", "/d", "-D", "1=/a", "--log-level", "trace"}),
 		     "--log-level: log-level 'trace': want error, warn, info or debug");
+	assert_fails(parse({"-l", "a", "-d", "/d", "-D", "1=/a", "--log-time", "local"}),
+		     "--log-time: log-time 'local': want off or utc");
 	assert_fails(parse({"-l", "a", "-d", "", "-D", "1=/a"}),
 		     "--data-dir: data directory is empty");
 }
