@@ -10,8 +10,11 @@ stamped with the guest's clock).
 The host's times come from the trace: the shell's polls fork a process
 or more each and are late by hundreds of ms under TCG (2026-12-05: the
 host reopened at a new leader 0.6 to 1 s before the polls saw it). The
-new leader's "serving" is only polled (its log), so it is an upper bound.
+group's come from the replicas' logs, whose lines carry the time mdnode
+logged them (--log-time utc): the steps of GROUP_STAGES, serving among
+them; without stamps, "serving" is the poll's, an upper bound.
 """
+import datetime
 import glob
 import json
 import os
@@ -70,6 +73,50 @@ def read_trace(res):
             runs[cur][1].append((float(e.group(1)), e.group(2), e.group(3),
                                  int(e.group(4)) if e.group(4) else 0))
     return runs
+
+
+# The group's steps in a failover, as the replicas log them: name -> what
+# the first line after the kill holds (any replica's).
+GROUP_STAGES = [
+    ("hangup", "ended its log connection; probing"),
+    ("proved_gone", "its process is gone"),
+    ("deposed", "deposed: its leader key is gone"),
+    ("won", "won the campaign for epoch"),
+    ("leading", "leading in epoch"),
+    ("follower_connected", "connected in epoch"),
+    ("serving", "serving in epoch"),
+]
+STAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6})Z ")
+
+
+def read_replica_logs(res):
+    """[(realtime ms, line)] of every stamped line of the replicas' logs"""
+    out = []
+    for path in glob.glob(os.path.join(res, "replica-*.log")):
+        for line in open(path, errors="replace"):
+            m = STAMP.match(line)
+            if m:
+                t = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f").replace(
+                    tzinfo=datetime.timezone.utc).timestamp()
+                out.append((t * 1000, line))
+    return sorted(out)
+
+
+def from_logs(run, until_ms, lines):
+    """The group's steps of @run (ms from the kill) from the stamped lines
+    before @until_ms (the next kill); "serving" replaces the poll's."""
+    stages = {name: None for name, _ in GROUP_STAGES}
+    for t, line in lines:
+        if t < run["kill_ms"] or t >= until_ms:
+            continue
+        for name, text in GROUP_STAGES:
+            if stages[name] is None and text in line:
+                stages[name] = round(t - run["kill_ms"], 1)
+    run["group_stages_ms"] = stages
+    if stages["serving"] is not None:
+        run.setdefault("polled_ms", {})["serving"] = run["serving_ms"]
+        run["serving_ms"] = round(stages["serving"])
+        run["host_lookup_after_serving_ms"] = run["first_lookup_ms"] - run["serving_ms"]
 
 
 def from_trace(run, traced):
@@ -186,6 +233,10 @@ def figures(runs, lat):
         "pause_allocation_ms_p50": med([r["first_allocation_ms"] for r in runs]),
         "pause_allocation_ms_max": max(r["first_allocation_ms"] for r in runs) if runs else None,
         "serving_ms_p50": med([r["serving_ms"] for r in runs]),
+        "group_stages_ms_p50": {
+            name: med([r["group_stages_ms"][name] for r in runs
+                       if r.get("group_stages_ms", {}).get(name) is not None])
+            for name, _ in GROUP_STAGES},
         "host_lookup_after_serving_ms_p50": med([r["host_lookup_after_serving_ms"] for r in runs]),
         "host_lookup_after_serving_ms_max":
             max(r["host_lookup_after_serving_ms"] for r in runs) if runs else None,
@@ -197,20 +248,23 @@ def figures(runs, lat):
     }
 
 
-def write(res, ttl_s, lease_ms):
+def write(res, ttl_s, lease_ms, disk):
     runs = read_runs(res)
     traced = read_trace(res)
+    lines = read_replica_logs(res)
     for n, r in enumerate(runs, 1):
         r["timed_by"] = "polls"
         if n in traced:
             from_trace(r, traced[n])
+        until = runs[n]["kill_ms"] if n < len(runs) else float("inf")
+        from_logs(r, until, lines)
     b = figures(runs, read_lat(res))
     control = read_lat(res, "control")
     if control:
         b.update(control_figures(runs, control))
     b["targets"] = {k: target(k, b[k]) for k in TARGETS}
     b["settings"] = {"runs": len(runs), "ttl_s": ttl_s, "lease_ms": lease_ms,
-                     "cached_baseline_ms": BEFORE_MS}
+                     "cached_baseline_ms": BEFORE_MS, "disk": disk}
     b["runs"] = runs
     json.dump(b, open(os.path.join(res, "bench-failover.json"), "w"), indent=1)
 
@@ -218,14 +272,16 @@ def write(res, ttl_s, lease_ms):
 def print_summary(b):
     s = b["settings"]
     print(f"failover: {s['runs']} kills -9 of the leader (etcd TTL {s['ttl_s']} s, "
-          f"leases {s['lease_ms']} ms)")
+          f"leases {s['lease_ms']} ms, the host's IO on {s.get('disk', 'vblk')})")
     for k, t in b["targets"].items():
         print(f"  {k:22} {t['value']} ({t['op']} {t['target']}: "
               f"{'met' if t['met'] else 'NOT met'}) - {t['what']}")
     print(f"  lookup p50 {b['pause_lookup_ms_p50']} ms (max {b['pause_lookup_ms_max']}), "
           f"allocation p50 {b['pause_allocation_ms_p50']} ms (max {b['pause_allocation_ms_max']})")
     print(f"  timed by: {', '.join(sorted(set(r['timed_by'] for r in b['runs'])))}")
-    print(f"  the group's own failover (kill to a new leader serving, polled) p50 {b['serving_ms_p50']} ms; "
+    print(f"  the group's steps from the kill, p50 (ms): " +
+          ", ".join(f"{k} {v}" for k, v in b["group_stages_ms_p50"].items()))
+    print(f"  the group's own failover (kill to a new leader serving) p50 {b['serving_ms_p50']} ms; "
           f"the host's share (new leader serving to its first lookup there) p50 "
           f"{b['host_lookup_after_serving_ms_p50']} ms, max {b['host_lookup_after_serving_ms_max']} ms")
     print(f"  cached reads: p50 {b['cached_p50_us_before']} us before, "

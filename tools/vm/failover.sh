@@ -7,6 +7,9 @@
 # so that the host follows the leader. Source it, then:
 #
 #	failover_init TAG TTL_S LEASE_MS	the group, a leader, the host
+#						(FAILOVER_DISK, when set: the
+#						host's disk for the replicas'
+#						device 1, in place of theirs)
 #	failover_start I			replica I with the lease
 #	failover_attach NAME I			attach volume NAME, asking
 #						replica I first: sets dev
@@ -38,14 +41,19 @@ failover_init() {
 	mdr_expect_rc 0 "$MDCTL" host add 0x51 --tenant 1 --host-key-file "$FAILOVER_HKEY" \
 		--node "${MDR_REPLICA_ADDR[leader]}"
 	mdr_module_load
-	mdr_expect_rc 0 "$MDCTL" bind "1=$MDR_VBLK"
+	FAILOVER_DISK=${FAILOVER_DISK:-$MDR_VBLK}
+	mdr_expect_rc 0 "$MDCTL" bind "1=$FAILOVER_DISK"
+	# The disk of the serial the replicas report is not the one bound.
+	FAILOVER_BIND=()
+	[ "$FAILOVER_DISK" = "$MDR_VBLK" ] || FAILOVER_BIND=(--bind "1=$FAILOVER_DISK")
 	FAILOVER_REPLICAS=()
 	for i in 1 2 3; do FAILOVER_REPLICAS+=(--replica "${MDR_REPLICA_ADDR[i]}:4791"); done
 }
 
 failover_attach() {
 	mdr_expect_rc 0 "$MDCTL" attach "$1" --node "${MDR_REPLICA_ADDR[$2]}" --host-id 0x51 \
-		--host-key-file "$FAILOVER_HKEY" --group 7 "${FAILOVER_REPLICAS[@]}"
+		--host-key-file "$FAILOVER_HKEY" --group 7 "${FAILOVER_BIND[@]}" \
+		"${FAILOVER_REPLICAS[@]}"
 	dev=$(echo "$MDR_OUT" | grep -o '/dev/mdr[0-9]*' | head -n 1)
 	[ -n "$dev" ] || mdr_fail "attach printed no device: $MDR_OUT"
 	mdr_wait_for "[ -b $dev ]" 10
