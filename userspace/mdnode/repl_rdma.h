@@ -62,9 +62,13 @@
 #ifndef MDNODE_REPL_RDMA_H
 #define MDNODE_REPL_RDMA_H
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -77,6 +81,7 @@
 #include "mdnode/repl_leader.h"
 #include "mdnode/repl_sendq.h"
 
+struct ibv_context;
 struct rdma_event_channel;
 struct rdma_cm_id;
 struct rdma_cm_event;
@@ -269,8 +274,24 @@ public:
 private:
 	struct Conn;
 	class Guard;
+	// A PD and a ring of bounds.max_ring_bytes registered in it, made
+	// ahead of the next leader's connection (prepare_spare()).
+	struct Spare {
+		mdr::verbs::PdPtr pd;
+		mdr::verbs::Region ring;	// freed before its PD
+	};
+
+	// Lets a spare's thread wait before it starts, and the end cut that
+	// wait short.
+	struct SpareWait {
+		std::mutex lock;
+		std::condition_variable cv;
+		bool cancelled = false;
+	};
 
 	RdmaFollower(FollowerOptions opts, Sink &sink);
+	void prepare_spare(std::chrono::milliseconds after);
+	std::optional<Spare> take_spare(const rdma_cm_id *id, uint64_t ring_bytes);
 	mdr::Status send(std::span<const std::byte> msg) override;
 	void on_cm_event(rdma_cm_event *ev);
 	void on_request(rdma_cm_event *ev);
@@ -292,6 +313,15 @@ private:
 	std::unique_ptr<LogReceiver> rx_;
 	ReceiverStats past_rx_;			// of the receivers before rx_
 	uint64_t fenced_;
+	// Registering a ring of 16 MiB took about 100 ms under TCG
+	// (2026-12-06), on the way of every leader's first batch: it is done
+	// on a thread of its own, ahead, and the accept takes it when it is
+	// ready and fits. Its rkey was never told: fresh for that connection.
+	// The next is begun a while after an accept, off the way of the
+	// new leader's first batches.
+	std::future<mdr::Result<Spare>> spare_;
+	const ibv_context *spare_dev_ = nullptr;
+	std::shared_ptr<SpareWait> spare_wait_ = std::make_shared<SpareWait>();
 	bool device_lost_ = false;
 	uint64_t hangup_ = 0;
 	FollowerStats stats_;

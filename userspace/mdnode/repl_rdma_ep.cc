@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
@@ -33,9 +34,9 @@ Endpoint::~Endpoint()
 		rdma_destroy_id(cm_);
 }
 
-mdr::Status Endpoint::setup(uint32_t send_depth, uint32_t recv_depth)
+mdr::Status Endpoint::setup(uint32_t send_depth, uint32_t recv_depth, mdr::verbs::PdPtr own)
 {
-	pd_.reset(ibv_alloc_pd(cm_->verbs));
+	pd_ = own ? std::move(own) : mdr::verbs::PdPtr(ibv_alloc_pd(cm_->verbs));
 	if (!pd_)
 		return mdr::errno_error("ibv_alloc_pd");
 	ch_.reset(ibv_create_comp_channel(cm_->verbs));

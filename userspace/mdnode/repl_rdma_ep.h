@@ -48,8 +48,10 @@ public:
 	// PD, channel (non-blocking), CQ, QP of send_depth and recv_depth
 	// WRs with room for a control message inline, and recv_depth
 	// receives posted. Once the id has its device (route resolved, or a
-	// connect request).
-	mdr::Status setup(uint32_t send_depth, uint32_t recv_depth);
+	// connect request). own, when given, is the connection's PD, made
+	// ahead on the id's device and used by nothing else.
+	mdr::Status setup(uint32_t send_depth, uint32_t recv_depth,
+			  mdr::verbs::PdPtr own = nullptr);
 
 	// The QP to the error state: the peer's WRITEs and SENDs fail from
 	// now on, and what was posted here is flushed.

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <utility>
 
@@ -32,6 +33,11 @@ namespace mdnode::repl {
 namespace {
 
 MDNODE_LOG_SUBSYSTEM("repl");
+
+// From an accept to the making of the next spare: past the new leader's
+// catching up (its backlog, its EPOCH record), which the thread's CPU
+// would slow.
+constexpr std::chrono::milliseconds kSpareAfter(2000);
 
 } // namespace
 
@@ -109,6 +115,16 @@ RdmaFollower::RdmaFollower(FollowerOptions opts, Sink &sink)
 
 RdmaFollower::~RdmaFollower()
 {
+	// Its PD and ring go before the listener: the device's removal
+	// waits for every verbs object on it.
+	{
+		std::lock_guard lock(spare_wait_->lock);
+		spare_wait_->cancelled = true;
+	}
+	spare_wait_->cv.notify_all();
+	if (spare_.valid())
+		spare_.wait();
+	spare_ = {};
 	if (conn_) {
 		conn_->ep->kill();
 		rdma_disconnect(conn_->ep->cm());
@@ -141,7 +157,59 @@ mdr::Result<std::unique_ptr<RdmaFollower>> RdmaFollower::listen(FollowerOptions 
 	// One leader at a time; a few more requests may wait meanwhile.
 	if (rdma_listen(f->listen_id_, 4))
 		return mdr::errno_error("rdma_listen");
+	f->prepare_spare(std::chrono::milliseconds(0));
 	return f;
+}
+
+// The PD and ring of the next leader's connection, on a thread: the
+// listener's device is the one its connect requests come on (bound to an
+// address of it). Nothing here touches the follower.
+void RdmaFollower::prepare_spare(std::chrono::milliseconds after)
+{
+	ibv_context *dev = listen_id_ ? listen_id_->verbs : nullptr;
+	const uint64_t bytes = opts_.bounds.max_ring_bytes;
+
+	if (!dev || bytes == 0 || spare_.valid())
+		return;
+	spare_dev_ = dev;
+	spare_ = std::async(std::launch::async, [dev, bytes, after,
+						 w = spare_wait_]() -> mdr::Result<Spare> {
+		{
+			std::unique_lock lock(w->lock);
+			if (w->cv.wait_for(lock, after, [&] { return w->cancelled; }))
+				return mdr::Error(-ECANCELED, "the follower ended first");
+		}
+		Spare s;
+
+		s.pd.reset(ibv_alloc_pd(dev));
+		if (!s.pd)
+			return mdr::errno_error("ibv_alloc_pd");
+		auto ring = mdr::verbs::Region::create(s.pd.get(), bytes,
+						       IBV_ACCESS_LOCAL_WRITE |
+						       IBV_ACCESS_REMOTE_WRITE);
+		if (!ring.ok())
+			return mdr::Error(ring.error(), ring.message());
+		s.ring = std::move(ring).value();
+		return s;
+	});
+}
+
+// The spare, if it is ready, on id's device and of the size asked; else
+// none (one that does not fit is freed here). Never waits.
+std::optional<RdmaFollower::Spare> RdmaFollower::take_spare(const rdma_cm_id *id,
+							    uint64_t ring_bytes)
+{
+	if (!spare_.valid() ||
+	    spare_.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+		return std::nullopt;
+	mdr::Result<Spare> s = spare_.get();
+	if (!s.ok()) {
+		log_warn_rl("a ring made ahead: %s", s.message().c_str());
+		return std::nullopt;
+	}
+	if (id->verbs != spare_dev_ || s.value().ring.size() != ring_bytes)
+		return std::nullopt;
+	return std::move(s).value();
 }
 
 std::vector<int> RdmaFollower::fds() const
@@ -344,14 +412,24 @@ mdr::Status RdmaFollower::open(rdma_cm_id *id, const ConnReq &req)
 		stats_.refusals++;
 		return mdr::Error(-ENOMEM, why);	// ~Conn destroys id
 	};
-	if (mdr::Status st = c->ep->setup(opts_.send_depth, opts_.recv_depth); !st.ok())
-		return no(st.message());
 	// Fresh for this connection: its rkey is new, and it goes with it.
-	auto ring = mdr::verbs::Region::create(c->ep->pd(), req.ring_bytes,
-					       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!ring.ok())
-		return no("ring: " + ring.message());
-	c->ring = std::move(ring).value();
+	// Made ahead when it can be; the next one is made from here.
+	std::optional<Spare> spare = take_spare(id, req.ring_bytes);
+	prepare_spare(kSpareAfter);
+	if (mdr::Status st = c->ep->setup(opts_.send_depth, opts_.recv_depth,
+					  spare ? std::move(spare->pd) : nullptr);
+	    !st.ok())
+		return no(st.message());
+	if (spare) {
+		c->ring = std::move(spare->ring);
+	} else {
+		auto ring = mdr::verbs::Region::create(c->ep->pd(), req.ring_bytes,
+						       IBV_ACCESS_LOCAL_WRITE |
+						       IBV_ACCESS_REMOTE_WRITE);
+		if (!ring.ok())
+			return no("ring: " + ring.message());
+		c->ring = std::move(ring).value();
+	}
 
 	ReceiverOptions ro;
 	ro.epoch = req.epoch;
