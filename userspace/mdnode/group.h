@@ -103,6 +103,9 @@ struct GroupState {
 	std::string leader_id;
 	std::string leader_address;
 	int64_t epoch = 0;
+	// The etcd lease the leader key of epoch is held under, as read or
+	// watched; 0 when not known.
+	int64_t leader_lease = 0;
 	Clock::time_point valid_until{};	// leader: from the last renewal
 	Clock::time_point since{};		// when the thread saw the change
 	std::string reason;			// of the last change

@@ -95,7 +95,7 @@ void GroupReplica::probe_tick(int64_t now_ms)
 		if (now_ms >= p.until)
 			return done("not deposed within a TTL; its etcd lease decides");
 		p.last = now_ms;
-		if (mdr::Status s = deposer_->depose(int64_t(p.epoch)); !s.ok()) {
+		if (mdr::Status s = deposer_->depose(int64_t(p.epoch), known_lease_); !s.ok()) {
 			log_warn_rl("group %llu: epoch %llu not deposed yet: %s",
 				    (unsigned long long)settings_.group,
 				    (unsigned long long)p.epoch, s.message().c_str());

@@ -47,7 +47,7 @@ Deposer::~Deposer()
 	close(efd_);
 }
 
-mdr::Status Deposer::depose(int64_t epoch)
+mdr::Status Deposer::depose(int64_t epoch, int64_t lease)
 {
 	if (epoch <= 0)
 		return mdr::Error(-EINVAL, "no epoch " + std::to_string(epoch) + " to depose");
@@ -56,6 +56,7 @@ mdr::Status Deposer::depose(int64_t epoch)
 		if (asked_ || running_)
 			return mdr::Error(-EBUSY, "a deposition is under way");
 		asked_ = epoch;
+		asked_lease_ = lease;
 	}
 	cv_.notify_all();
 	return {};
@@ -79,9 +80,10 @@ void Deposer::run()
 		if (stopping_)
 			return;
 		const int64_t epoch = std::exchange(asked_, 0);
+		const int64_t lease = std::exchange(asked_lease_, 0);
 		running_ = true;
 		lock.unlock();
-		mdr::Result<bool> r = revoke(epoch);
+		mdr::Result<bool> r = revoke(epoch, lease);
 		lock.lock();
 		running_ = false;
 		outcome_ = Outcome{epoch, std::move(r)};
@@ -90,22 +92,25 @@ void Deposer::run()
 	}
 }
 
-mdr::Result<bool> Deposer::revoke(int64_t epoch)
+mdr::Result<bool> Deposer::revoke(int64_t epoch, int64_t lease)
 {
-	auto r = client_->get(key_);
-	if (!r.ok())
-		return mdr::Error(r.error(), "reading " + key_ + ": " + r.message());
-	if (r.value().kvs.empty())
-		return false;
-	const mdr::etcd::KeyValue &kv = r.value().kvs[0];
-	if (kv.create_revision != epoch || kv.lease == 0)
-		return false;
-	mdr::Status s = client_->revoke(kv.lease);
+	if (!lease) {
+		auto r = client_->get(key_);
+		if (!r.ok())
+			return mdr::Error(r.error(), "reading " + key_ + ": " + r.message());
+		if (r.value().kvs.empty())
+			return false;
+		const mdr::etcd::KeyValue &kv = r.value().kvs[0];
+		if (kv.create_revision != epoch || kv.lease == 0)
+			return false;
+		lease = kv.lease;
+	}
+	mdr::Status s = client_->revoke(lease);
 	if (s.ok())
 		return true;
 	if (s.error() == -ENOENT)
 		return false;	// it lapsed meanwhile
-	return mdr::Error(s.error(), "revoking lease " + std::to_string(kv.lease) + ": " +
+	return mdr::Error(s.error(), "revoking lease " + std::to_string(lease) + ": " +
 				     s.message());
 }
 

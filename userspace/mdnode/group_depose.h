@@ -5,12 +5,17 @@
 // the dead one's etcd lease runs out (replication.md, "A dead leader").
 //
 // The one who proved it gone (GroupReplica, with a ReplicaProbe) asks
-// depose(E); a thread of this class reads the leader key and, if it is
-// still the one created at epoch E, revokes the lease it is held under.
-// etcd deletes the key with its lease, every replica's watch sees the
-// delete, and their campaigns go on as after an expiry. The revoke names
-// the lease the key had at the read: if the key was created again between
-// the read and the revoke, it is under another lease, which stays.
+// depose(E, L); a thread of this class revokes L, the lease the key of
+// epoch E is held under as the replica's read or watch of the key gave it
+// (without L, it reads the key first and takes the lease of the key if it
+// is still the one created at E). etcd deletes the key with its lease,
+// every replica's watch sees the delete, and their campaigns go on as
+// after an expiry. L is the dead leader's alone: a campaign grants a
+// lease of its own for its key, so a key created again after the one of
+// E is under another lease, which stays; one revoked or lapsed already
+// answers "not found", taken as an epoch over already. Revoking what the
+// watch gave spares the read, one call of etcd on the way of every
+// failover.
 //
 // Why this keeps election.h's argument: that argument asks that the key
 // go only when its holder cannot lead any more; an expiry ensures it by
@@ -47,9 +52,10 @@ public:
 	Deposer(const Deposer &) = delete;
 	Deposer &operator=(const Deposer &) = delete;
 
-	// The key's lease revoked if the key is still the one created at
+	// lease (> 0) revoked, the lease of the key of epoch; 0: the key's
+	// lease revoked if the key is still the one created at
 	// epoch (> 0). -EBUSY while one is under way.
-	mdr::Status depose(int64_t epoch);
+	mdr::Status depose(int64_t epoch, int64_t lease);
 
 	int fd() const { return efd_; }
 	// From the loop once fd() is readable: the outcome of the last
@@ -65,7 +71,7 @@ public:
 private:
 	Deposer(std::unique_ptr<mdr::etcd::Client> client, std::string leader_key, int efd);
 	void run();
-	mdr::Result<bool> revoke(int64_t epoch);
+	mdr::Result<bool> revoke(int64_t epoch, int64_t lease);
 
 	const std::unique_ptr<mdr::etcd::Client> client_;
 	const std::string key_;
@@ -75,6 +81,7 @@ private:
 	std::condition_variable cv_;
 	bool stopping_ = false;
 	int64_t asked_ = 0;			// the epoch to depose, 0: none
+	int64_t asked_lease_ = 0;		// its key's lease, 0: read it
 	bool running_ = false;
 	std::optional<Outcome> outcome_;
 	std::thread thread_;

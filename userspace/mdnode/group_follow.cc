@@ -63,6 +63,7 @@ void take_leader(GroupState &s, const mdr::etcd::KeyValue &kv)
 	s.leader_id = kv.value.substr(0, nl);
 	s.leader_address = nl == std::string::npos ? "" : kv.value.substr(nl + 1);
 	s.epoch = kv.create_revision;
+	s.leader_lease = kv.lease;
 	s.reason = "following";
 }
 

@@ -225,6 +225,7 @@ void GroupReplica::on_group(const GroupState &s)
 		 s.reason.c_str());
 	known_leader_ = known_leader(s);
 	known_epoch_ = s.epoch > 0 ? uint64_t(s.epoch) : 0;
+	known_lease_ = s.leader_lease;
 	known_leader_id_ = 0;
 	if (known_epoch_) {
 		const char *end = s.leader_id.data() + s.leader_id.size();

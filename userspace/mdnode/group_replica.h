@@ -321,6 +321,7 @@ private:
 	mdr::wire::Leader known_leader_{};
 	uint64_t known_epoch_ = 0;
 	uint32_t known_leader_id_ = 0;
+	int64_t known_lease_ = 0;		// the leader key's, for a deposition
 	std::string failure_;
 	// The replica set (above), and the change under way at the leader.
 	std::vector<ReplicaArg> members_;

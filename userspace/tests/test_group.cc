@@ -309,26 +309,30 @@ static void test_frozen_leader_stops_before_takeover(void **)
 }
 
 // A Deposer ends the epoch of a leader that no longer renews (as a dead
-// process does not) at once: the other leads well under the TTL of 4 s. A
-// deposition of an epoch that is over revokes nothing; epoch 0 is refused.
+// process does not) at once: the other leads well under the TTL of 4 s. It
+// revokes the lease the follower's watch gave; a deposition of an epoch
+// that is over revokes nothing, by that lease (gone) or by a read of the
+// key (another's); epoch 0 is refused.
 static void test_depose_ends_the_epoch_at_once(void **)
 {
 	Pair p;
 	assert_true(p.start("t12", 800, 4));
 	Member *l = p.l, *f = p.f;
 	const int64_t old_epoch = l->state().epoch;
+	const int64_t old_lease = f->state().leader_lease;
 
+	assert_true(f->state().epoch == old_epoch && old_lease > 0);
 	mdr::etcd::Options eo;
 	eo.endpoints = g_rig->endpoints();
 	eo.request_timeout_ms = 800;
 	auto d = mdnode::Deposer::start(eo, "/mdroute/groups/t12/leader");
 	assert_true(d.ok());
 	mdnode::Deposer &dep = *d.value();
-	assert_int_equal(dep.depose(0).error(), -EINVAL);
+	assert_int_equal(dep.depose(0, old_lease).error(), -EINVAL);
 
 	l->m->pause_renewals();
 	const auto t0 = Clock::now();
-	assert_true(dep.depose(old_epoch).ok());
+	assert_true(dep.depose(old_epoch, old_lease).ok());
 	std::optional<mdnode::Deposer::Outcome> o;
 	assert_true(run_until(p.both(), [&] {
 		if (!o)
@@ -340,11 +344,14 @@ static void test_depose_ends_the_epoch_at_once(void **)
 	assert_true(o->revoked.ok() && o->revoked.value());
 	assert_true(f->state().epoch > old_epoch);
 
-	// The epoch is over: a second deposition finds the key another's.
-	assert_true(dep.depose(old_epoch).ok());
-	o.reset();
-	assert_true(run_until(p.both(), [&] { return (o = dep.take()).has_value(); }, 2000));
-	assert_true(o->revoked.ok() && !o->revoked.value());
+	// The epoch is over: its lease is gone, and the key another's.
+	for (int64_t lease : {old_lease, int64_t(0)}) {
+		assert_true(dep.depose(old_epoch, lease).ok());
+		o.reset();
+		assert_true(run_until(p.both(), [&] { return (o = dep.take()).has_value(); },
+				      2000));
+		assert_true(o->revoked.ok() && !o->revoked.value());
+	}
 	assert_true(f->leads());
 	assert_true(f->m->serving(Clock::now()));
 
@@ -367,8 +374,8 @@ static void test_depose_unreachable_etcd(void **)
 	assert_true(d.ok());
 	mdnode::Deposer &dep = *d.value();
 
-	assert_true(dep.depose(7).ok());
-	assert_int_equal(dep.depose(8).error(), -EBUSY);
+	assert_true(dep.depose(7, 0).ok());
+	assert_int_equal(dep.depose(8, 0).error(), -EBUSY);
 	std::optional<mdnode::Deposer::Outcome> o;
 	EventLoop loop;
 	loop.add_fd("depose", dep.fd(), [&] {
