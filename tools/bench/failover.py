@@ -102,16 +102,27 @@ def read_replica_logs(res):
     return sorted(out)
 
 
-def from_logs(run, until_ms, lines):
-    """The group's steps of @run (ms from the kill) from the stamped lines
-    before @until_ms (the next kill); "serving" replaces the poll's."""
+def read_clocks(res):
+    """CLOCK_REALTIME - CLOCK_MONOTONIC in the guest (s), or None"""
+    try:
+        mono, real = (float(x) for x in open(os.path.join(res, "clocks")).read().split())
+    except (OSError, ValueError):
+        return None
+    return real - mono
+
+
+def from_logs(run, until_ms, lines, base_ms):
+    """The group's steps of @run from the stamped lines before @until_ms
+    (the next kill), in ms from @base_ms (realtime: the trace's mark, so
+    that they compare with the host's times, else the kill's time the
+    shell took); "serving" replaces the poll's."""
     stages = {name: None for name, _ in GROUP_STAGES}
     for t, line in lines:
         if t < run["kill_ms"] or t >= until_ms:
             continue
         for name, text in GROUP_STAGES:
             if stages[name] is None and text in line:
-                stages[name] = round(t - run["kill_ms"], 1)
+                stages[name] = round(t - base_ms, 1)
     run["group_stages_ms"] = stages
     if stages["serving"] is not None:
         run.setdefault("polled_ms", {})["serving"] = run["serving_ms"]
@@ -252,12 +263,16 @@ def write(res, ttl_s, lease_ms, disk):
     runs = read_runs(res)
     traced = read_trace(res)
     lines = read_replica_logs(res)
+    offset = read_clocks(res)
     for n, r in enumerate(runs, 1):
         r["timed_by"] = "polls"
+        base = r["kill_ms"]
         if n in traced:
             from_trace(r, traced[n])
+            if offset is not None:
+                base = (traced[n][0] + offset) * 1000
         until = runs[n]["kill_ms"] if n < len(runs) else float("inf")
-        from_logs(r, until, lines)
+        from_logs(r, until, lines, base)
     b = figures(runs, read_lat(res))
     control = read_lat(res, "control")
     if control:
