@@ -294,8 +294,9 @@ def print_summary(b):
     print(f"  lookup p50 {b['pause_lookup_ms_p50']} ms (max {b['pause_lookup_ms_max']}), "
           f"allocation p50 {b['pause_allocation_ms_p50']} ms (max {b['pause_allocation_ms_max']})")
     print(f"  timed by: {', '.join(sorted(set(r['timed_by'] for r in b['runs'])))}")
-    print(f"  the group's steps from the kill, p50 (ms): " +
-          ", ".join(f"{k} {v}" for k, v in b["group_stages_ms_p50"].items()))
+    if b.get("group_stages_ms_p50"):
+        print(f"  the group's steps from the kill, p50 (ms): " +
+              ", ".join(f"{k} {v}" for k, v in b["group_stages_ms_p50"].items()))
     print(f"  the group's own failover (kill to a new leader serving) p50 {b['serving_ms_p50']} ms; "
           f"the host's share (new leader serving to its first lookup there) p50 "
           f"{b['host_lookup_after_serving_ms_p50']} ms, max {b['host_lookup_after_serving_ms_max']} ms")

@@ -151,7 +151,8 @@ void GroupReplica::deposed()
 	log_info("group %llu: epoch %lld %s", (unsigned long long)settings_.group,
 		 (long long)o->epoch,
 		 o->revoked.value() ? "deposed: its leader key is gone"
-				    : "was over already (its key gone or made again)");
+				    : "was over already (its key gone or made again, or its lease "
+				      "gone)");
 	if (ours)
 		probing_.reset();
 }

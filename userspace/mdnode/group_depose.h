@@ -13,7 +13,12 @@
 // after an expiry. L is the dead leader's alone: a campaign grants a
 // lease of its own for its key, so a key created again after the one of
 // E is under another lease, which stays; one revoked or lapsed already
-// answers "not found", taken as an epoch over already. Revoking what the
+// answers "not found", taken as an epoch over already. This rests on etcd
+// never granting an id twice (its ids join the member's id, a time and a
+// counter), as the read before it did between the read and the revoke.
+// Deleting the key in a transaction on its create revision would not
+// need it, but would leave a falsely deposed leader renewing its lease:
+// the revoke ends its renewals too. Revoking what the
 // watch gave spares the read, one call of etcd on the way of every
 // failover.
 //

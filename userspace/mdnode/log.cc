@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -28,7 +29,7 @@ namespace mdnode {
 namespace {
 
 LogLevel g_level = LogLevel::info;
-bool g_time = false;
+std::atomic<bool> g_time{false};	// read on any thread
 
 constexpr unsigned kBurst = 10;
 constexpr int64_t kWindowMs = 5000;
@@ -200,7 +201,7 @@ Sink &sink()
 
 void set_log_level(LogLevel level) { g_level = level; }
 LogLevel log_level() { return g_level; }
-void set_log_time(bool utc) { g_time = utc; }
+void set_log_time(bool utc) { g_time.store(utc, std::memory_order_relaxed); }
 
 bool parse_log_level(const char *name, LogLevel &level)
 {
@@ -233,7 +234,7 @@ void log_write(LogLevel level, const char *subsystem, const char *func,
 	char line[1240];
 	int n;
 
-	if (g_time && !s.journal)
+	if (g_time.load(std::memory_order_relaxed) && !s.journal)
 		utc_stamp(stamp, sizeof(stamp));
 	if (s.journal)
 		n = snprintf(line, sizeof(line), "<%d>%s: %s%s%s%s\n", int(level), subsystem,

@@ -72,6 +72,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "lib/util/result.h"
@@ -320,7 +321,9 @@ private:
 	// The next is begun a while after an accept, off the way of the
 	// new leader's first batches.
 	std::future<mdr::Result<Spare>> spare_;
+	std::thread spare_thread_;		// joined before the next, and at the end
 	const ibv_context *spare_dev_ = nullptr;
+	uint64_t spare_bytes_ = 0;		// the last size asked (the bound at first)
 	std::shared_ptr<SpareWait> spare_wait_ = std::make_shared<SpareWait>();
 	bool device_lost_ = false;
 	uint64_t hangup_ = 0;

@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <system_error>
 #include <utility>
 
 #include <infiniband/verbs.h>
@@ -27,6 +28,7 @@
 #include "lib/verbs/verbs.h"
 #include "mdnode/log.h"
 #include "mdnode/repl_rdma_ep.h"
+#include "mdnode/thread.h"
 
 namespace mdnode::repl {
 
@@ -109,7 +111,8 @@ struct RdmaFollower::Conn {
 
 RdmaFollower::RdmaFollower(FollowerOptions opts, Sink &sink)
 	: opts_(std::move(opts)), guard_(std::make_unique<Guard>(sink)),
-	  fenced_(std::max(opts_.fenced_epoch, opts_.last.epoch))
+	  fenced_(std::max(opts_.fenced_epoch, opts_.last.epoch)),
+	  spare_bytes_(opts_.bounds.max_ring_bytes)
 {
 }
 
@@ -122,8 +125,8 @@ RdmaFollower::~RdmaFollower()
 		spare_wait_->cancelled = true;
 	}
 	spare_wait_->cv.notify_all();
-	if (spare_.valid())
-		spare_.wait();
+	if (spare_thread_.joinable())
+		spare_thread_.join();
 	spare_ = {};
 	if (conn_) {
 		conn_->ep->kill();
@@ -161,19 +164,25 @@ mdr::Result<std::unique_ptr<RdmaFollower>> RdmaFollower::listen(FollowerOptions 
 	return f;
 }
 
-// The PD and ring of the next leader's connection, on a thread: the
-// listener's device is the one its connect requests come on (bound to an
-// address of it). Nothing here touches the follower.
+// The PD and ring of the next leader's connection, on a thread of its
+// own (thread.h: it takes no signal): the listener's device is the one
+// its connect requests come on (bound to an address of it), the size the
+// last leader asked. Nothing there touches the follower. A spare that
+// cannot be made (a thread, memory, the memlock limit) is only not there:
+// the accept makes its ring as before.
 void RdmaFollower::prepare_spare(std::chrono::milliseconds after)
 {
 	ibv_context *dev = listen_id_ ? listen_id_->verbs : nullptr;
-	const uint64_t bytes = opts_.bounds.max_ring_bytes;
+	const uint64_t bytes = spare_bytes_;
 
 	if (!dev || bytes == 0 || spare_.valid())
 		return;
+	// A thread whose spare was taken has ended.
+	if (spare_thread_.joinable())
+		spare_thread_.join();
 	spare_dev_ = dev;
-	spare_ = std::async(std::launch::async, [dev, bytes, after,
-						 w = spare_wait_]() -> mdr::Result<Spare> {
+	std::packaged_task<mdr::Result<Spare>()> task([dev, bytes, after,
+						       w = spare_wait_]() -> mdr::Result<Spare> {
 		{
 			std::unique_lock lock(w->lock);
 			if (w->cv.wait_for(lock, after, [&] { return w->cancelled; }))
@@ -192,24 +201,38 @@ void RdmaFollower::prepare_spare(std::chrono::milliseconds after)
 		s.ring = std::move(ring).value();
 		return s;
 	});
+	spare_ = task.get_future();
+	try {
+		spare_thread_ = thread_without_signals(std::move(task));
+	} catch (const std::system_error &e) {
+		spare_ = {};
+		log_warn_rl("no ring made ahead: %s", e.what());
+	}
 }
 
 // The spare, if it is ready, on id's device and of the size asked; else
-// none (one that does not fit is freed here). Never waits.
+// none (one that does not fit is freed here, a deregistration of a few
+// ms). Never waits.
 std::optional<RdmaFollower::Spare> RdmaFollower::take_spare(const rdma_cm_id *id,
 							    uint64_t ring_bytes)
 {
 	if (!spare_.valid() ||
 	    spare_.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
 		return std::nullopt;
-	mdr::Result<Spare> s = spare_.get();
-	if (!s.ok()) {
-		log_warn_rl("a ring made ahead: %s", s.message().c_str());
+	std::optional<mdr::Result<Spare>> s;
+	try {
+		s.emplace(spare_.get());
+	} catch (const std::exception &e) {	// what it threw (memory)
+		log_warn_rl("a ring made ahead: %s", e.what());
 		return std::nullopt;
 	}
-	if (id->verbs != spare_dev_ || s.value().ring.size() != ring_bytes)
+	if (!s->ok()) {
+		log_warn_rl("a ring made ahead: %s", s->message().c_str());
 		return std::nullopt;
-	return std::move(s).value();
+	}
+	if (id->verbs != spare_dev_ || s->value().ring.size() != ring_bytes)
+		return std::nullopt;
+	return std::move(*s).value();
 }
 
 std::vector<int> RdmaFollower::fds() const
@@ -415,6 +438,7 @@ mdr::Status RdmaFollower::open(rdma_cm_id *id, const ConnReq &req)
 	// Fresh for this connection: its rkey is new, and it goes with it.
 	// Made ahead when it can be; the next one is made from here.
 	std::optional<Spare> spare = take_spare(id, req.ring_bytes);
+	spare_bytes_ = req.ring_bytes;
 	prepare_spare(kSpareAfter);
 	if (mdr::Status st = c->ep->setup(opts_.send_depth, opts_.recv_depth,
 					  spare ? std::move(spare->pd) : nullptr);
