@@ -6,7 +6,10 @@ report; tools/bench/replication's are the last two of TARGETS. Every
 ratio is taken within one round (the configurations of a round ran back
 to back) and the median over the rounds is the figure: the emulated
 machine is noisy, and a ratio across rounds would measure its drift.
+Also what the benches read alike: mdnode's log stamps.
 """
+import datetime
+import re
 import statistics
 
 # The promises: name -> (what, numerator, denominator, op, target)
@@ -22,6 +25,20 @@ TARGETS = {
 
 def median(xs):
     return statistics.median(xs) if xs else None
+
+
+# The stamp mdnode --log-time utc starts a line with.
+LOG_STAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6})Z ")
+
+
+def log_stamp(line):
+    """The time (s since the epoch) an mdnode log line says it was
+    logged, or None for a line without a stamp."""
+    m = LOG_STAMP.match(line)
+    if not m:
+        return None
+    return datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
 
 
 def per_round(runs, metric, num, den):

@@ -14,12 +14,13 @@ group's come from the replicas' logs, whose lines carry the time mdnode
 logged them (--log-time utc): the steps of GROUP_STAGES, serving among
 them; without stamps, "serving" is the poll's, an upper bound.
 """
-import datetime
 import glob
 import json
 import os
 import re
 import statistics
+
+import benchlib
 
 # name -> (what, op, target)
 TARGETS = {
@@ -86,7 +87,6 @@ GROUP_STAGES = [
     ("follower_connected", "connected in epoch"),
     ("serving", "serving in epoch"),
 ]
-STAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6})Z ")
 
 
 def read_replica_logs(res):
@@ -94,10 +94,8 @@ def read_replica_logs(res):
     out = []
     for path in glob.glob(os.path.join(res, "replica-*.log")):
         for line in open(path, errors="replace"):
-            m = STAMP.match(line)
-            if m:
-                t = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f").replace(
-                    tzinfo=datetime.timezone.utc).timestamp()
+            t = benchlib.log_stamp(line)
+            if t is not None:
                 out.append((t * 1000, line))
     return sorted(out)
 

@@ -4,7 +4,6 @@ the raw results tools/bench/replication-guest leaves (loads/, metrics/,
 failover/), and the summary printed from it. The keys are documented in
 Documentation/performance.md; add keys, never rename them.
 """
-import datetime
 import glob
 import json
 import os
@@ -211,10 +210,9 @@ def failover_round(d):
         t, src, text = float(parts[0]), parts[1], parts[2]
         if src.startswith("replica-"):
             # when mdnode logged it (--log-time utc), not when it was read
-            m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6})Z ", text)
-            if m:
-                t = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f").replace(
-                    tzinfo=datetime.timezone.utc).timestamp()
+            stamped = benchlib.log_stamp(text)
+            if stamped is not None:
+                t = stamped
         if src.startswith(("change-", "alloc-")):
             # the probe's own clock, not the time its line was read
             m = re.match(r"clock: realtime_us=(\d+)$", text)

@@ -18,9 +18,8 @@
 // counter), as the read before it did between the read and the revoke.
 // Deleting the key in a transaction on its create revision would not
 // need it, but would leave a falsely deposed leader renewing its lease:
-// the revoke ends its renewals too. Revoking what the
-// watch gave spares the read, one call of etcd on the way of every
-// failover.
+// the revoke ends its renewals too. Revoking what the watch gave spares
+// the read, one call of etcd on the way of every failover.
 //
 // Why this keeps election.h's argument: that argument asks that the key
 // go only when its holder cannot lead any more; an expiry ensures it by

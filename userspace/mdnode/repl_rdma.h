@@ -275,8 +275,9 @@ public:
 private:
 	struct Conn;
 	class Guard;
-	// A PD and a ring of bounds.max_ring_bytes registered in it, made
-	// ahead of the next leader's connection (prepare_spare()).
+	// A PD and a ring registered in it (of the size the last leader
+	// asked, the bound at first), made ahead of the next leader's
+	// connection (prepare_spare()).
 	struct Spare {
 		mdr::verbs::PdPtr pd;
 		mdr::verbs::Region ring;	// freed before its PD

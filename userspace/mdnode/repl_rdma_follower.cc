@@ -41,6 +41,13 @@ MDNODE_LOG_SUBSYSTEM("repl");
 // would slow.
 constexpr std::chrono::milliseconds kSpareAfter(2000);
 
+// A leader's ring: its memory for remote write alone, in pd.
+mdr::Result<mdr::verbs::Region> make_ring(ibv_pd *pd, uint64_t bytes)
+{
+	return mdr::verbs::Region::create(pd, bytes,
+					  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+}
+
 } // namespace
 
 // The owner's Sink as the receivers see it: a journal or store that
@@ -193,9 +200,7 @@ void RdmaFollower::prepare_spare(std::chrono::milliseconds after)
 		s.pd.reset(ibv_alloc_pd(dev));
 		if (!s.pd)
 			return mdr::errno_error("ibv_alloc_pd");
-		auto ring = mdr::verbs::Region::create(s.pd.get(), bytes,
-						       IBV_ACCESS_LOCAL_WRITE |
-						       IBV_ACCESS_REMOTE_WRITE);
+		auto ring = make_ring(s.pd.get(), bytes);
 		if (!ring.ok())
 			return mdr::Error(ring.error(), ring.message());
 		s.ring = std::move(ring).value();
@@ -447,9 +452,7 @@ mdr::Status RdmaFollower::open(rdma_cm_id *id, const ConnReq &req)
 	if (spare) {
 		c->ring = std::move(spare->ring);
 	} else {
-		auto ring = mdr::verbs::Region::create(c->ep->pd(), req.ring_bytes,
-						       IBV_ACCESS_LOCAL_WRITE |
-						       IBV_ACCESS_REMOTE_WRITE);
+		auto ring = make_ring(c->ep->pd(), req.ring_bytes);
 		if (!ring.ok())
 			return no("ring: " + ring.message());
 		c->ring = std::move(ring).value();
