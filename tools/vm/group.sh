@@ -37,6 +37,8 @@
 . "$MDR_TOP/tools/vm/common.sh"
 GROUP_CLIENT=$MDR_BIN/mdr-test-node-client
 
+# (group_count_served and group_find_leader spell these two out: they
+# start no program)
 group_dir() { echo "$MDR_TMP/mdnode-$GROUP_TAG-$1"; }
 # The replicas' numbers: the three of the set, and the spare.
 group_ids() { seq 1 $((3 + ${GROUP_SPARE:-0})); }
@@ -192,20 +194,57 @@ group_stop() {
 	mdr_stop_pid "$pid" "replica $1" "${2:-}"
 }
 
-# How many times a live replica logged "serving in epoch" since its last
-# start: 0 when it does not lead.
-group_served() {
-	local pid=${GROUP_PIDS[$1]:-}
-	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || { echo 0; return; }
-	awk '/^=== start/ { n = 0 } /serving in epoch/ { n++ } END { print n + 0 }' \
-		"$(group_dir "$1")/mdnode.log"
+# group_count_served I: sets served to how many times replica I, if it
+# runs, logged "serving in epoch" since its last start: 0 when it does
+# not lead. It starts no program and reads only what the log gained since
+# the last call: the failover tests poll it while the group elects, when
+# a program started costs tens of ms of CPU (mdr_nap) and bash's read of
+# a whole log of 100 lines 12 ms, under TCG. Per replica, the log stays
+# open on an fd of this shell from the replica's start on; a subshell
+# opens its own (an fd shared with it would share its offset too).
+declare -A _group_log_key _group_log_fd _group_log_served _group_log_part
+group_count_served() {
+	local i=$1 pid=${GROUP_PIDS[$1]:-} line fd
+	served=0
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+	local log=$MDR_TMP/mdnode-$GROUP_TAG-$i/mdnode.log
+	if [ "${_group_log_key[$i]:-}" != "$BASHPID $pid $log" ]; then
+		if [ "${_group_log_key[$i]%% *}" = "$BASHPID" ]; then
+			fd=${_group_log_fd[$i]}
+			exec {fd}<&-
+		fi
+		exec {fd}<"$log" || mdr_fail "replica $i: cannot read $log"
+		_group_log_key[$i]="$BASHPID $pid $log"
+		_group_log_fd[$i]=$fd
+		_group_log_served[$i]=0
+		_group_log_part[$i]=
+	fi
+	# A line not ended yet is kept until it is.
+	while :; do
+		IFS= read -r -u "${_group_log_fd[$i]}" line || {
+			_group_log_part[$i]+=$line
+			break
+		}
+		line=${_group_log_part[$i]}$line
+		_group_log_part[$i]=
+		case $line in
+		"=== start"*) _group_log_served[$i]=0 ;;
+		*"serving in epoch"*) _group_log_served[$i]=$((_group_log_served[$i] + 1)) ;;
+		esac
+	done
+	served=${_group_log_served[$i]}
 }
 
+group_served() { group_count_served "$1"; echo "$served"; }
+
+# group_find_leader [BUT]: sets leader to a replica (other than BUT) that
+# serves; fails when none does. Starts no program.
 group_find_leader() {
 	local i
-	for i in $(group_ids); do
+	for ((i = 1; i <= 3 + ${GROUP_SPARE:-0}; i++)); do
 		[ "$i" = "${1:-}" ] && continue
-		[ "$(group_served "$i")" -gt 0 ] && { leader=$i; return 0; }
+		group_count_served "$i"
+		[ "$served" -gt 0 ] && { leader=$i; return 0; }
 	done
 	return 1
 }
