@@ -4,8 +4,9 @@ results (failover-guest): runs (one line per kill: its time by the
 guest's clock, and the ms from it until a new leader served, the host was
 there, its first lookup and its first allocation completed there, as the
 guest's shell polled them), trace (the module's events, a mark at each
-kill) and the cached reader's latency log (fio, one line per completion,
-stamped with the guest's clock).
+kill), the cached reader's latency log (fio, one line per completion,
+stamped with the guest's clock) and the CPU each task had around each
+kill (cpu-N-before, cpu-N-after).
 
 The host's times come from the trace: the shell's polls fork a process
 or more each and are late by hundreds of ms under TCG (2026-12-05: the
@@ -221,6 +222,55 @@ def control_figures(runs, lat):
     }
 
 
+def read_cpu(path):
+    """(guest busy, guest idle, {pid: (name, ticks)}) of a cpu_snap file:
+    each task named by its role (the replicas, etcd, the fio streams, the
+    shell) or its parent's, else by its command without a kernel thread's
+    CPU or queue (kworker/1:2-events is kworker)."""
+    roles, tasks, parents, guest = {}, {}, {}, (0, 0)
+    for line in open(path, errors="replace"):
+        if line.startswith("role "):
+            _, name, pid = line.split()
+            if int(pid) > 0:
+                roles[int(pid)] = name
+        elif line.startswith("cpu "):
+            f = [int(x) for x in line.split()[1:]]
+            guest = (f[0] + f[1] + f[2] + f[5] + f[6] + f[7], f[3] + f[4])
+        elif line[:1].isdigit() and ") " in line:
+            comm = line[line.index("(") + 1:line.rindex(")")]
+            f = line[line.rindex(")") + 2:].split()
+            pid = int(line.split()[0])
+            parents[pid] = int(f[1])
+            tasks[pid] = (re.split(r"[/:]", comm)[0], int(f[11]) + int(f[12]))
+    named = {}
+    for pid, (comm, ticks) in tasks.items():
+        name = roles.get(pid) or roles.get(parents[pid]) or comm
+        named[pid] = (name, ticks)
+    return guest[0], guest[1], named
+
+
+def cpu_during(res, n):
+    """What had the guest's CPU from kill @n to when the shell saw its
+    pause end: {"guest_busy_fraction", "ms": {name: CPU ms, the largest
+    first}} (ticks of 10 ms; a task that ended in between is not counted,
+    one that started counts whole), or None without the snapshots."""
+    try:
+        b_busy, b_idle, before = read_cpu(os.path.join(res, f"cpu-{n}-before"))
+        a_busy, a_idle, after = read_cpu(os.path.join(res, f"cpu-{n}-after"))
+    except OSError:
+        return None
+    ms = {}
+    for pid, (name, ticks) in after.items():
+        was = before.get(pid)
+        spent = ticks - (was[1] if was and was[0] == name else 0)
+        if spent > 0:
+            ms[name] = ms.get(name, 0) + spent * 10
+    busy, idle = a_busy - b_busy, a_idle - b_idle
+    return {"guest_busy_fraction": round(busy / (busy + idle), 2) if busy + idle else None,
+            "window_ms": (busy + idle) * 10 // 2,
+            "ms": dict(sorted(ms.items(), key=lambda kv: -kv[1]))}
+
+
 def figures(runs, lat):
     ratios, p50b, p50d = reader_p50s(runs, lat, "cached")
     p99d, maxd = [], []
@@ -234,7 +284,12 @@ def figures(runs, lat):
             p99d.append(pct(during, 99))
             maxd.append(max(during))
     pauses = [r["pause_ms"] for r in runs]
+    cpu = [r["cpu_during"] for r in runs if r.get("cpu_during")]
+    names = {name for c in cpu for name in c["ms"]}
+    cpu_p50 = {name: med([c["ms"].get(name, 0) for c in cpu]) for name in names}
     return {
+        "cpu_during_guest_busy_p50": med([c["guest_busy_fraction"] for c in cpu]),
+        "cpu_during_ms_p50": dict(sorted(cpu_p50.items(), key=lambda kv: -kv[1])[:12]),
         "pause_ms_p50": med(pauses),
         "pause_ms_max": max(pauses) if pauses else None,
         "pause_lookup_ms_p50": med([r["first_lookup_ms"] for r in runs]),
@@ -271,6 +326,9 @@ def write(res, ttl_s, lease_ms, disk):
                 base = (traced[n][0] + offset) * 1000
         until = runs[n]["kill_ms"] if n < len(runs) else float("inf")
         from_logs(r, until, lines, base)
+        cpu = cpu_during(res, n)
+        if cpu is not None:
+            r["cpu_during"] = cpu
     b = figures(runs, read_lat(res))
     control = read_lat(res, "control")
     if control:
@@ -298,6 +356,10 @@ def print_summary(b):
     print(f"  the group's own failover (kill to a new leader serving) p50 {b['serving_ms_p50']} ms; "
           f"the host's share (new leader serving to its first lookup there) p50 "
           f"{b['host_lookup_after_serving_ms_p50']} ms, max {b['host_lookup_after_serving_ms_max']} ms")
+    if b.get("cpu_during_ms_p50"):
+        print(f"  the guest's CPU from a kill to the end of its pause, p50: busy "
+              f"{b['cpu_during_guest_busy_p50']}; ms: " +
+              ", ".join(f"{k} {v}" for k, v in b["cpu_during_ms_p50"].items()))
     print(f"  cached reads: p50 {b['cached_p50_us_before']} us before, "
           f"{b['cached_p50_us_during']} us during (p99 {b['cached_p99_us_during']} us, "
           f"max {b['cached_max_us_during']} us)")
