@@ -223,11 +223,11 @@ def control_figures(runs, lat):
 
 
 def read_cpu(path):
-    """(guest busy, guest idle, {pid: (name, ticks)}) of a cpu_snap file:
+    """(guest busy, guest idle, CPUs, {pid: (name, ticks)}) of a cpu_snap file:
     each task named by its role (the replicas, etcd, the fio streams, the
     shell) or its parent's, else by its command without a kernel thread's
     CPU or queue (kworker/1:2-events is kworker)."""
-    roles, tasks, parents, guest = {}, {}, {}, (0, 0)
+    roles, tasks, parents, guest, cpus = {}, {}, {}, (0, 0), 0
     for line in open(path, errors="replace"):
         if line.startswith("role "):
             _, name, pid = line.split()
@@ -236,6 +236,8 @@ def read_cpu(path):
         elif line.startswith("cpu "):
             f = [int(x) for x in line.split()[1:]]
             guest = (f[0] + f[1] + f[2] + f[5] + f[6] + f[7], f[3] + f[4])
+        elif line.startswith("cpu"):
+            cpus += 1
         elif line[:1].isdigit() and ") " in line:
             comm = line[line.index("(") + 1:line.rindex(")")]
             f = line[line.rindex(")") + 2:].split()
@@ -246,17 +248,19 @@ def read_cpu(path):
     for pid, (comm, ticks) in tasks.items():
         name = roles.get(pid) or roles.get(parents[pid]) or comm
         named[pid] = (name, ticks)
-    return guest[0], guest[1], named
+    return guest[0], guest[1], max(cpus, 1), named
 
 
 def cpu_during(res, n):
-    """What had the guest's CPU from kill @n to when the shell saw its
-    pause end: {"guest_busy_fraction", "ms": {name: CPU ms, the largest
-    first}} (ticks of 10 ms; a task that ended in between is not counted,
-    one that started counts whole), or None without the snapshots."""
+    """What had the guest's CPU from just before kill @n to when the shell
+    saw its first allocation: {"guest_busy_fraction", "window_ms" (that
+    time: longer than the pause by the lateness of the shell's polls),
+    "ms": {name: CPU ms, the largest first}} (ticks of 10 ms; a task that
+    ended in between is not counted, one that started counts whole), or
+    None without the snapshots."""
     try:
-        b_busy, b_idle, before = read_cpu(os.path.join(res, f"cpu-{n}-before"))
-        a_busy, a_idle, after = read_cpu(os.path.join(res, f"cpu-{n}-after"))
+        b_busy, b_idle, _, before = read_cpu(os.path.join(res, f"cpu-{n}-before"))
+        a_busy, a_idle, cpus, after = read_cpu(os.path.join(res, f"cpu-{n}-after"))
     except OSError:
         return None
     ms = {}
@@ -267,7 +271,7 @@ def cpu_during(res, n):
             ms[name] = ms.get(name, 0) + spent * 10
     busy, idle = a_busy - b_busy, a_idle - b_idle
     return {"guest_busy_fraction": round(busy / (busy + idle), 2) if busy + idle else None,
-            "window_ms": (busy + idle) * 10 // 2,
+            "window_ms": (busy + idle) * 10 // cpus,
             "ms": dict(sorted(ms.items(), key=lambda kv: -kv[1]))}
 
 
@@ -288,7 +292,8 @@ def figures(runs, lat):
     names = {name for c in cpu for name in c["ms"]}
     cpu_p50 = {name: med([c["ms"].get(name, 0) for c in cpu]) for name in names}
     return {
-        "cpu_during_guest_busy_p50": med([c["guest_busy_fraction"] for c in cpu]),
+        "cpu_during_guest_busy_p50": med([c["guest_busy_fraction"] for c in cpu
+                                          if c["guest_busy_fraction"] is not None]),
         "cpu_during_ms_p50": dict(sorted(cpu_p50.items(), key=lambda kv: -kv[1])[:12]),
         "pause_ms_p50": med(pauses),
         "pause_ms_max": max(pauses) if pauses else None,
@@ -312,7 +317,7 @@ def figures(runs, lat):
     }
 
 
-def write(res, ttl_s, lease_ms, disk):
+def write(res, ttl_s, lease_ms, disk, host_nice):
     runs = read_runs(res)
     traced = read_trace(res)
     lines = read_replica_logs(res)
@@ -335,7 +340,7 @@ def write(res, ttl_s, lease_ms, disk):
         b.update(control_figures(runs, control))
     b["targets"] = {k: target(k, b[k]) for k in TARGETS}
     b["settings"] = {"runs": len(runs), "ttl_s": ttl_s, "lease_ms": lease_ms,
-                     "cached_baseline_ms": BEFORE_MS, "disk": disk}
+                     "cached_baseline_ms": BEFORE_MS, "disk": disk, "host_nice": host_nice}
     b["runs"] = runs
     json.dump(b, open(os.path.join(res, "bench-failover.json"), "w"), indent=1)
 
@@ -343,7 +348,8 @@ def write(res, ttl_s, lease_ms, disk):
 def print_summary(b):
     s = b["settings"]
     print(f"failover: {s['runs']} kills -9 of the leader (etcd TTL {s['ttl_s']} s, "
-          f"leases {s['lease_ms']} ms, the host's IO on {s.get('disk', 'vblk')})")
+          f"leases {s['lease_ms']} ms, the host's IO on {s.get('disk', 'vblk')} "
+          f"at nice {s.get('host_nice', 0)})")
     for k, t in b["targets"].items():
         print(f"  {k:22} {t['value']} ({t['op']} {t['target']}: "
               f"{'met' if t['met'] else 'NOT met'}) - {t['what']}")

@@ -250,9 +250,10 @@ mdr_mdnode_wait_old_leases() {
 mdr_stop_pid() {
 	local pid=$1 i
 	kill "-${3:-TERM}" "$pid" 2>/dev/null
-	for i in $(seq 200); do
+	# no program started (mdr_nap): a failover's kill is timed from here
+	for ((i = 0; i < 200; i++)); do
 		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
+		mdr_nap 0.1
 	done
 	if kill -0 "$pid" 2>/dev/null; then
 		echo "$2 did not stop in 20 s: killing it" >&2

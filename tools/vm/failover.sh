@@ -63,14 +63,26 @@ failover_attach() {
 }
 
 # failover_conn KEY: sets val to a field of the host's connection, without
-# starting a program (mdr_nap says why); fconn prints it.
+# starting a program (mdr_nap says why); fconn prints it. The file is
+# taken in one read (mapfile): read(1) would seek back after each line,
+# and a seq_file makes its text again at each seek, so a line could be
+# cut where an earlier one changed length.
 failover_conn() {
-	local f=(/sys/kernel/debug/mdroute/connections/*) k v
+	local f=(/sys/kernel/debug/mdroute/connections/*) line
+	local -a lines
 	[ "${#f[@]}" -eq 1 ] && [ -f "${f[0]}" ] || mdr_fail "not one connection in debugfs: ${f[*]}"
+	mapfile -t lines <"${f[0]}"
 	val=
-	while read -r k v _; do
-		[ "$k" = "$1:" ] && { val=$v; return 0; }
-	done <"${f[0]}"
+	# "KEY: VALUE" (mdr_conn_show()), the value up to its first space
+	for line in "${lines[@]}"; do
+		case $line in
+		"$1: "*)
+			val=${line#"$1: "}
+			val=${val%% *}
+			return 0
+			;;
+		esac
+	done
 }
 
 fconn() { failover_conn "$1"; echo "$val"; }

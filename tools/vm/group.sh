@@ -209,7 +209,7 @@ group_count_served() {
 	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
 	local log=$MDR_TMP/mdnode-$GROUP_TAG-$i/mdnode.log
 	if [ "${_group_log_key[$i]:-}" != "$BASHPID $pid $log" ]; then
-		if [ "${_group_log_key[$i]%% *}" = "$BASHPID" ]; then
+		if [ "${_group_log_key[$i]:-}" ] && [ "${_group_log_key[$i]%% *}" = "$BASHPID" ]; then
 			fd=${_group_log_fd[$i]}
 			exec {fd}<&-
 		fi
