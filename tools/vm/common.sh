@@ -93,6 +93,39 @@ mdr_now_ms() {
 	now_ms=$((t / 1000))
 }
 
+# mdr_follow KEY FILE [ID]: sets mdr_lines to the lines FILE gained since
+# the last call with KEY: all its lines at the first call, and again when
+# ID (a writer's pid: its restart) changed, which sets mdr_follow_new to 1
+# (else 0). It starts no program (mdr_nap says why): FILE stays open on an
+# fd of this shell, and a line not ended yet waits for its end. A subshell
+# opens FILE anew (an fd shared with it would share its offset too).
+# mdr_unfollow KEY closes it.
+declare -A _mdr_follow_id _mdr_follow_fd _mdr_follow_part
+mdr_follow() {
+	local key=$1 id="$BASHPID ${3:-} $2" line
+	mdr_lines=()
+	mdr_follow_new=0
+	if [ "${_mdr_follow_id[$key]:-}" != "$id" ]; then
+		mdr_unfollow "$key"
+		exec {_mdr_follow_fd[$key]}<"$2" || mdr_fail "cannot read $2"
+		_mdr_follow_id[$key]=$id
+		_mdr_follow_part[$key]=
+		mdr_follow_new=1
+	fi
+	while IFS= read -r -u "${_mdr_follow_fd[$key]}" line; do
+		mdr_lines+=("${_mdr_follow_part[$key]}$line")
+		_mdr_follow_part[$key]=
+	done
+	_mdr_follow_part[$key]+=$line
+}
+
+mdr_unfollow() {
+	local id=${_mdr_follow_id[$1]:-} fd=${_mdr_follow_fd[$1]:-}
+	# only this shell's: a parent's fd is the parent's to close
+	[ -n "$id" ] && [ "${id%% *}" = "$BASHPID" ] && exec {fd}<&-
+	unset "_mdr_follow_id[$1]" "_mdr_follow_fd[$1]" "_mdr_follow_part[$1]"
+}
+
 # mdr_wait_for PATH_OR_CMD [SECONDS]: wait until a path exists, or until
 # a command (if it is not a path) succeeds.
 mdr_wait_for() {
@@ -250,10 +283,12 @@ mdr_mdnode_wait_old_leases() {
 mdr_stop_pid() {
 	local pid=$1 i
 	kill "-${3:-TERM}" "$pid" 2>/dev/null
-	# no program started (mdr_nap): a failover's kill is timed from here
+	# No program started (mdr_nap): a failover's kill is timed from here.
+	# The shell may note the signal's end of the job while it naps: that
+	# note goes where wait's would.
 	for ((i = 0; i < 200; i++)); do
 		kill -0 "$pid" 2>/dev/null || break
-		mdr_nap 0.1
+		mdr_nap 0.1 2>/dev/null
 	done
 	if kill -0 "$pid" 2>/dev/null; then
 		echo "$2 did not stop in 20 s: killing it" >&2

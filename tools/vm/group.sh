@@ -197,42 +197,24 @@ group_stop() {
 # group_count_served I: sets served to how many times replica I, if it
 # runs, logged "serving in epoch" since its last start: 0 when it does
 # not lead. It starts no program and reads only what the log gained since
-# the last call: the failover tests poll it while the group elects, when
-# a program started costs tens of ms of CPU (mdr_nap) and bash's read of
-# a whole log of 100 lines 12 ms, under TCG. Per replica, the log stays
-# open on an fd of this shell from the replica's start on; a subshell
-# opens its own (an fd shared with it would share its offset too).
-declare -A _group_log_key _group_log_fd _group_log_served _group_log_part
+# the last call (mdr_follow, from the replica's start on): the failover
+# tests poll it while the group elects, when a program started costs tens
+# of ms of CPU and bash's read of a whole log of 100 lines 12 ms, under
+# TCG.
+declare -A _group_served
 group_count_served() {
-	local i=$1 pid=${GROUP_PIDS[$1]:-} line fd
+	local i=$1 pid=${GROUP_PIDS[$1]:-} line
 	served=0
 	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-	local log=$MDR_TMP/mdnode-$GROUP_TAG-$i/mdnode.log
-	if [ "${_group_log_key[$i]:-}" != "$BASHPID $pid $log" ]; then
-		if [ "${_group_log_key[$i]:-}" ] && [ "${_group_log_key[$i]%% *}" = "$BASHPID" ]; then
-			fd=${_group_log_fd[$i]}
-			exec {fd}<&-
-		fi
-		exec {fd}<"$log" || mdr_fail "replica $i: cannot read $log"
-		_group_log_key[$i]="$BASHPID $pid $log"
-		_group_log_fd[$i]=$fd
-		_group_log_served[$i]=0
-		_group_log_part[$i]=
-	fi
-	# A line not ended yet is kept until it is.
-	while :; do
-		IFS= read -r -u "${_group_log_fd[$i]}" line || {
-			_group_log_part[$i]+=$line
-			break
-		}
-		line=${_group_log_part[$i]}$line
-		_group_log_part[$i]=
+	mdr_follow "group-served-$i" "$MDR_TMP/mdnode-$GROUP_TAG-$i/mdnode.log" "$pid"
+	[ "$mdr_follow_new" = 0 ] || _group_served[$i]=0
+	for line in "${mdr_lines[@]}"; do
 		case $line in
-		"=== start"*) _group_log_served[$i]=0 ;;
-		*"serving in epoch"*) _group_log_served[$i]=$((_group_log_served[$i] + 1)) ;;
+		"=== start"*) _group_served[$i]=0 ;;
+		*"serving in epoch"*) _group_served[$i]=$((_group_served[$i] + 1)) ;;
 		esac
 	done
-	served=${_group_log_served[$i]}
+	served=${_group_served[$i]}
 }
 
 group_served() { group_count_served "$1"; echo "$served"; }
