@@ -363,7 +363,8 @@ def print_summary(b):
           f"the host's share (new leader serving to its first lookup there) p50 "
           f"{b['host_lookup_after_serving_ms_p50']} ms, max {b['host_lookup_after_serving_ms_max']} ms")
     if b.get("cpu_during_ms_p50"):
-        print(f"  the guest's CPU from a kill to the end of its pause, p50: busy "
+        print(f"  the guest's CPU from just before a kill to when the shell saw its first "
+              f"allocation (longer than the pause), p50: busy "
               f"{b['cpu_during_guest_busy_p50']}; ms: " +
               ", ".join(f"{k} {v}" for k, v in b["cpu_during_ms_p50"].items()))
     print(f"  cached reads: p50 {b['cached_p50_us_before']} us before, "
