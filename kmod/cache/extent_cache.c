@@ -196,14 +196,23 @@ void mdr_cache_destroy(struct mdr_cache *c)
 static bool mdr_cache_read(struct mdr_cache *c, u64 index, struct mdr_loc *loc,
 			   bool touch)
 {
+	XA_STATE(xas, &c->xa, index);
 	struct mdr_cent *e;
 	bool found = false;
 
 	if (index > ULONG_MAX)
 		return false;
 
+	/*
+	 * xa_load() without its own RCU section: on the IO path, where each
+	 * rcu_read_lock() and unlock is a call (PREEMPT_RCU).
+	 */
 	rcu_read_lock();
-	e = xa_load(&c->xa, index);
+	do {
+		e = xas_load(&xas);
+		if (xa_is_zero(e))
+			e = NULL;
+	} while (xas_retry(&xas, e));
 	if (e && !xa_is_value(e)) {
 		loc->generation = e->generation;
 		loc->pstart = e->pstart;

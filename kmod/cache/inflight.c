@@ -90,30 +90,6 @@ bool mdr_inflight_blocked(struct mdr_inflight *f, u64 index)
 }
 
 /**
- * __mdr_inflight_enter() - mdr_inflight_enter() with the phase it read
- * @f:		the accounting
- * @phase:	the phase the caller read (KUnit passes a stale one)
- * @index:	extent index
- * @token:	out: for mdr_inflight_exit()
- *
- * Context: any.
- * Return: as mdr_inflight_enter().
- */
-int __mdr_inflight_enter(struct mdr_inflight *f, unsigned int phase, u64 index,
-			 mdr_inflight_token_t *token)
-{
-	phase &= 1;
-	atomic_long_inc(raw_cpu_ptr(&f->cpu->enter[phase]));
-	smp_mb__after_atomic();	/* B: pairs with A in mdr_inflight_drain() */
-	if (mdr_inflight_blocked(f, index)) {
-		mdr_inflight_exit(f, phase);
-		return -EAGAIN;
-	}
-	*token = phase;
-	return 0;
-}
-
-/**
  * mdr_inflight_exit() - an IO counted by mdr_inflight_enter() completed
  * @f:		the accounting
  * @token:	from mdr_inflight_enter()

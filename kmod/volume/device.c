@@ -337,7 +337,8 @@ static struct mdr_vol *mdr_vol_alloc(void)
 	if (bioset_init(&vol->split_bs, BIO_POOL_SIZE, 0, BIOSET_NEED_RESCUER))
 		goto out_free;
 	if (bioset_init(&vol->clone_bs, BIO_POOL_SIZE,
-			offsetof(struct mdr_io, clone), BIOSET_NEED_RESCUER))
+			offsetof(struct mdr_io, clone),
+			BIOSET_NEED_RESCUER | BIOSET_PERCPU_CACHE))
 		goto out_free;
 	if (bioset_init(&vol->flush_bs, BIO_POOL_SIZE, 0, 0))
 		goto out_free;

@@ -93,6 +93,60 @@ struct mdr_backing *mdr_vol_resolve(struct mdr_vol *vol,
 	return b;
 }
 
+/*
+ * The clone of @bio for @b, with two savings over dm-linear's:
+ *
+ * - It comes from the volume's per-CPU cache of bios when that holds one
+ *   (BIOSET_PERCPU_CACHE): no mempool and no slab round trip. dm's
+ *   clones use its cache only for polled IO.
+ *   bio_alloc_bioset() looks there only for REQ_ALLOC_CACHE, and
+ *   bio_alloc_clone() takes its flags from @bio: so the flag is set on
+ *   @bio for the call and taken off again (this task owns @bio until it
+ *   is sent), and the clone never carries it to the device below.
+ *   mdr_clone_put() fills the cache.
+ * - One blk-cgroup association, @bio's, made on @b's queue: given the
+ *   device, bio_alloc_clone() would first associate the task's cgroup in
+ *   bio_init(), then replace it with @bio's.
+ */
+static struct bio *mdr_clone(struct mdr_vol *vol, struct bio *bio,
+			     struct mdr_backing *b)
+{
+	blk_opf_t opf = bio->bi_opf;
+	struct bio *clone;
+
+	bio->bi_opf |= REQ_ALLOC_CACHE;
+	clone = bio_alloc_clone(NULL, bio, GFP_NOIO, &vol->clone_bs);
+	bio->bi_opf = opf;
+	if (unlikely(!clone))
+		return NULL;
+	clone->bi_opf &= ~REQ_ALLOC_CACHE;
+	clone->bi_bdev = b->bdev;
+	bio_clone_blkg_association(clone, bio);
+	return clone;
+}
+
+/*
+ * Back to the per-CPU cache when that is safe and takes nothing from the
+ * bio_set's reserve:
+ * - outside interrupt context: 6.1's bio_put() warns on a cached bio there
+ *   (its test is in_interrupt(), which this one matches), and 6.12's does
+ *   not cache softirq puts either;
+ * - when this put is the clone's last (no other holder took a reference);
+ * - when the mempool holds its full reserve: a clone taken from the
+ *   reserve goes back to it through bio_free(), as 6.12's own
+ *   mempool_is_saturated() rule does for the bios it caches.
+ * Otherwise it is freed as any other clone, whichever way it came.
+ */
+static void mdr_clone_put(struct mdr_vol *vol, struct bio *clone)
+{
+	const mempool_t *pool = &vol->clone_bs.bio_pool;
+
+	if (!in_interrupt() && !bio_flagged(clone, BIO_REFFED) &&
+	    READ_ONCE(pool->curr_nr) >= pool->min_nr)
+		clone->bi_opf |= REQ_ALLOC_CACHE;
+	bio_put(clone);
+}
+
 static void mdr_clone_endio(struct bio *clone)
 {
 	struct mdr_io *io = container_of(clone, struct mdr_io, clone);
@@ -107,7 +161,7 @@ static void mdr_clone_endio(struct bio *clone)
 	}
 	if (io->start)
 		bio_end_io_acct(orig, io->start);
-	bio_put(clone);
+	mdr_clone_put(vol, clone);
 	bio_endio(orig);
 	/* last: once the count drops, detach may free @vol */
 	mdr_inflight_exit(&vol->inflight, token);
@@ -147,7 +201,7 @@ static void mdr_remap(struct mdr_vol *vol, struct bio *bio, u64 index,
 				bio->bi_iter.bi_sector << SECTOR_SHIFT,
 				bio->bi_iter.bi_size);
 
-	clone = bio_alloc_clone(b->bdev, bio, GFP_NOIO, &vol->clone_bs);
+	clone = mdr_clone(vol, bio, b);
 	if (unlikely(!clone))
 		goto out_fail;
 	io = container_of(clone, struct mdr_io, clone);
