@@ -39,6 +39,22 @@ _mdr_run_undo() {
 }
 trap _mdr_run_undo EXIT
 
+# MDR_SLOW: how many times the waits of the tests (mdr_wait_for,
+# mdr_wait_listen) and the time constants of the system they start (etcd
+# TTLs, host leases, where a test sizes them by it) are stretched in this
+# guest: 3 on the debug kernel, 1 on others. Lockdep, KASAN and kmemleak
+# make everything in the guest two to seven times slower
+# (Documentation/testing.md), a sanitized mdnode's start, etcd's renewals
+# and the replicas' loops too: there a replica took 12 to 61 s from its
+# exec to its first log line under fio (2026-12-07), and leases sized for
+# Debian's kernel lapsed for the guest's slowness alone. What a test
+# proves does not change; only how long its system may take does.
+read -r _mdr_release </proc/sys/kernel/osrelease
+case $_mdr_release in
+*-mdr-debug) MDR_SLOW=3 ;;
+*) MDR_SLOW=1 ;;
+esac
+
 # mdr_on_exit CMD...: run CMD (as one shell line) when the test exits,
 # after the commands registered later.
 mdr_on_exit() { _mdr_undo+=("$*"); }
@@ -127,10 +143,13 @@ mdr_unfollow() {
 }
 
 # mdr_wait_for PATH_OR_CMD [SECONDS]: wait until a path exists, or until
-# a command (if it is not a path) succeeds.
+# a command (if it is not a path) succeeds. SECONDS (default 10) is how
+# long to give it before the test fails, times MDR_SLOW. Most tests prove
+# their bounds by measuring; one that proves a bound by a wait
+# (replication/010's goes_on) has it stretched on the debug kernel too.
 mdr_wait_for() {
 	# by the clock: under TCG one check can take far longer than 0.1 s
-	local what=$1 secs=${2:-10}
+	local what=$1 secs=$((${2:-10} * MDR_SLOW))
 	local end=$((SECONDS + secs))
 	while :; do
 		if [[ $what == /* ]]; then
@@ -212,16 +231,19 @@ mdr_mdnode_start() {
 # mdr_wait_listen PID PATTERN LOG: until an rdma_cm listener whose line of
 # `rdma resource show cm_id` matches PATTERN (an extended regex) is up.
 # A PID that ended fails at once, with the tail of its LOG; one still
-# starting is given 60 s, since on the debug kernel with the host's cores
-# loaded mdnode's start (sanitized binary, journal recovery) took over
-# 15 s once.
+# starting is given 60 s (times MDR_SLOW), since on the debug kernel with
+# the host's cores loaded mdnode's start (sanitized binary, journal
+# recovery) took over 15 s once, and 73 s in failover/001 (2026-12-07:
+# 61 s from the exec to its first log line, with fio, a host and two
+# replicas beside it).
 mdr_wait_listen() {
-	local pid=$1 pattern=$2 log=$3 end=$((SECONDS + 60))
+	local pid=$1 pattern=$2 log=$3 limit=$((60 * MDR_SLOW))
+	local end=$((SECONDS + limit))
 	until rdma resource show cm_id 2>/dev/null | grep -q -E "LISTEN.*$pattern"; do
 		kill -0 "$pid" 2>/dev/null ||
 			mdr_fail "$(basename "$log" .log) ended before it listened on $pattern: $(tail -n 5 "$log")"
 		[ "$SECONDS" -lt "$end" ] ||
-			mdr_fail "nothing listened on $pattern within 60 s: $(tail -n 5 "$log")"
+			mdr_fail "nothing listened on $pattern within $limit s: $(tail -n 5 "$log")"
 		sleep 0.1
 	done
 }

@@ -19,7 +19,8 @@
 #						(failover_conn KEY: sets val)
 #	failover_now_ms				the guest's clock, in ms
 #	failover_since LIMIT_S WHAT CMD...	sets ms: from $t0 (the kill)
-#						until CMD succeeds
+#						until CMD succeeds (LIMIT_S
+#						times MDR_SLOW)
 #	failover_at_leader			the host's volume ($sysfs)
 #						is asked at $leader
 #	failover_grown KEY N			fconn KEY is above N
@@ -97,7 +98,7 @@ failover_now_ms() { mdr_now_ms; echo "$now_ms"; }
 # at 50 ms and 0.34 at 20 ms; the poll before it, which started four
 # programs a round at 20 ms, 0.82 (2026-12-06).
 failover_since() {
-	local limit=$1 what=$2
+	local limit=$(($1 * MDR_SLOW)) what=$2
 	shift 2
 	until "$@"; do
 		mdr_now_ms
