@@ -78,7 +78,8 @@ group_etcd_heal() {
 # data directory (again: it rejoins the cluster with what it held). Its
 # heartbeat and election timeout are twice the one member's: under TCG,
 # with three sanitized replicas beside it, a member heard nothing for
-# 500 ms now and then, and each such gap would be an election.
+# 500 ms now and then, and each such gap would be an election. Both are
+# MDR_SLOW times that (common.sh), as the group's TTL in the tests.
 group_etcd_member() {
 	local m=$1 edir=$MDR_TMP/etcd-$GROUP_TAG
 	etcd --name "m$m" --data-dir "$edir/m$m" \
@@ -88,7 +89,7 @@ group_etcd_member() {
 		--initial-advertise-peer-urls "http://127.0.0.1:2384$m" \
 		--initial-cluster "m1=http://127.0.0.1:23841,m2=http://127.0.0.1:23842,m3=http://127.0.0.1:23843" \
 		--initial-cluster-state new --initial-cluster-token "mdr-$GROUP_TAG" \
-		--heartbeat-interval 100 --election-timeout 1000 --logger zap --log-level warn \
+		--heartbeat-interval $((100 * MDR_SLOW)) --election-timeout $((1000 * MDR_SLOW)) --logger zap --log-level warn \
 		>>"$edir/m$m.log" 2>&1 &
 	GROUP_ETCD_PIDS[m]=$!
 }
