@@ -245,6 +245,25 @@ host() { local i=$1; shift; "$GROUP_CLIENT" --node "${MDR_REPLICA_ADDR[i]}" --te
 # by device, its devices' use. Leases (open_count) are the leader's alone.
 state() { admin "$1" list "${@:2}" devs 2>&1 | sed 's/ open_count=[0-9]*//'; }
 
+# group_expect_acked FILE I [WAIT_S]: every allocation that the stream
+# writing FILE saw acknowledged ("alloc: index=N ..." lines of the node
+# client) is in replica I's table at its place, read by RDMA as a host
+# reads it; with WAIT_S, the read waits up to that long to be answered
+# (a new leader's AGAIN). One grep judges them all: a program per line
+# would take most of a second each on the debug kernel.
+group_expect_acked() {
+	local acked=$1 i=$2 last missing
+	last=$(grep '^alloc: index=' "$acked" | tail -n 1 | sed 's/^alloc: index=\([0-9]*\) .*/\1/')
+	[ -n "$last" ] || mdr_fail "no acknowledged allocation in $acked"
+	[ -z "${3:-}" ] ||
+		mdr_wait_for "host $i open:v1 read:v1:0:$((last + 1)) >/dev/null" "$3"
+	mdr_expect_rc 0 host "$i" open:v1 "read:v1:0:$((last + 1))"
+	missing=$(grep '^alloc: index=' "$acked" | sed 's/^alloc: /read: /' |
+		grep -vxF -f <(printf '%s\n' "$MDR_OUT")) || true
+	[ -z "$missing" ] ||
+		mdr_fail "acknowledged, not on replica $i: $(echo "$missing" | head -n 3)"
+}
+
 group_check_logs() {
 	local i
 	for i in $(group_ids); do
