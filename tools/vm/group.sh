@@ -252,14 +252,18 @@ state() { admin "$1" list "${@:2}" devs 2>&1 | sed 's/ open_count=[0-9]*//'; }
 # (a new leader's AGAIN). One grep judges them all: a program per line
 # would take most of a second each on the debug kernel.
 group_expect_acked() {
-	local acked=$1 i=$2 last missing
-	last=$(grep '^alloc: index=' "$acked" | tail -n 1 | sed 's/^alloc: index=\([0-9]*\) .*/\1/')
-	[ -n "$last" ] || mdr_fail "no acknowledged allocation in $acked"
+	local acked=$1 i=$2 last missing rc=0
+	local want=$MDR_TMP/acked-want.$i got=$MDR_TMP/acked-got.$i
+	grep '^alloc: index=' "$acked" | sed 's/^alloc: /read: /' >"$want"
+	[ -s "$want" ] || mdr_fail "no acknowledged allocation in $acked"
+	last=$(tail -n 1 "$want" | sed 's/^read: index=\([0-9]*\) .*/\1/')
 	[ -z "${3:-}" ] ||
 		mdr_wait_for "host $i open:v1 read:v1:0:$((last + 1)) >/dev/null" "$3"
 	mdr_expect_rc 0 host "$i" open:v1 "read:v1:0:$((last + 1))"
-	missing=$(grep '^alloc: index=' "$acked" | sed 's/^alloc: /read: /' |
-		grep -vxF -f <(printf '%s\n' "$MDR_OUT")) || true
+	printf '%s\n' "$MDR_OUT" >"$got"
+	# grep -v: 0 when a line is missing, 1 when none is, 2 when it failed
+	missing=$(grep -vxF -f "$got" "$want") || rc=$?
+	[ "$rc" -le 1 ] || mdr_fail "grep of $want against $got failed ($rc)"
 	[ -z "$missing" ] ||
 		mdr_fail "acknowledged, not on replica $i: $(echo "$missing" | head -n 3)"
 }
