@@ -77,6 +77,15 @@ mdr_expect_eq() {
 	[ "$2" = "$3" ] || mdr_fail "$1: got '$2', want '$3'"
 }
 
+# mdr_diff A B: the first lines of a diff of the texts A and B, for a
+# failure's message. Through files: the guest has no /dev/fd, so <(...)
+# would leave the message empty.
+mdr_diff() {
+	printf '%s\n' "$1" >"$MDR_TMP/mdr-diff.a"
+	printf '%s\n' "$2" >"$MDR_TMP/mdr-diff.b"
+	diff "$MDR_TMP/mdr-diff.a" "$MDR_TMP/mdr-diff.b" | head -n 20
+}
+
 # mdr_expect_rc WANT CMD...: run CMD, fail unless it exits WANT. Its
 # output is kept in $MDR_OUT for further checks.
 mdr_expect_rc() {
