@@ -245,12 +245,12 @@ host() { local i=$1; shift; "$GROUP_CLIENT" --node "${MDR_REPLICA_ADDR[i]}" --te
 # by device, its devices' use. Leases (open_count) are the leader's alone.
 state() { admin "$1" list "${@:2}" devs 2>&1 | sed 's/ open_count=[0-9]*//'; }
 
-# group_expect_acked FILE I [WAIT_S]: every allocation that the stream
-# writing FILE saw acknowledged ("alloc: index=N ..." lines of the node
-# client) is in replica I's table at its place, read by RDMA as a host
-# reads it; with WAIT_S, the read waits up to that long to be answered
-# (a new leader's AGAIN). One grep judges them all: a program per line
-# would take most of a second each on the debug kernel.
+# group_expect_acked FILE I [WAIT_S]: every allocation of volume v1 that
+# the stream writing FILE saw acknowledged ("alloc: index=N ..." lines of
+# the node client) is in replica I's table at its place, read by RDMA as
+# a host reads it; with WAIT_S, the read waits up to that long to be
+# answered (a new leader's AGAIN). One grep judges them all: a program
+# per line would take most of a second each on the debug kernel.
 group_expect_acked() {
 	local acked=$1 i=$2 last missing rc=0
 	local want=$MDR_TMP/acked-want.$i got=$MDR_TMP/acked-got.$i
